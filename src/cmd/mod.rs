@@ -1,0 +1,1 @@
+//! One thin handler per subcommand, wiring source → store → eval → report.

@@ -1,0 +1,20 @@
+//! Exit codes, documented in the README and tested.
+
+/// The process exit status of every cptriage command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitCode {
+    /// 0: healthy (diagnose), or the command succeeded.
+    Ok = 0,
+    /// 1: a failing axis was named.
+    AxisNamed = 1,
+    /// 2: usage or configuration error (bad flags, bad rule file, bad expression).
+    Usage = 2,
+    /// 3: the data is unusable or every source failed.
+    Data = 3,
+}
+
+impl ExitCode {
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+}

@@ -1,0 +1,13 @@
+//! cptriage: Kubernetes control-plane triage.
+//!
+//! The modules follow the data flow:
+//! `source` (dumps, live scrapes, Prometheus) → `store` (series) → `eval` (PromQL)
+//! → `rules` (signals, the exclusion tree, onsets) → `report` (table, JSON, Markdown).
+//! `cli` holds the clap definition, `cmd` one thin handler per subcommand.
+
+pub mod cli;
+pub mod cmd;
+pub mod eval;
+pub mod exit;
+pub mod source;
+pub mod store;

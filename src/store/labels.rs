@@ -1,0 +1,213 @@
+//! Label sets: sorted `(name, value)` pairs with shared (interned) strings.
+//!
+//! Every series in the store and every element of an evaluation result carries a
+//! [`Labels`]. The metric name is the `__name__` label, as in Prometheus.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// The label holding the metric name.
+pub const METRIC_NAME: &str = "__name__";
+
+/// One label: a name and a value, both shared strings.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Label {
+    pub name: Arc<str>,
+    pub value: Arc<str>,
+}
+
+/// A label set, kept sorted by label name with unique names and no empty values
+/// (Prometheus treats an empty label value as an absent label).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Labels(Vec<Label>);
+
+impl Labels {
+    /// An empty label set.
+    pub fn new() -> Self {
+        Labels(Vec::new())
+    }
+
+    /// Builds a label set from pairs in any order. Later duplicates win; empty
+    /// values are dropped.
+    pub fn from_pairs<N: AsRef<str>, V: AsRef<str>>(pairs: impl IntoIterator<Item = (N, V)>) -> Self {
+        let mut l = Labels::new();
+        for (n, v) in pairs {
+            l.set(n.as_ref(), v.as_ref());
+        }
+        l
+    }
+
+    /// Builds a label set from already-shared strings (used by the store's interner).
+    pub fn from_shared(mut labels: Vec<Label>) -> Self {
+        labels.retain(|l| !l.value.is_empty());
+        labels.sort_by(|a, b| a.name.cmp(&b.name));
+        labels.dedup_by(|later, earlier| {
+            if later.name == earlier.name {
+                earlier.value = later.value.clone();
+                true
+            } else {
+                false
+            }
+        });
+        Labels(labels)
+    }
+
+    /// The value of label `name`, if present.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .binary_search_by(|l| (*l.name).cmp(name))
+            .ok()
+            .map(|i| &*self.0[i].value)
+    }
+
+    /// The metric name (`__name__`), if present.
+    pub fn metric_name(&self) -> Option<&str> {
+        self.get(METRIC_NAME)
+    }
+
+    /// Sets (or, with an empty value, removes) a label.
+    pub fn set(&mut self, name: &str, value: &str) {
+        match self.0.binary_search_by(|l| (*l.name).cmp(name)) {
+            Ok(i) => {
+                if value.is_empty() {
+                    self.0.remove(i);
+                } else if &*self.0[i].value != value {
+                    self.0[i].value = Arc::from(value);
+                }
+            }
+            Err(i) => {
+                if !value.is_empty() {
+                    self.0.insert(
+                        i,
+                        Label {
+                            name: Arc::from(name),
+                            value: Arc::from(value),
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    /// Sets a label from shared strings without copying them.
+    pub fn set_shared(&mut self, name: Arc<str>, value: Arc<str>) {
+        match self.0.binary_search_by(|l| l.name.cmp(&name)) {
+            Ok(i) => {
+                if value.is_empty() {
+                    self.0.remove(i);
+                } else {
+                    self.0[i].value = value;
+                }
+            }
+            Err(i) => {
+                if !value.is_empty() {
+                    self.0.insert(i, Label { name, value });
+                }
+            }
+        }
+    }
+
+    /// Removes a label if present.
+    pub fn remove(&mut self, name: &str) {
+        if let Ok(i) = self.0.binary_search_by(|l| (*l.name).cmp(name)) {
+            self.0.remove(i);
+        }
+    }
+
+    /// A copy without the metric name.
+    pub fn without_name(&self) -> Labels {
+        let mut l = self.clone();
+        l.remove(METRIC_NAME);
+        l
+    }
+
+    /// Only the labels whose names are in `names`.
+    pub fn keep_only(&self, names: &[impl AsRef<str>]) -> Labels {
+        Labels(
+            self.0
+                .iter()
+                .filter(|l| names.iter().any(|n| n.as_ref() == &*l.name))
+                .cloned()
+                .collect(),
+        )
+    }
+
+    /// All labels except those whose names are in `names`.
+    pub fn drop_names(&self, names: &[impl AsRef<str>]) -> Labels {
+        Labels(
+            self.0
+                .iter()
+                .filter(|l| !names.iter().any(|n| n.as_ref() == &*l.name))
+                .cloned()
+                .collect(),
+        )
+    }
+
+    /// Iterates over the labels in name order.
+    pub fn iter(&self) -> impl Iterator<Item = &Label> {
+        self.0.iter()
+    }
+
+    /// Number of labels.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Display for Labels {
+    /// Prometheus notation: `name{a="b", c="d"}`; `{}` for an empty set.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.metric_name();
+        if let Some(n) = name {
+            f.write_str(n)?;
+        }
+        let rest: Vec<&Label> = self.0.iter().filter(|l| &*l.name != METRIC_NAME).collect();
+        if rest.is_empty() && name.is_some() {
+            return Ok(());
+        }
+        f.write_str("{")?;
+        for (i, l) in rest.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{}=\"", l.name)?;
+            for c in l.value.chars() {
+                match c {
+                    '\\' => f.write_str("\\\\")?,
+                    '"' => f.write_str("\\\"")?,
+                    '\n' => f.write_str("\\n")?,
+                    c => write!(f, "{c}")?,
+                }
+            }
+            f.write_str("\"")?;
+        }
+        f.write_str("}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorted_unique_and_empty_values_dropped() {
+        let l = Labels::from_pairs([("b", "2"), ("a", "1"), ("b", "3"), ("c", "")]);
+        let names: Vec<&str> = l.iter().map(|l| &*l.name).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(l.get("b"), Some("3"));
+        assert_eq!(l.get("c"), None);
+    }
+
+    #[test]
+    fn display_is_prometheus_notation() {
+        let l = Labels::from_pairs([("__name__", "up"), ("job", "a\"b"), ("i", "x\\y")]);
+        assert_eq!(l.to_string(), r#"up{i="x\\y", job="a\"b"}"#);
+        assert_eq!(Labels::from_pairs([("__name__", "up")]).to_string(), "up");
+        assert_eq!(Labels::new().to_string(), "{}");
+    }
+}
