@@ -1,4 +1,148 @@
 //! Where samples come from. Every source produces time-stamped snapshots per
-//! target (one apiserver replica, one etcd member, …) and feeds the series store.
+//! target (one apiserver replica, one etcd member, …) and feeds one series store.
+//!
+//! Every series a source stores carries two labels added by cptriage:
+//! `instance="<target name>"` and `role="<role>"` (an exposition's own `instance`
+//! label, if any, is renamed `exported_instance`, as Prometheus does). Rules select
+//! a role by matching on `role`; per-instance localisation groups by `instance`.
 
 pub mod expfmt;
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::store::{Millis, Store};
+
+/// What a target is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Apiserver,
+    Etcd,
+    Controller,
+    Unknown,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Apiserver => "apiserver",
+            Role::Etcd => "etcd",
+            Role::Controller => "controller",
+            Role::Unknown => "unknown",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        match s.to_ascii_lowercase().as_str() {
+            "apiserver" | "kube-apiserver" => Some(Role::Apiserver),
+            "etcd" => Some(Role::Etcd),
+            "controller" | "controller-manager" | "kube-controller-manager" => Some(Role::Controller),
+            "unknown" => Some(Role::Unknown),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a snapshot's time came from (the report states it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TimeSource {
+    /// The capture manifest or the file name.
+    FileName,
+    /// Explicit timestamps on the samples.
+    SampleTimestamp,
+    /// The file's modification time.
+    Mtime,
+    /// The time the scrape finished (live).
+    Scrape,
+    /// Prometheus query results.
+    Prometheus,
+}
+
+/// One snapshot of one target.
+#[derive(Clone, Debug, Serialize)]
+pub struct Snapshot {
+    pub time: Millis,
+    /// File path or URL it came from.
+    pub origin: String,
+    /// `process_start_time_seconds`, when exposed (detects restarts and replica switches).
+    pub process_start: Option<f64>,
+}
+
+/// One apiserver replica, etcd member or controller.
+#[derive(Clone, Debug, Serialize)]
+pub struct Target {
+    pub name: String,
+    pub role: Role,
+    /// Why this role: "manifest", "given on the command line", or the content that decided it.
+    pub role_reason: String,
+    /// Detected component version (`kubernetes_build_info`, `etcd_server_version`).
+    pub version: Option<String>,
+    pub time_source: TimeSource,
+    /// Snapshots in time order.
+    pub snapshots: Vec<Snapshot>,
+    /// Every metric family the target exposed with at least one sample (kept or
+    /// not), so "not exposed by this version" is told apart from "nothing happened".
+    pub families: std::collections::BTreeSet<String>,
+}
+
+/// A problem with part of the input that did not stop the analysis.
+#[derive(Clone, Debug, Serialize)]
+pub struct SourceWarning {
+    /// File, directory or URL concerned.
+    pub origin: String,
+    pub message: String,
+}
+
+/// Everything the sources loaded: the series store and what it came from.
+#[derive(Debug, Default)]
+pub struct Dataset {
+    pub store: Store,
+    pub targets: Vec<Target>,
+    pub warnings: Vec<SourceWarning>,
+}
+
+impl Dataset {
+    /// Earliest and latest snapshot time over all targets.
+    pub fn window(&self) -> Option<(Millis, Millis)> {
+        let mut r: Option<(Millis, Millis)> = None;
+        for t in &self.targets {
+            for s in [t.snapshots.first(), t.snapshots.last()].into_iter().flatten() {
+                r = Some(match r {
+                    None => (s.time, s.time),
+                    Some((a, b)) => (a.min(s.time), b.max(s.time)),
+                });
+            }
+        }
+        r
+    }
+
+    /// The targets with role `role`.
+    pub fn targets_with_role(&self, role: Role) -> impl Iterator<Item = &Target> {
+        self.targets.iter().filter(move |t| t.role == role)
+    }
+
+    /// The median interval between consecutive snapshots of one target, over all
+    /// targets; `None` when every target has a single snapshot.
+    pub fn typical_interval(&self) -> Option<Millis> {
+        let mut gaps: Vec<Millis> = self
+            .targets
+            .iter()
+            .flat_map(|t| t.snapshots.windows(2).map(|w| w[1].time - w[0].time))
+            .filter(|g| *g > 0)
+            .collect();
+        if gaps.is_empty() {
+            return None;
+        }
+        gaps.sort_unstable();
+        Some(gaps[gaps.len() / 2])
+    }
+}
