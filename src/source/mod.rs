@@ -6,7 +6,10 @@
 //! label, if any, is renamed `exported_instance`, as Prometheus does). Rules select
 //! a role by matching on `role`; per-instance localisation groups by `instance`.
 
+pub mod dump;
 pub mod expfmt;
+pub mod manifest;
+pub mod timename;
 
 use std::fmt;
 

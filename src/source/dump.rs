@@ -1,0 +1,832 @@
+//! The dump source: captured `/metrics` files → snapshots → the series store.
+//!
+//! Accepted inputs (any mix, several at once):
+//! - a capture directory (`manifest.yaml` + `<target>/<unix-ms>.prom[.gz]`);
+//! - a directory of ad-hoc files: `<target>/<time>.prom[.gz]` (unix seconds,
+//!   fractional seconds, milliseconds, or an RFC 3339 time in the name), or files
+//!   at its top level, each a target named by its file name;
+//! - single files, optionally prefixed `NAME=` or `role:NAME=` (the same `NAME`
+//!   given to several files makes them snapshots of one target).
+//!
+//! Gzip is detected by its magic bytes. Files that are not recognised are listed
+//! as warnings and skipped; a file that cannot be read or parsed is a warning too,
+//! and the rest is analysed. Only when nothing usable remains is it an error.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use crate::source::expfmt::{self, Severity};
+use crate::source::manifest::{self, Manifest};
+use crate::source::timename;
+use crate::source::{Dataset, Role, Snapshot, SourceWarning, Target, TimeSource};
+use crate::store::{stale_nan, Millis, Store};
+
+/// Families every load keeps, whatever the expressions need: they identify
+/// the component, its version and its restarts.
+pub const ALWAYS_KEEP: &[&str] = &[
+    "process_start_time_seconds",
+    "kubernetes_build_info",
+    "etcd_server_version",
+    "etcd_cluster_version",
+];
+
+/// At most this many parse problems are reported per file; the rest are counted.
+const MAX_ISSUES_PER_FILE: usize = 5;
+
+/// A problem that stops the load.
+#[derive(Debug, thiserror::Error)]
+pub enum DumpError {
+    #[error("`{0}`: no such file or directory")]
+    NotFound(PathBuf),
+    #[error("`{path}`: {message}")]
+    BadArgument { path: String, message: String },
+    #[error("`{path}`: cannot read: {source}")]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{path}:{line}:{column}`: invalid capture manifest: {message}")]
+    Manifest {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("no usable snapshot in the given dumps{}", .0.iter().map(|w| format!("\n  {}: {}", w.origin, w.message)).collect::<String>())]
+    NoData(Vec<SourceWarning>),
+}
+
+/// One `--dump` argument: `[role:][NAME=]PATH`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DumpArg {
+    pub name: Option<String>,
+    pub role: Option<Role>,
+    pub path: PathBuf,
+}
+
+impl DumpArg {
+    /// Parses `[role:][NAME=]PATH`. A path that exists as given is taken whole,
+    /// even if it contains `=` or `:`.
+    pub fn parse(arg: &str) -> Result<DumpArg, DumpError> {
+        if Path::new(arg).exists() {
+            return Ok(DumpArg {
+                name: None,
+                role: None,
+                path: arg.into(),
+            });
+        }
+        let Some((prefix, path)) = arg.split_once('=') else {
+            return Ok(DumpArg {
+                name: None,
+                role: None,
+                path: arg.into(),
+            });
+        };
+        if prefix.contains('/') {
+            return Ok(DumpArg {
+                name: None,
+                role: None,
+                path: arg.into(),
+            });
+        }
+        let (role, name) = match prefix.split_once(':') {
+            Some((r, n)) => {
+                let role = Role::parse(r).ok_or_else(|| DumpError::BadArgument {
+                    path: arg.into(),
+                    message: format!("unknown role `{r}` (expected apiserver, etcd, controller or unknown)"),
+                })?;
+                (Some(role), n)
+            }
+            None => (None, prefix),
+        };
+        if name.is_empty() || path.is_empty() {
+            return Err(DumpError::BadArgument {
+                path: arg.into(),
+                message: "expected `[role:][NAME=]PATH`".into(),
+            });
+        }
+        Ok(DumpArg {
+            name: Some(name.to_string()),
+            role,
+            path: path.into(),
+        })
+    }
+}
+
+/// Which metric families to keep.
+#[derive(Clone, Debug, Default)]
+pub enum Keep {
+    /// Every family (e.g. `record --all`).
+    #[default]
+    All,
+    /// Only these metric names (as referenced by expressions), plus [`ALWAYS_KEEP`].
+    Names(BTreeSet<String>),
+}
+
+impl Keep {
+    /// Whether family `family` holds any of the wanted names (`x` covers the
+    /// samples `x`, `x_bucket`, `x_sum`, `x_count`, `x_total`, `x_created`).
+    pub fn wants(&self, family: &str) -> bool {
+        match self {
+            Keep::All => true,
+            Keep::Names(names) => {
+                ALWAYS_KEEP.contains(&family)
+                    || names.contains(family)
+                    || ["_bucket", "_sum", "_count", "_total"]
+                        .iter()
+                        .any(|s| names.contains(&format!("{family}{s}")))
+                    || names
+                        .range(family.to_string()..)
+                        .take_while(|n| n.starts_with(family))
+                        .any(|n| matches!(&n[family.len()..], "_bucket" | "_sum" | "_count" | "_total"))
+                    || family
+                        .strip_suffix("_total")
+                        .is_some_and(|base| names.contains(base))
+            }
+        }
+    }
+}
+
+/// A file planned for loading.
+#[derive(Clone, Debug)]
+struct Planned {
+    target: String,
+    path: PathBuf,
+    /// Time from the manifest or the file name.
+    name_time: Option<Millis>,
+}
+
+/// A target as declared by the user or a manifest.
+#[derive(Clone, Debug, Default)]
+struct Declared {
+    role: Option<(Role, String)>,
+    version: Option<String>,
+}
+
+#[derive(Default)]
+struct Plan {
+    files: Vec<Planned>,
+    declared: BTreeMap<String, Declared>,
+    failures: Vec<manifest::ScrapeFailure>,
+    warnings: Vec<SourceWarning>,
+}
+
+impl Plan {
+    fn warn(&mut self, origin: impl Into<String>, message: impl Into<String>) {
+        self.warnings.push(SourceWarning {
+            origin: origin.into(),
+            message: message.into(),
+        });
+    }
+
+    fn declare(&mut self, target: &str, role: Option<(Role, String)>, version: Option<String>) {
+        let d = self.declared.entry(target.to_string()).or_default();
+        if role.is_some() {
+            d.role = role;
+        }
+        if version.is_some() {
+            d.version = version;
+        }
+    }
+}
+
+fn is_metrics_file(name: &str) -> bool {
+    [
+        ".prom",
+        ".prom.gz",
+        ".txt",
+        ".txt.gz",
+        ".metrics",
+        ".metrics.gz",
+        ".gz",
+        ".om",
+    ]
+    .iter()
+    .any(|e| name.ends_with(e))
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, DumpError> {
+    let rd = fs::read_dir(dir).map_err(|e| DumpError::Unreadable {
+        path: dir.into(),
+        source: e,
+    })?;
+    let mut v: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    v.sort();
+    Ok(v)
+}
+
+fn plan_capture(plan: &mut Plan, dir: &Path, arg: &DumpArg) -> Result<(), DumpError> {
+    let mpath = dir.join("manifest.yaml");
+    let text = fs::read_to_string(&mpath).map_err(|e| DumpError::Unreadable {
+        path: mpath.clone(),
+        source: e,
+    })?;
+    let m: Manifest = manifest::parse(&text).map_err(|e| DumpError::Manifest {
+        path: mpath.clone(),
+        line: e.line,
+        column: e.column,
+        message: e.message,
+    })?;
+    let prefix = arg.name.as_deref();
+    let tname = |n: &str| match prefix {
+        Some(p) => format!("{p}/{n}"),
+        None => n.to_string(),
+    };
+    let mut known = HashSet::new();
+    for t in &m.targets {
+        known.insert(t.name.clone());
+        plan.declare(
+            &tname(&t.name),
+            Some((t.role, "capture manifest".into())),
+            t.version.clone(),
+        );
+        let tdir = dir.join(&t.name);
+        if !tdir.is_dir() {
+            plan.warn(
+                tdir.display().to_string(),
+                "target listed in the manifest has no snapshot directory",
+            );
+            continue;
+        }
+        plan_target_dir(plan, &tdir, &tname(&t.name))?;
+    }
+    for f in &m.failures {
+        let mut f = f.clone();
+        f.target = tname(&f.target);
+        plan.failures.push(f);
+    }
+    for p in sorted_entries(dir)? {
+        let n = file_name(&p);
+        if p.is_dir() && !known.contains(&n) {
+            plan.warn(
+                p.display().to_string(),
+                "directory not listed in the manifest; loaded with an inferred role",
+            );
+            plan_target_dir(plan, &p, &tname(&n))?;
+        } else if p.is_file() && n != "manifest.yaml" {
+            plan.warn(p.display().to_string(), "not part of the capture layout; skipped");
+        }
+    }
+    Ok(())
+}
+
+fn plan_target_dir(plan: &mut Plan, dir: &Path, target: &str) -> Result<(), DumpError> {
+    for p in sorted_entries(dir)? {
+        let n = file_name(&p);
+        if p.is_dir() {
+            plan.warn(p.display().to_string(), "nested directory; skipped");
+            continue;
+        }
+        let st = timename::stem(&n);
+        match timename::find_time(st) {
+            Some(nt) => plan.files.push(Planned {
+                target: target.to_string(),
+                path: p,
+                name_time: Some(nt.time),
+            }),
+            None if is_metrics_file(&n) => plan.files.push(Planned {
+                target: target.to_string(),
+                path: p,
+                name_time: None,
+            }),
+            None => plan.warn(
+                p.display().to_string(),
+                "not recognised (no time in the name and not a .prom/.txt/.gz file); skipped",
+            ),
+        }
+    }
+    Ok(())
+}
+
+fn plan_adhoc_dir(plan: &mut Plan, dir: &Path, arg: &DumpArg) -> Result<(), DumpError> {
+    for p in sorted_entries(dir)? {
+        let n = file_name(&p);
+        if p.is_dir() {
+            let target = match &arg.name {
+                Some(pre) => format!("{pre}/{n}"),
+                None => n.clone(),
+            };
+            if let Some(r) = arg.role {
+                plan.declare(&target, Some((r, "given on the command line".into())), None);
+            }
+            plan_target_dir(plan, &p, &target)?;
+        } else {
+            let st = timename::stem(&n);
+            let found = timename::find_time(st);
+            if found.is_none() && !is_metrics_file(&n) {
+                plan.warn(
+                    p.display().to_string(),
+                    "not recognised as a metrics dump; skipped",
+                );
+                continue;
+            }
+            let base = match &found {
+                Some(nt) if !nt.rest.is_empty() => nt.rest.clone(),
+                Some(_) => file_name(dir),
+                None => st.to_string(),
+            };
+            let target = match &arg.name {
+                Some(pre) => format!("{pre}/{base}"),
+                None => base,
+            };
+            if let Some(r) = arg.role {
+                plan.declare(&target, Some((r, "given on the command line".into())), None);
+            }
+            plan.files.push(Planned {
+                target,
+                path: p,
+                name_time: found.map(|f| f.time),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn plan_args(args: &[DumpArg]) -> Result<Plan, DumpError> {
+    let mut plan = Plan::default();
+    let mut unnamed_singles: HashMap<String, usize> = HashMap::new();
+    for arg in args {
+        let meta = fs::metadata(&arg.path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => DumpError::NotFound(arg.path.clone()),
+            _ => DumpError::Unreadable {
+                path: arg.path.clone(),
+                source: e,
+            },
+        })?;
+        if meta.is_dir() {
+            if arg.path.join("manifest.yaml").is_file() {
+                plan_capture(&mut plan, &arg.path, arg)?;
+            } else {
+                plan_adhoc_dir(&mut plan, &arg.path, arg)?;
+            }
+            continue;
+        }
+        let n = file_name(&arg.path);
+        let st = timename::stem(&n);
+        let found = timename::find_time(st);
+        let target = match (&arg.name, &found) {
+            (Some(name), _) => name.clone(),
+            (None, Some(nt)) if !nt.rest.is_empty() => nt.rest.clone(),
+            (None, Some(_)) => arg
+                .path
+                .parent()
+                .map(file_name)
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| st.to_string()),
+            (None, None) => {
+                let k = unnamed_singles.entry(st.to_string()).or_insert(0);
+                *k += 1;
+                if *k == 1 {
+                    st.to_string()
+                } else {
+                    let t = format!("{st}-{k}");
+                    plan.warn(
+                        arg.path.display().to_string(),
+                        format!("another file is already named `{st}`; this one is target `{t}` (use NAME=PATH to name it)"),
+                    );
+                    t
+                }
+            }
+        };
+        if let Some(r) = arg.role {
+            plan.declare(&target, Some((r, "given on the command line".into())), None);
+        }
+        plan.files.push(Planned {
+            target,
+            path: arg.path.clone(),
+            name_time: found.map(|f| f.time),
+        });
+    }
+    Ok(plan)
+}
+
+/// Reads a file, transparently decompressing gzip (detected by magic bytes).
+pub fn read_maybe_gzip(path: &Path) -> Result<Vec<u8>, String> {
+    let raw = fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    if raw.len() >= 2 && raw[0] == 0x1f && raw[1] == 0x8b {
+        let mut out = Vec::with_capacity(raw.len() * 8);
+        flate2::read::MultiGzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .map_err(|e| format!("corrupt gzip data: {e}"))?;
+        Ok(out)
+    } else {
+        Ok(raw)
+    }
+}
+
+/// The kept samples of one parsed file.
+#[derive(Default)]
+struct FileData {
+    /// (labels including `__name__`, value, explicit timestamp)
+    samples: Vec<(Vec<(Box<str>, Box<str>)>, f64, Option<i64>)>,
+    families: BTreeSet<String>,
+    max_ts: Option<i64>,
+    process_start: Option<f64>,
+    apiserver_version: Option<String>,
+    etcd_version: Option<String>,
+    mtime: Option<Millis>,
+    issues: Vec<String>,
+}
+
+fn parse_file(path: &Path, keep: &Keep) -> Result<FileData, String> {
+    let bytes = read_maybe_gzip(path)?;
+    let mtime = fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as Millis);
+    let mut data = FileData {
+        mtime,
+        ..Default::default()
+    };
+    let mut keep_fn = |fam: &str| keep.wants(fam);
+    let mut sink = |s: &expfmt::SampleRef<'_>| {
+        let mut labels: Vec<(Box<str>, Box<str>)> = Vec::with_capacity(s.labels.len() + 1);
+        labels.push(("__name__".into(), s.name.into()));
+        for l in s.labels {
+            labels.push((l.name.into(), (*l.value).into()));
+        }
+        if let Some(ts) = s.timestamp_ms {
+            data.max_ts = Some(data.max_ts.map_or(ts, |m: i64| m.max(ts)));
+        }
+        match s.name {
+            "process_start_time_seconds" => data.process_start = Some(s.value),
+            "kubernetes_build_info" => {
+                if let Some(v) = s.labels.iter().find(|l| l.name == "git_version") {
+                    data.apiserver_version = Some(v.value.to_string());
+                }
+            }
+            "etcd_server_version" => {
+                if let Some(v) = s.labels.iter().find(|l| l.name == "server_version") {
+                    data.etcd_version = Some(v.value.to_string());
+                }
+            }
+            _ => {}
+        }
+        data.samples.push((labels, s.value, s.timestamp_ms));
+    };
+    let report = expfmt::parse(&bytes, &mut keep_fn, &mut sink).map_err(|e| e.to_string())?;
+    data.families = report.families.iter().map(|(n, _)| n.clone()).collect();
+    let errors: Vec<&expfmt::Issue> = report
+        .issues
+        .iter()
+        .filter(|i| i.severity == Severity::Error)
+        .collect();
+    for i in errors.iter().take(MAX_ISSUES_PER_FILE) {
+        data.issues.push(format!("line {}: {}", i.line, i.message));
+    }
+    if errors.len() > MAX_ISSUES_PER_FILE {
+        data.issues.push(format!(
+            "… and {} more malformed lines",
+            errors.len() - MAX_ISSUES_PER_FILE
+        ));
+    }
+    if bytes.is_empty() {
+        return Err("empty file".into());
+    }
+    Ok(data)
+}
+
+/// Infers a target's role from the families it exposes, with the reason.
+pub fn infer_role(families: &BTreeSet<String>) -> (Role, String) {
+    let has = |n: &str| families.contains(n);
+    let etcd = [
+        "etcd_server_has_leader",
+        "etcd_server_version",
+        "etcd_disk_wal_fsync_duration_seconds",
+    ]
+    .into_iter()
+    .find(|n| has(n));
+    let api = [
+        "apiserver_request_total",
+        "apiserver_request_count",
+        "apiserver_request_duration_seconds",
+    ]
+    .into_iter()
+    .find(|n| has(n));
+    match (etcd, api) {
+        (Some(e), None) => (Role::Etcd, format!("exposes `{e}`")),
+        (None, Some(a)) => (Role::Apiserver, format!("exposes `{a}`")),
+        (Some(e), Some(a)) => (
+            Role::Unknown,
+            format!("exposes both `{e}` (etcd) and `{a}` (apiserver); name the role with `role:NAME=PATH`"),
+        ),
+        (None, None) if has("workqueue_adds_total") => (
+            Role::Controller,
+            "exposes `workqueue_adds_total` and no apiserver request metrics".into(),
+        ),
+        (None, None) => (
+            Role::Unknown,
+            "exposes no apiserver, etcd or controller metric cptriage knows".into(),
+        ),
+    }
+}
+
+/// Parses files on all cores, handing each result to `f` in input order.
+fn parse_all(files: &[Planned], keep: &Keep, mut f: impl FnMut(usize, Result<FileData, String>)) {
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(files.len().max(1));
+    // Parse in chunks so that memory holds only a few parsed files at a time.
+    let chunk = workers * 4;
+    let mut start = 0;
+    while start < files.len() {
+        let end = (start + chunk).min(files.len());
+        let slots: Vec<Mutex<Option<Result<FileData, String>>>> =
+            (start..end).map(|_| Mutex::new(None)).collect();
+        let next = AtomicUsize::new(start);
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= end {
+                        break;
+                    }
+                    let r = parse_file(&files[i].path, keep);
+                    if let Ok(mut slot) = slots[i - start].lock() {
+                        *slot = Some(r);
+                    }
+                });
+            }
+        });
+        for (k, slot) in slots.into_iter().enumerate() {
+            let r = slot
+                .into_inner()
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| Err("parser thread failed".into()));
+            f(start + k, r);
+        }
+        start = end;
+    }
+}
+
+#[derive(Default)]
+struct TargetState {
+    target: Option<Target>,
+    live: HashSet<usize>,
+    last_time: Option<Millis>,
+}
+
+/// Loads dumps into a [`Dataset`].
+pub fn load(args: &[DumpArg], keep: &Keep) -> Result<Dataset, DumpError> {
+    let mut plan = plan_args(args)?;
+    // Order: by time where the name gives one, so each target's snapshots arrive in order.
+    // Files without a name time are ordered after parsing (mtime / sample timestamps).
+    let files = std::mem::take(&mut plan.files);
+    let mut store = Store::new();
+    let mut states: BTreeMap<String, TargetState> = BTreeMap::new();
+    let mut warnings = std::mem::take(&mut plan.warnings);
+    // Parse everything first into (file index, data) but ingest per target in time order.
+    // To keep memory bounded for long captures, files with name times are processed
+    // in time order in chunks; files without are few (ad-hoc dumps) and handled the same way.
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by_key(|&i| (files[i].name_time.unwrap_or(i64::MIN), files[i].target.clone()));
+    let ordered: Vec<Planned> = order.iter().map(|&i| files[i].clone()).collect();
+
+    // Files whose time is only known after parsing are buffered and ingested at the end.
+    let mut late: Vec<(usize, FileData, Millis, TimeSource)> = Vec::new();
+    let mut failures_by_target: HashMap<String, Vec<Millis>> = HashMap::new();
+    for f in &plan.failures {
+        failures_by_target
+            .entry(f.target.clone())
+            .or_default()
+            .push(f.time);
+    }
+
+    parse_all(&ordered, keep, |i, r| {
+        let pf = &ordered[i];
+        let origin = pf.path.display().to_string();
+        match r {
+            Err(e) => warnings.push(SourceWarning {
+                origin,
+                message: format!("{e}; file skipped"),
+            }),
+            Ok(data) => {
+                for m in &data.issues {
+                    warnings.push(SourceWarning {
+                        origin: origin.clone(),
+                        message: m.clone(),
+                    });
+                }
+                let (time, ts) = match (pf.name_time, data.max_ts, data.mtime) {
+                    (Some(t), _, _) => (t, TimeSource::FileName),
+                    (None, Some(t), _) => (t, TimeSource::SampleTimestamp),
+                    (None, None, Some(t)) => (t, TimeSource::Mtime),
+                    (None, None, None) => {
+                        warnings.push(SourceWarning {
+                            origin,
+                            message:
+                                "no time in the name, in the samples or in the file system; file skipped"
+                                    .into(),
+                        });
+                        return;
+                    }
+                };
+                if pf.name_time.is_some() {
+                    ingest(
+                        &mut store,
+                        &mut states,
+                        &plan.declared,
+                        pf,
+                        data,
+                        time,
+                        ts,
+                        &mut warnings,
+                    );
+                } else {
+                    late.push((i, data, time, ts));
+                }
+            }
+        }
+    });
+    late.sort_by_key(|(i, _, t, _)| (*t, *i));
+    for (i, data, time, ts) in late {
+        ingest(
+            &mut store,
+            &mut states,
+            &plan.declared,
+            &ordered[i],
+            data,
+            time,
+            ts,
+            &mut warnings,
+        );
+    }
+    // Failed scrapes recorded in a manifest end every series of that target, as a
+    // failed scrape does in Prometheus.
+    for (tname, times) in failures_by_target {
+        if let Some(st) = states.get_mut(&tname) {
+            for t in times {
+                mark_stale(&mut store, st, t, &HashSet::new());
+            }
+        }
+    }
+    store.finish();
+    let targets: Vec<Target> = states.into_values().filter_map(|s| s.target).collect();
+    if targets.is_empty() {
+        return Err(DumpError::NoData(warnings));
+    }
+    Ok(Dataset {
+        store,
+        targets,
+        warnings,
+    })
+}
+
+fn mark_stale(store: &mut Store, st: &mut TargetState, t: Millis, keep_live: &HashSet<usize>) {
+    let gone: Vec<usize> = st.live.difference(keep_live).copied().collect();
+    for id in gone {
+        if store.get(id).samples.last().is_some_and(|p| p.t < t) {
+            store.push_id(id, t, stale_nan());
+        }
+    }
+    st.live = keep_live.clone();
+}
+
+#[allow(clippy::too_many_arguments)]
+fn ingest(
+    store: &mut Store,
+    states: &mut BTreeMap<String, TargetState>,
+    declared: &BTreeMap<String, Declared>,
+    pf: &Planned,
+    data: FileData,
+    time: Millis,
+    ts: TimeSource,
+    warnings: &mut Vec<SourceWarning>,
+) {
+    let origin = pf.path.display().to_string();
+    let st = states.entry(pf.target.clone()).or_default();
+    if st.target.is_none() {
+        let decl = declared.get(&pf.target).cloned().unwrap_or_default();
+        let (role, reason) = decl.role.unwrap_or_else(|| {
+            let (r, why) = infer_role(&data.families);
+            (r, format!("inferred: {why}"))
+        });
+        let version = decl.version.or_else(|| match role {
+            Role::Etcd => data.etcd_version.clone(),
+            _ => data.apiserver_version.clone(),
+        });
+        st.target = Some(Target {
+            name: pf.target.clone(),
+            role,
+            role_reason: reason,
+            version,
+            time_source: ts,
+            snapshots: Vec::new(),
+            families: BTreeSet::new(),
+        });
+    }
+    let Some(target) = st.target.as_mut() else {
+        return;
+    };
+    if target.time_source != ts {
+        warnings.push(SourceWarning {
+            origin: origin.clone(),
+            message: format!(
+                "time taken from {ts:?} here but from {:?} for other snapshots of `{}`",
+                target.time_source, target.name
+            ),
+        });
+    }
+    if st.last_time == Some(time) {
+        warnings.push(SourceWarning {
+            origin: origin.clone(),
+            message: format!(
+                "a second snapshot of `{}` at the same time; its values replace the first",
+                target.name
+            ),
+        });
+    }
+    let role = target.role;
+    target.families.extend(data.families.iter().cloned());
+    target.snapshots.push(Snapshot {
+        time,
+        origin,
+        process_start: data.process_start,
+    });
+    let instance = store.intern(&target.name);
+    let role_s = store.intern(role.as_str());
+    let mut live = HashSet::with_capacity(data.samples.len());
+    for (labels, v, sample_ts) in data.samples {
+        let pairs = labels.into_iter().map(|(n, v)| {
+            let n: Box<str> = match &*n {
+                "instance" => "exported_instance".into(),
+                "role" => "exported_role".into(),
+                _ => n,
+            };
+            (n, v)
+        });
+        let mut l = store.labels(pairs);
+        l.set_shared(store.intern("instance"), instance.clone());
+        l.set_shared(store.intern("role"), role_s.clone());
+        let id = store.series_id(&l);
+        store.push_id(id, sample_ts.unwrap_or(time), v);
+        live.insert(id);
+    }
+    mark_stale(store, st, time, &live);
+    st.last_time = Some(time);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dump_arg_forms() {
+        assert_eq!(
+            DumpArg::parse("etcd:m1=/x/y.prom").unwrap(),
+            DumpArg {
+                name: Some("m1".into()),
+                role: Some(Role::Etcd),
+                path: "/x/y.prom".into()
+            }
+        );
+        assert_eq!(DumpArg::parse("a=/x").unwrap().name.as_deref(), Some("a"));
+        assert_eq!(DumpArg::parse("/some/a=b/c").unwrap().name, None);
+        assert!(DumpArg::parse("db:x=/y")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown role `db`"));
+    }
+
+    #[test]
+    fn keep_matches_family_suffixes() {
+        let k = Keep::Names(
+            [
+                "apiserver_request_duration_seconds_bucket".to_string(),
+                "up".into(),
+            ]
+            .into(),
+        );
+        assert!(k.wants("apiserver_request_duration_seconds"));
+        assert!(k.wants("up"));
+        assert!(k.wants("process_start_time_seconds"));
+        assert!(!k.wants("apiserver_request_total"));
+        let k = Keep::Names(["authentication_attempts".to_string()].into());
+        assert!(k.wants("authentication_attempts"));
+    }
+
+    #[test]
+    fn role_inference() {
+        let f = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        assert_eq!(infer_role(&f(&["etcd_server_has_leader"])).0, Role::Etcd);
+        assert_eq!(
+            infer_role(&f(&["apiserver_request_total", "workqueue_adds_total"])).0,
+            Role::Apiserver
+        );
+        assert_eq!(infer_role(&f(&["workqueue_adds_total"])).0, Role::Controller);
+        assert_eq!(infer_role(&f(&["go_goroutines"])).0, Role::Unknown);
+    }
+}

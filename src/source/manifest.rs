@@ -1,0 +1,154 @@
+//! The capture manifest (`manifest.yaml`) of a capture directory, as written by
+//! `cptriage record` and by the scenario generator:
+//!
+//! ```yaml
+//! format: cptriage/capture/v1
+//! tool: cptriage 0.1.0
+//! created: 2026-01-01T00:00:00Z
+//! interval: 15s
+//! targets:
+//!   - name: etcd-0
+//!     role: etcd
+//!     url: https://10.0.0.1:2379/metrics   # never with credentials
+//!     version: 3.5.21
+//! failures:                                # scrapes that failed (optional)
+//!   - {target: etcd-0, time: 1767225600000, error: "connection refused"}
+//! ```
+//!
+//! Snapshots live in `<target>/<unix-ms>.prom` (optionally gzip, `.prom.gz`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::source::Role;
+
+/// The format identifier this version reads and writes.
+pub const FORMAT: &str = "cptriage/capture/v1";
+
+/// `manifest.yaml`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub format: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<String>,
+    pub targets: Vec<ManifestTarget>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<ScrapeFailure>,
+}
+
+/// One target of a capture.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestTarget {
+    pub name: String,
+    pub role: Role,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+/// A scrape that failed while recording (evidence: a member that stopped answering).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ScrapeFailure {
+    pub target: String,
+    /// Unix milliseconds.
+    pub time: i64,
+    pub error: String,
+}
+
+impl<'de> Deserialize<'de> for Role {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Role::parse(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown role `{s}` (expected apiserver, etcd, controller or unknown)"
+            ))
+        })
+    }
+}
+
+/// Parses a manifest; errors carry the YAML line and column.
+pub fn parse(text: &str) -> Result<Manifest, ManifestError> {
+    let m: Manifest = serde_yaml::from_str(text).map_err(|e| {
+        let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+        ManifestError {
+            line,
+            column,
+            message: strip_location(&e.to_string()),
+        }
+    })?;
+    if m.format != FORMAT {
+        return Err(ManifestError {
+            line: 1,
+            column: 1,
+            message: format!(
+                "unsupported capture format `{}` (this cptriage reads `{FORMAT}`)",
+                m.format
+            ),
+        });
+    }
+    Ok(m)
+}
+
+/// serde_yaml appends " at line L column C"; cptriage prints the location first.
+pub(crate) fn strip_location(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) if msg[i..].contains(" column ") => msg[..i].to_string(),
+        _ => msg.to_string(),
+    }
+}
+
+/// A manifest that could not be read.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+#[error("{line}:{column}: {message}")]
+pub struct ManifestError {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let m = Manifest {
+            format: FORMAT.into(),
+            tool: Some("cptriage 0.1.0".into()),
+            created: None,
+            interval: Some("5s".into()),
+            targets: vec![ManifestTarget {
+                name: "etcd-0".into(),
+                role: Role::Etcd,
+                url: None,
+                version: Some("3.5.21".into()),
+            }],
+            failures: vec![],
+        };
+        let text = serde_yaml::to_string(&m).unwrap();
+        assert_eq!(parse(&text).unwrap(), m);
+    }
+
+    #[test]
+    fn unknown_keys_and_roles_are_rejected_with_location() {
+        let e = parse("format: cptriage/capture/v1\ntargets:\n  - name: a\n    role: db\n").unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(!e.message.contains("at line"), "{e}");
+        assert!(e.message.contains("unknown role `db`"), "{e}");
+        let e = parse("format: cptriage/capture/v1\ntargets: []\nextra: 1\n").unwrap_err();
+        assert!(e.message.contains("unknown field `extra`"), "{e}");
+    }
+
+    #[test]
+    fn other_formats_are_refused() {
+        let e = parse("format: something/v9\ntargets: []\n").unwrap_err();
+        assert!(e.message.contains("unsupported capture format"), "{e}");
+    }
+}
