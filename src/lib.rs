@@ -7,7 +7,10 @@
 
 pub mod cli;
 pub mod cmd;
+pub mod error;
 pub mod eval;
 pub mod exit;
+pub mod report;
 pub mod source;
 pub mod store;
+pub mod timefmt;

@@ -1,1 +1,68 @@
 //! One thin handler per subcommand, wiring source → store → eval → report.
+
+pub mod completions;
+pub mod query;
+
+use std::io::Write;
+
+use crate::cli::{Cli, Command, DumpArgs, TimeArgs};
+use crate::error::CliError;
+use crate::exit::ExitCode;
+use crate::source::dump::{self, DumpArg, Keep};
+use crate::source::Dataset;
+use crate::store::Millis;
+use crate::timefmt;
+
+/// Runs a parsed command line, writing results to `out` and warnings to `err`.
+pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
+    match cli.command {
+        Command::Query(a) => query::run(a, out, err),
+        Command::Completions(a) => completions::run(a, out),
+    }
+}
+
+/// Loads the `--dump` arguments, printing source warnings to `err`.
+pub(crate) fn load_dumps(d: &DumpArgs, keep: &Keep, err: &mut dyn Write) -> Result<Dataset, CliError> {
+    let args: Vec<DumpArg> = d
+        .dump
+        .iter()
+        .map(|a| DumpArg::parse(a))
+        .collect::<Result<_, _>>()?;
+    let ds = dump::load(&args, keep)?;
+    for w in &ds.warnings {
+        writeln!(err, "warning: {}: {}", w.origin, w.message)?;
+    }
+    Ok(ds)
+}
+
+/// The evaluation times asked for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum When {
+    At(Millis),
+    Range { from: Millis, to: Millis, step: Millis },
+}
+
+/// Resolves `--at/--from/--to/--step` against the data (default: the last snapshot).
+pub(crate) fn resolve_time(t: &TimeArgs, ds: &Dataset) -> Result<When, CliError> {
+    let step = t.step.as_deref().map(timefmt::parse_duration).transpose()?;
+    if step == Some(0) {
+        return Err(CliError::Usage("`--step` must be greater than zero".into()));
+    }
+    match (&t.at, &t.from, &t.to) {
+        (Some(at), _, _) => Ok(When::At(timefmt::parse_time(at)?)),
+        (None, Some(f), Some(to)) => {
+            let (from, to) = (timefmt::parse_time(f)?, timefmt::parse_time(to)?);
+            if to < from {
+                return Err(CliError::Usage("`--to` is before `--from`".into()));
+            }
+            let step = step.or_else(|| ds.typical_interval()).unwrap_or(60_000);
+            Ok(When::Range { from, to, step })
+        }
+        _ => {
+            let (_, last) = ds
+                .window()
+                .ok_or_else(|| CliError::Data("the dumps hold no snapshot".into()))?;
+            Ok(When::At(last))
+        }
+    }
+}

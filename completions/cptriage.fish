@@ -1,0 +1,45 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_cptriage_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_cptriage_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_cptriage_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_cptriage_using_subcommand
+    set -l cmd (__fish_cptriage_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c cptriage -n "__fish_cptriage_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c cptriage -n "__fish_cptriage_needs_command" -s V -l version -d 'Print version'
+complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "query" -d 'Evaluate a PromQL expression over captured metrics'
+complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "completions" -d 'Print shell completions for SHELL to stdout'
+complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l dump -d 'Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]` files, or single files, each optionally prefixed `NAME=` or `role:NAME=` (role: apiserver, etcd, controller). Repeatable' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l at -d 'Evaluate at this time (RFC 3339 or unix seconds). Default: the last snapshot' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l from -d 'Start of a range evaluation (RFC 3339 or unix seconds)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l to -d 'End of a range evaluation (RFC 3339 or unix seconds)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l step -d 'Step of a range evaluation, a Prometheus duration (`5s`, `1m`). Default: the capture\'s scrape interval' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -s o -l output -d 'Output format' -r -f -a "table\t'A table for people'
+json\t'The Prometheus HTTP API response shape'"
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -s V -l version -d 'Print version'
+complete -c cptriage -n "__fish_cptriage_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c cptriage -n "__fish_cptriage_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from query completions help" -f -a "query" -d 'Evaluate a PromQL expression over captured metrics'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from query completions help" -f -a "completions" -d 'Print shell completions for SHELL to stdout'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from query completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

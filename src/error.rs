@@ -1,0 +1,43 @@
+//! The errors a command can end with, each mapped to an exit code.
+
+use crate::exit::ExitCode;
+
+/// A command failure: its message is printed once, by `main`, and its kind
+/// decides the exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Bad flags, a bad expression, a bad rule file, a path that does not exist.
+    #[error("{0}")]
+    Usage(String),
+    /// The data cannot be used (nothing parsable, every source failed).
+    #[error("{0}")]
+    Data(String),
+    /// Writing the output failed (a closed pipe is not an error: see `main`).
+    #[error("cannot write output: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl CliError {
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            CliError::Usage(_) => ExitCode::Usage,
+            CliError::Data(_) | CliError::Io(_) => ExitCode::Data,
+        }
+    }
+}
+
+impl From<crate::source::dump::DumpError> for CliError {
+    fn from(e: crate::source::dump::DumpError) -> Self {
+        use crate::source::dump::DumpError as D;
+        match e {
+            D::NoData(_) | D::Unreadable { .. } => CliError::Data(e.to_string()),
+            D::NotFound(_) | D::BadArgument { .. } | D::Manifest { .. } => CliError::Usage(e.to_string()),
+        }
+    }
+}
+
+impl From<crate::timefmt::TimeError> for CliError {
+    fn from(e: crate::timefmt::TimeError) -> Self {
+        CliError::Usage(e.to_string())
+    }
+}

@@ -1,0 +1,3 @@
+//! Rendering: finished results in, text out. Nothing here evaluates.
+
+pub mod promapi;

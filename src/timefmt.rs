@@ -1,0 +1,146 @@
+//! Times and durations on the command line and in reports: RFC 3339 or unix
+//! seconds in, RFC 3339 UTC out; Prometheus durations (`5s`, `1m30s`, `2h`).
+
+use chrono::{DateTime, SecondsFormat, Utc};
+
+use crate::store::Millis;
+
+/// A time or duration that could not be read.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum TimeError {
+    #[error("invalid time `{0}`: expected RFC 3339 (2026-01-02T03:04:05Z) or unix seconds")]
+    Time(String),
+    #[error("invalid duration `{0}`: expected a Prometheus duration such as 15s, 1m or 1h30m")]
+    Duration(String),
+}
+
+/// Parses an RFC 3339 time or unix seconds (integer or fractional).
+pub fn parse_time(s: &str) -> Result<Millis, TimeError> {
+    let s = s.trim();
+    if let Ok(secs) = s.parse::<f64>() {
+        if secs.is_finite() && secs.abs() < 1e13 {
+            return Ok((secs * 1000.0).round() as Millis);
+        }
+        return Err(TimeError::Time(s.into()));
+    }
+    DateTime::parse_from_rfc3339(s)
+        .map(|d| d.timestamp_millis())
+        .map_err(|_| TimeError::Time(s.into()))
+}
+
+/// Parses a Prometheus duration: a sequence of `<n><unit>` with units
+/// `ms`, `s`, `m`, `h`, `d`, `w`, `y`, largest first, e.g. `1h30m`.
+pub fn parse_duration(s: &str) -> Result<Millis, TimeError> {
+    let err = || TimeError::Duration(s.into());
+    let b = s.trim().as_bytes();
+    if b.is_empty() {
+        return Err(err());
+    }
+    let mut total: i64 = 0;
+    let mut i = 0;
+    let mut last_rank = usize::MAX;
+    while i < b.len() {
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == start {
+            return Err(err());
+        }
+        let n: i64 = std::str::from_utf8(&b[start..i])
+            .ok()
+            .and_then(|x| x.parse().ok())
+            .ok_or_else(err)?;
+        let (unit_ms, rank, len) = match (b.get(i), b.get(i + 1)) {
+            (Some(b'm'), Some(b's')) => (1, 0, 2),
+            (Some(b's'), _) => (1000, 1, 1),
+            (Some(b'm'), _) => (60_000, 2, 1),
+            (Some(b'h'), _) => (3_600_000, 3, 1),
+            (Some(b'd'), _) => (86_400_000, 4, 1),
+            (Some(b'w'), _) => (604_800_000, 5, 1),
+            (Some(b'y'), _) => (31_536_000_000, 6, 1),
+            _ => return Err(err()),
+        };
+        if rank >= last_rank {
+            return Err(err());
+        }
+        last_rank = rank;
+        i += len;
+        total = n
+            .checked_mul(unit_ms)
+            .and_then(|x| total.checked_add(x))
+            .ok_or_else(err)?;
+    }
+    Ok(total)
+}
+
+/// Formats a duration the Prometheus way (`1m30s`, `500ms`, `0s`).
+pub fn format_duration(ms: Millis) -> String {
+    if ms == 0 {
+        return "0s".into();
+    }
+    let neg = ms < 0;
+    let mut r = ms.unsigned_abs();
+    let mut out = String::new();
+    for (unit, name) in [
+        (31_536_000_000u64, "y"),
+        (604_800_000, "w"),
+        (86_400_000, "d"),
+        (3_600_000, "h"),
+        (60_000, "m"),
+        (1000, "s"),
+        (1, "ms"),
+    ] {
+        if r >= unit {
+            out.push_str(&format!("{}{name}", r / unit));
+            r %= unit;
+        }
+    }
+    if neg {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
+/// RFC 3339 UTC with millisecond precision only when needed.
+pub fn format_time(ms: Millis) -> String {
+    match DateTime::<Utc>::from_timestamp_millis(ms) {
+        Some(d) if ms % 1000 == 0 => d.to_rfc3339_opts(SecondsFormat::Secs, true),
+        Some(d) => d.to_rfc3339_opts(SecondsFormat::Millis, true),
+        None => format!("{ms}ms"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times() {
+        assert_eq!(parse_time("1767225600").unwrap(), 1_767_225_600_000);
+        assert_eq!(parse_time("1767225600.5").unwrap(), 1_767_225_600_500);
+        assert_eq!(parse_time("2026-01-01T00:00:00Z").unwrap(), 1_767_225_600_000);
+        assert_eq!(
+            parse_time("2026-01-01T01:00:00+01:00").unwrap(),
+            1_767_225_600_000
+        );
+        assert!(parse_time("yesterday").is_err());
+        assert_eq!(format_time(1_767_225_600_000), "2026-01-01T00:00:00Z");
+        assert_eq!(format_time(1_767_225_600_250), "2026-01-01T00:00:00.250Z");
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("5s").unwrap(), 5000);
+        assert_eq!(parse_duration("1m30s").unwrap(), 90_000);
+        assert_eq!(parse_duration("1h").unwrap(), 3_600_000);
+        assert_eq!(parse_duration("250ms").unwrap(), 250);
+        assert!(parse_duration("30s1m").is_err());
+        assert!(parse_duration("5").is_err());
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("1x").is_err());
+        assert_eq!(format_duration(90_000), "1m30s");
+        assert_eq!(format_duration(500), "500ms");
+    }
+}
