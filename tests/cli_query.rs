@@ -33,7 +33,11 @@ fn restart_capture(dir: &Path) {
 }
 
 fn json_value(out: &Output) -> serde_json::Value {
-    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("JSON on stdout")
 }
 
@@ -52,7 +56,9 @@ fn rate_and_increase_across_a_counter_reset_match_prometheus() {
         ("irate(x[1m])", "10"),
         ("resets(x[1m])", "1"),
     ] {
-        let v = json_value(&cptriage(&["query", "--dump", &dir, expr, "--at", &at, "-o", "json"]));
+        let v = json_value(&cptriage(&[
+            "query", "--dump", &dir, expr, "--at", &at, "-o", "json",
+        ]));
         assert_eq!(v["status"], "success");
         assert_eq!(v["data"]["resultType"], "vector", "{expr}");
         let r = &v["data"]["result"][0];
@@ -61,10 +67,22 @@ fn rate_and_increase_across_a_counter_reset_match_prometheus() {
         assert_eq!(r["value"][0], serde_json::json!(1_767_225_700), "{expr}");
         let got: f64 = r["value"][1].as_str().unwrap().parse().unwrap();
         let want: f64 = want.parse().unwrap();
-        assert!((got - want).abs() <= 1e-12 * want.abs().max(1.0), "{expr}: got {got}, want {want}");
+        assert!(
+            (got - want).abs() <= 1e-12 * want.abs().max(1.0),
+            "{expr}: got {got}, want {want}"
+        );
     }
     let at = format!("{}", (T0 + 117_000) / 1000);
-    let v = json_value(&cptriage(&["query", "--dump", &dir, "increase(x[1m])", "--at", &at, "-o", "json"]));
+    let v = json_value(&cptriage(&[
+        "query",
+        "--dump",
+        &dir,
+        "increase(x[1m])",
+        "--at",
+        &at,
+        "-o",
+        "json",
+    ]));
     assert_eq!(v["data"]["result"][0]["value"][1], "600");
 }
 
@@ -112,7 +130,10 @@ fn default_time_is_the_last_snapshot_and_table_output_names_series() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("2026-01-01T00:01:45Z"), "{text}");
-    assert!(text.contains(r#"x{instance="c", job="t", role="unknown"}"#), "{text}");
+    assert!(
+        text.contains(r#"x{instance="c", job="t", role="unknown"}"#),
+        "{text}"
+    );
     assert!(text.contains("480"), "{text}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("time from the file name"), "{err}");
@@ -138,8 +159,18 @@ fn exit_codes() {
     // 3: nothing usable.
     let e = tempfile::tempdir().unwrap();
     std::fs::write(e.path().join("empty.prom"), "").unwrap();
-    let out = cptriage(&["query", "--dump", &e.path().join("empty.prom").display().to_string(), "x"]);
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = cptriage(&[
+        "query",
+        "--dump",
+        &e.path().join("empty.prom").display().to_string(),
+        "x",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // 2: bad time.
     let out = cptriage(&["query", "--dump", &dir, "x", "--at", "yesterday"]);
     assert_eq!(out.status.code(), Some(2));

@@ -57,7 +57,9 @@ fn capture_directory_with_manifest_gzip_by_magic_and_unrecognised_files() {
     let api = ds.targets.iter().find(|t| t.name == "api").unwrap();
     assert_eq!(api.role, Role::Apiserver);
     assert!(
-        ds.warnings.iter().any(|w| w.origin.ends_with("README.md") && w.message.contains("skipped")),
+        ds.warnings
+            .iter()
+            .any(|w| w.origin.ends_with("README.md") && w.message.contains("skipped")),
         "{:?}",
         ds.warnings
     );
@@ -80,14 +82,22 @@ fn adhoc_directory_infers_roles_and_reads_every_time_form() {
     let ds = dump::load(&args(&[&arg_path(d.path())]), &Keep::All).unwrap();
     let e = ds.targets.iter().find(|t| t.name == "etcd-0").unwrap();
     assert_eq!(e.role, Role::Etcd);
-    assert!(e.role_reason.contains("etcd_server_has_leader"), "{}", e.role_reason);
+    assert!(
+        e.role_reason.contains("etcd_server_has_leader"),
+        "{}",
+        e.role_reason
+    );
     let times: Vec<i64> = e.snapshots.iter().map(|s| s.time).collect();
     assert_eq!(times, [1_767_225_600_000, 1_767_225_615_500, 1_767_225_630_000]);
     let k = ds.targets.iter().find(|t| t.name == "kube").unwrap();
     assert_eq!(k.role, Role::Apiserver);
     assert_eq!(k.version.as_deref(), Some("v1.33.0"));
     assert_eq!(k.snapshots.len(), 2);
-    assert!(ds.warnings.iter().any(|w| w.origin.ends_with("notes.json")), "{:?}", ds.warnings);
+    assert!(
+        ds.warnings.iter().any(|w| w.origin.ends_with("notes.json")),
+        "{:?}",
+        ds.warnings
+    );
 }
 
 #[test]
@@ -130,9 +140,16 @@ fn disappearing_series_get_a_staleness_marker_and_instance_is_renamed() {
         &d.path().join("t/1767225600000.prom"),
         "# TYPE x counter\nx{a=\"1\"} 1\nx{a=\"2\",instance=\"orig\"} 1\n",
     );
-    write(&d.path().join("t/1767225615000.prom"), "# TYPE x counter\nx{a=\"1\"} 2\n");
+    write(
+        &d.path().join("t/1767225615000.prom"),
+        "# TYPE x counter\nx{a=\"1\"} 2\n",
+    );
     let ds = dump::load(&args(&[&arg_path(d.path())]), &Keep::All).unwrap();
-    let gone = ds.store.by_name("x").find(|s| s.labels.get("a") == Some("2")).unwrap();
+    let gone = ds
+        .store
+        .by_name("x")
+        .find(|s| s.labels.get("a") == Some("2"))
+        .unwrap();
     assert_eq!(gone.labels.get("exported_instance"), Some("orig"));
     assert_eq!(gone.labels.get("instance"), Some("t"));
     assert_eq!(gone.samples.len(), 2);
@@ -150,7 +167,11 @@ fn keep_filter_loads_only_named_families_and_identity() {
     let names: BTreeSet<&str> = ds.store.metric_names().collect();
     assert_eq!(
         names,
-        BTreeSet::from(["apiserver_request_total", "kubernetes_build_info", "process_start_time_seconds"])
+        BTreeSet::from([
+            "apiserver_request_total",
+            "kubernetes_build_info",
+            "process_start_time_seconds"
+        ])
     );
     // The family list still names what the target exposed, kept or not.
     assert!(ds.targets[0].families.contains("other"));
@@ -161,7 +182,11 @@ fn keep_filter_loads_only_named_families_and_identity() {
 fn a_corrupt_file_is_a_warning_and_the_rest_is_analysed() {
     let d = tempfile::tempdir().unwrap();
     write(&d.path().join("t/1767225600000.prom"), ETCD);
-    std::fs::write(d.path().join("t/1767225615000.prom.gz"), [0x1f, 0x8b, 0x08, 0x00, 0x01]).unwrap();
+    std::fs::write(
+        d.path().join("t/1767225615000.prom.gz"),
+        [0x1f, 0x8b, 0x08, 0x00, 0x01],
+    )
+    .unwrap();
     let ds = dump::load(&args(&[&arg_path(d.path())]), &Keep::All).unwrap();
     assert_eq!(ds.targets[0].snapshots.len(), 1);
     assert!(
@@ -189,7 +214,10 @@ fn nothing_usable_is_an_error_listing_why() {
 #[test]
 fn bad_manifest_names_file_line_and_column() {
     let d = tempfile::tempdir().unwrap();
-    write(&d.path().join("manifest.yaml"), "format: cptriage/capture/v1\ntargets:\n  - name: a\n    rol: etcd\n");
+    write(
+        &d.path().join("manifest.yaml"),
+        "format: cptriage/capture/v1\ntargets:\n  - name: a\n    rol: etcd\n",
+    );
     let e = dump::load(&args(&[&arg_path(d.path())]), &Keep::All).unwrap_err();
     let msg = e.to_string();
     assert!(msg.contains("manifest.yaml:3:"), "{msg}");
@@ -225,4 +253,57 @@ fn every_real_capture_loads_with_the_right_role() {
         assert!(ds.store.point_count() > 0, "{name}");
     }
     assert_eq!(n, 32);
+}
+
+#[test]
+fn memory_snapshots_load_like_the_same_files() {
+    use cptriage::source::dump::MemorySnapshot;
+    use std::sync::Arc;
+    let d = tempfile::tempdir().unwrap();
+    let a = "# TYPE x counter\nx{a=\"1\"} 1\nx{a=\"2\"} 5\n";
+    let b = "# TYPE x counter\nx{a=\"1\"} 3\n";
+    write(&d.path().join("t/1767225600000.prom"), a);
+    write(&d.path().join("t/1767225615000.prom"), b);
+    let from_files = dump::load(
+        &args(&[&format!("unknown:t={}", d.path().join("t").display())]),
+        &Keep::All,
+    )
+    .unwrap();
+    let snaps = vec![
+        MemorySnapshot {
+            target: "t".into(),
+            role: Some(Role::Unknown),
+            role_reason: "given on the command line".into(),
+            time: 1_767_225_600_000,
+            origin: "http://127.0.0.1:1/metrics".into(),
+            bytes: Arc::new(a.as_bytes().to_vec()),
+        },
+        MemorySnapshot {
+            target: "t".into(),
+            role: Some(Role::Unknown),
+            role_reason: "given on the command line".into(),
+            time: 1_767_225_615_000,
+            origin: "http://127.0.0.1:1/metrics".into(),
+            bytes: Arc::new(b.as_bytes().to_vec()),
+        },
+    ];
+    let from_memory = dump::load_memory(snaps, vec![], &Keep::All).unwrap();
+    let dump_series = |ds: &cptriage::source::Dataset| {
+        let mut v: Vec<String> = ds
+            .store
+            .series()
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} {:?}",
+                    s.labels,
+                    s.samples.iter().map(|p| (p.t, p.v.to_bits())).collect::<Vec<_>>()
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(dump_series(&from_files), dump_series(&from_memory));
+    assert_eq!(from_memory.targets[0].snapshots.len(), 2);
 }

@@ -157,6 +157,8 @@ impl Keep {
 struct Planned {
     target: String,
     path: PathBuf,
+    /// Content already in memory (live scrapes); `path` is then only its origin.
+    bytes: Option<std::sync::Arc<Vec<u8>>>,
     /// Time from the manifest or the file name.
     name_time: Option<Millis>,
 }
@@ -293,11 +295,13 @@ fn plan_target_dir(plan: &mut Plan, dir: &Path, target: &str) -> Result<(), Dump
             Some(nt) => plan.files.push(Planned {
                 target: target.to_string(),
                 path: p,
+                bytes: None,
                 name_time: Some(nt.time),
             }),
             None if is_metrics_file(&n) => plan.files.push(Planned {
                 target: target.to_string(),
                 path: p,
+                bytes: None,
                 name_time: None,
             }),
             None => plan.warn(
@@ -346,6 +350,7 @@ fn plan_adhoc_dir(plan: &mut Plan, dir: &Path, arg: &DumpArg) -> Result<(), Dump
             plan.files.push(Planned {
                 target,
                 path: p,
+                bytes: None,
                 name_time: found.map(|f| f.time),
             });
         }
@@ -405,6 +410,7 @@ fn plan_args(args: &[DumpArg]) -> Result<Plan, DumpError> {
         plan.files.push(Planned {
             target,
             path: arg.path.clone(),
+            bytes: None,
             name_time: found.map(|f| f.time),
         });
     }
@@ -439,13 +445,23 @@ struct FileData {
     issues: Vec<String>,
 }
 
-fn parse_file(path: &Path, keep: &Keep) -> Result<FileData, String> {
-    let bytes = read_maybe_gzip(path)?;
-    let mtime = fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_millis() as Millis);
+fn parse_file(pf: &Planned, keep: &Keep) -> Result<FileData, String> {
+    let (owned, mtime);
+    let bytes: &[u8] = match &pf.bytes {
+        Some(b) => {
+            mtime = None;
+            b
+        }
+        None => {
+            owned = read_maybe_gzip(&pf.path)?;
+            mtime = fs::metadata(&pf.path)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_millis() as Millis);
+            &owned
+        }
+    };
     let mut data = FileData {
         mtime,
         ..Default::default()
@@ -476,7 +492,7 @@ fn parse_file(path: &Path, keep: &Keep) -> Result<FileData, String> {
         }
         data.samples.push((labels, s.value, s.timestamp_ms));
     };
-    let report = expfmt::parse(&bytes, &mut keep_fn, &mut sink).map_err(|e| e.to_string())?;
+    let report = expfmt::parse(bytes, &mut keep_fn, &mut sink).map_err(|e| e.to_string())?;
     data.families = report.families.iter().map(|(n, _)| n.clone()).collect();
     let errors: Vec<&expfmt::Issue> = report
         .issues
@@ -553,7 +569,7 @@ fn parse_all(files: &[Planned], keep: &Keep, mut f: impl FnMut(usize, Result<Fil
                     if i >= end {
                         break;
                     }
-                    let r = parse_file(&files[i].path, keep);
+                    let r = parse_file(&files[i], keep);
                     if let Ok(mut slot) = slots[i - start].lock() {
                         *slot = Some(r);
                     }
@@ -581,7 +597,61 @@ struct TargetState {
 
 /// Loads dumps into a [`Dataset`].
 pub fn load(args: &[DumpArg], keep: &Keep) -> Result<Dataset, DumpError> {
-    let mut plan = plan_args(args)?;
+    let plan = plan_args(args)?;
+    run_plan(plan, keep)
+}
+
+/// A snapshot already in memory (a live scrape), loaded like a file.
+#[derive(Clone, Debug)]
+pub struct MemorySnapshot {
+    pub target: String,
+    pub role: Option<Role>,
+    /// Why the role (e.g. "given on the command line", "discovered from kubeconfig").
+    pub role_reason: String,
+    pub time: Millis,
+    /// The URL it came from (without credentials), for warnings.
+    pub origin: String,
+    /// The exposition text (gzip is detected and decompressed).
+    pub bytes: std::sync::Arc<Vec<u8>>,
+}
+
+/// Loads in-memory snapshots (live scrapes) into a [`Dataset`], exactly as the
+/// same snapshots written to a capture directory would load. `failures` are
+/// scrapes that failed (target, time, error): they end the target's series.
+pub fn load_memory(
+    snaps: Vec<MemorySnapshot>,
+    failures: Vec<manifest::ScrapeFailure>,
+    keep: &Keep,
+) -> Result<Dataset, DumpError> {
+    let mut plan = Plan::default();
+    for s in snaps {
+        let bytes = if s.bytes.len() >= 2 && s.bytes[0] == 0x1f && s.bytes[1] == 0x8b {
+            let mut out = Vec::new();
+            match flate2::read::MultiGzDecoder::new(&s.bytes[..]).read_to_end(&mut out) {
+                Ok(_) => std::sync::Arc::new(out),
+                Err(e) => {
+                    plan.warn(&s.origin, format!("corrupt gzip data: {e}; snapshot skipped"));
+                    continue;
+                }
+            }
+        } else {
+            s.bytes
+        };
+        if let Some(r) = s.role {
+            plan.declare(&s.target, Some((r, s.role_reason.clone())), None);
+        }
+        plan.files.push(Planned {
+            target: s.target,
+            path: PathBuf::from(s.origin),
+            bytes: Some(bytes),
+            name_time: Some(s.time),
+        });
+    }
+    plan.failures = failures;
+    run_plan(plan, keep)
+}
+
+fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError> {
     // Order: by time where the name gives one, so each target's snapshots arrive in order.
     // Files without a name time are ordered after parsing (mtime / sample timestamps).
     let files = std::mem::take(&mut plan.files);
