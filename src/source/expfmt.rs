@@ -7,6 +7,53 @@
 //! [`Sink`]. Problems on single lines are collected as [`Issue`]s with a line
 //! number and the parse goes on; only input that is not an exposition at all
 //! (binary data) is a fatal [`ParseError`].
+//!
+//! # How lines are read
+//!
+//! - **Families.** A family starts at its `# HELP`/`# TYPE` line or, without
+//!   those, at its first sample (an untyped family named after the sample).
+//!   `# TYPE` alone decides the kind: `x_bucket`, `x_sum` and `x_count` belong to
+//!   family `x` only when `# TYPE x histogram` (or `summary`, without `_bucket`)
+//!   was declared. A counter named `…_count` is its own family.
+//! - **Skipping.** While a refused family is current, each following line is only
+//!   compared with the family name (and its histogram/summary suffixes); such
+//!   lines are counted in [`ParseReport::samples_skipped`] but not validated.
+//! - **Empty families.** A family declared by HELP/TYPE without samples is listed
+//!   with `samples == 0` in [`ParseReport::family_info`]: it is *absent*, not zero.
+//! - **Label values** are unescaped (`\\`, `\"`, `\n`); they are borrowed from
+//!   the input unless they held an escape. `le` and `quantile` keep their text
+//!   (`"1"` and `"1.0"` stay distinct; compare them numerically).
+//! - **Values** are Go floats: `NaN`, `+Inf`, `-Inf`, `Inf`, `1e+06`, `2.5e-05`;
+//!   sentinels such as `-1` are kept. Timestamps are int64 milliseconds.
+//! - **Tolerated forms:** blanks or tabs between tokens, leading blanks, blank
+//!   lines, `#` comments, a trailing comma in the label set, CRLF line ends, a
+//!   last line without newline, a UTF-8 BOM, quoted metric and label names inside
+//!   the braces (`{"my.metric", a="b"}`, text format 1.0.0).
+//!
+//! # Issues
+//!
+//! Errors (the line is dropped): syntax errors, invalid escapes (`\q`), invalid
+//! UTF-8 in a label value, a truncated line, a bucket without a numeric `le`, a
+//! summary quantile without a numeric `quantile`, duplicate label names.
+//!
+//! Warnings (samples are still delivered): a duplicate series (the sink sees both
+//! lines; a store that overwrites keeps the later value, as Prometheus does), a
+//! second HELP or TYPE (the first wins), a TYPE after the family's samples (the
+//! family stays untyped), an unknown TYPE word (untyped), a histogram series
+//! without `le="+Inf"` or with buckets out of order or decreasing, a counter
+//! that is `NaN` or negative, a histogram sample with none of its suffixes.
+//! After [`MAX_ISSUES`] issues, further ones are only counted.
+//!
+//! Fatal: NUL bytes in the first 8 KiB, or more than half of the first 100
+//! non-blank lines unreadable, yield "not a Prometheus text exposition".
+//!
+//! Every step is a single forward pass over each line, so the parse is linear in
+//! the input size whatever the input.
+
+mod hash;
+mod lex;
+
+use std::collections::HashMap;
 
 use std::borrow::Cow;
 
@@ -74,13 +121,67 @@ pub struct Issue {
 /// What one parse saw.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ParseReport {
-    /// Every family seen (kept or skipped), with its declared type.
+    /// Every family seen (kept or skipped), with its declared type, in order of
+    /// first appearance.
     pub families: Vec<(String, MetricType)>,
+    /// Details of every family, in the same order as [`ParseReport::families`].
+    pub family_info: Vec<FamilyInfo>,
     pub samples_kept: usize,
     pub samples_skipped: usize,
     pub lines: usize,
     pub issues: Vec<Issue>,
+    /// Issues found beyond [`MAX_ISSUES`], counted but not recorded.
+    pub issues_suppressed: usize,
 }
+
+impl ParseReport {
+    /// The family called `name`, if the input declared or used it.
+    pub fn family(&self, name: &str) -> Option<&FamilyInfo> {
+        self.family_info.iter().find(|f| f.name == name)
+    }
+
+    /// Issues of the given severity.
+    pub fn issues_of(&self, severity: Severity) -> impl Iterator<Item = &Issue> {
+        self.issues.iter().filter(move |i| i.severity == severity)
+    }
+}
+
+/// One metric family as the parse saw it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FamilyInfo {
+    pub name: String,
+    pub metric_type: MetricType,
+    /// The HELP text, unescaped, if the family had one.
+    pub help: Option<String>,
+    /// Sample lines of this family (kept or skipped; malformed lines excluded).
+    /// Zero means the family was declared but is empty: treat it as absent.
+    pub samples: usize,
+    /// Whether `keep` accepted the family.
+    pub kept: bool,
+    /// 1-based line where the family first appeared.
+    pub line: usize,
+}
+
+impl FamilyInfo {
+    /// The Kubernetes stability level from the HELP text (`ALPHA`, `BETA`,
+    /// `STABLE`, `INTERNAL`), if it starts with one in brackets.
+    pub fn stability(&self) -> Option<&str> {
+        let rest = self.help.as_deref()?.strip_prefix('[')?;
+        let level = &rest[..rest.find(']')?];
+        matches!(level, "ALPHA" | "BETA" | "STABLE" | "INTERNAL").then_some(level)
+    }
+
+    /// The version in a `(Deprecated since X.Y.Z)` marker of the HELP text.
+    pub fn deprecated_since(&self) -> Option<&str> {
+        let help = self.help.as_deref()?;
+        let start = help.find("(Deprecated since ")? + "(Deprecated since ".len();
+        let len = help[start..].find(')')?;
+        Some(help[start..start + len].trim())
+    }
+}
+
+/// Most issues recorded in one [`ParseReport`]; later ones are only counted.
+pub const MAX_ISSUES: usize = 1000;
 
 /// Input that is not a text exposition at all.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -90,11 +191,548 @@ pub struct ParseError {
     pub message: String,
 }
 
+/// Bytes searched for NUL at the start of the input.
+const BINARY_PROBE_BYTES: usize = 8192;
+/// Lines examined to decide whether the input is an exposition at all.
+const PROBE_LINES: usize = 100;
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// Parses `input`, keeping only the families for which `keep` returns true.
 pub fn parse(
-    _input: &[u8],
-    _keep: &mut dyn FnMut(&str) -> bool,
-    _sink: &mut dyn Sink,
+    input: &[u8],
+    keep: &mut dyn FnMut(&str) -> bool,
+    sink: &mut dyn Sink,
 ) -> Result<ParseReport, ParseError> {
-    Ok(ParseReport::default())
+    check_exposition(input)?;
+    let mut p = Parser::new();
+    let mut pos = if input.starts_with(BOM) { BOM.len() } else { 0 };
+    let mut no = 0usize;
+    while pos < input.len() {
+        let end = memchr::memchr(b'\n', &input[pos..]).map_or(input.len(), |o| pos + o);
+        let line = &input[pos..end];
+        pos = end + 1;
+        no += 1;
+        if let Some(c) = p.cur {
+            let f = &mut p.fams[c];
+            if !f.kept && belongs_line(line, f.name.as_bytes(), f.ty) {
+                f.samples += 1;
+                p.skipped += 1;
+                continue;
+            }
+        }
+        p.line(line, no, keep, sink);
+    }
+    p.finish_hist();
+    Ok(p.into_report(no))
+}
+
+fn not_exposition(line: usize, why: String) -> ParseError {
+    ParseError {
+        line,
+        message: format!("not a Prometheus text exposition ({why})"),
+    }
+}
+
+/// Rejects binary input: NUL bytes near the start, or mostly unreadable lines
+/// among the first [`PROBE_LINES`].
+fn check_exposition(input: &[u8]) -> Result<(), ParseError> {
+    let head = &input[..input.len().min(BINARY_PROBE_BYTES)];
+    if let Some(off) = memchr::memchr(0, head) {
+        let line = 1 + memchr::memchr_iter(b'\n', &head[..off]).count();
+        return Err(not_exposition(line, format!("binary data at line {line}")));
+    }
+    let mut pos = if input.starts_with(BOM) { BOM.len() } else { 0 };
+    let (mut examined, mut invalid) = (0usize, 0usize);
+    let (mut first_invalid, mut first_binary) = (None, None);
+    let mut labels = Vec::new();
+    let mut no = 0;
+    while pos < input.len() && no < PROBE_LINES {
+        let end = memchr::memchr(b'\n', &input[pos..]).map_or(input.len(), |o| pos + o);
+        let line = lex::trim_start(lex::trim_end(&input[pos..end]));
+        pos = end + 1;
+        no += 1;
+        if line.is_empty() {
+            continue;
+        }
+        examined += 1;
+        let binary = std::str::from_utf8(line).is_err() || line.iter().any(|&b| b < 0x20 && b != b'\t');
+        let ok = !binary
+            && (line[0] == b'#' || {
+                labels.clear();
+                lex::lex_sample(line, &mut labels).is_ok()
+            });
+        if !ok {
+            invalid += 1;
+            first_invalid.get_or_insert(no);
+            if binary {
+                first_binary.get_or_insert(no);
+            }
+        }
+    }
+    if invalid * 2 > examined {
+        if let Some(b) = first_binary {
+            return Err(not_exposition(b, format!("binary data at line {b}")));
+        }
+        let first = first_invalid.unwrap_or(1);
+        return Err(not_exposition(
+            first,
+            format!(
+                "{invalid} of the first {examined} non-blank lines are unreadable, first at line {first}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a raw line is a sample of the family `fam` of type `ty`: it starts
+/// with the family name (plus, for histograms and summaries, one of their
+/// suffixes) followed by `{` or a blank.
+#[inline]
+fn belongs_line(line: &[u8], fam: &[u8], ty: MetricType) -> bool {
+    let Some(rest) = line.strip_prefix(fam) else {
+        return false;
+    };
+    let delim = |r: &[u8]| matches!(r.first(), Some(b'{' | b' ' | b'\t'));
+    if delim(rest) {
+        return true;
+    }
+    let suffixed = |s: &[u8]| rest.strip_prefix(s).is_some_and(delim);
+    match ty {
+        MetricType::Histogram => suffixed(b"_bucket") || suffixed(b"_sum") || suffixed(b"_count"),
+        MetricType::Summary => suffixed(b"_sum") || suffixed(b"_count"),
+        _ => false,
+    }
+}
+
+/// Whether the sample name `name` belongs to the family `fam` of type `ty`.
+fn belongs(name: &str, fam: &str, ty: MetricType) -> bool {
+    let Some(rest) = name.strip_prefix(fam) else {
+        return false;
+    };
+    match ty {
+        _ if rest.is_empty() => true,
+        MetricType::Histogram => matches!(rest, "_bucket" | "_sum" | "_count"),
+        MetricType::Summary => matches!(rest, "_sum" | "_count"),
+        _ => false,
+    }
+}
+
+fn type_word(word: &[u8]) -> Option<MetricType> {
+    Some(match word {
+        b"counter" => MetricType::Counter,
+        b"gauge" => MetricType::Gauge,
+        b"histogram" => MetricType::Histogram,
+        b"summary" => MetricType::Summary,
+        b"untyped" => MetricType::Untyped,
+        _ => return None,
+    })
+}
+
+/// Renders `name{labels}` for messages, leaving out `skip`.
+fn render_series(name: &str, labels: &[LabelRef<'_>], skip: Option<&str>) -> String {
+    let mut s = String::from(name);
+    let mut first = true;
+    for l in labels.iter().filter(|l| Some(l.name) != skip) {
+        s.push(if first { '{' } else { ',' });
+        first = false;
+        s.push_str(l.name);
+        s.push_str("=\"");
+        s.push_str(&lex::snippet(l.value.as_bytes()));
+        s.push('"');
+    }
+    if !first {
+        s.push('}');
+    }
+    s
+}
+
+struct Fam {
+    name: String,
+    ty: MetricType,
+    kept: bool,
+    help: Option<String>,
+    samples: usize,
+    line: usize,
+    help_line: Option<usize>,
+    type_line: Option<usize>,
+}
+
+/// The histogram series whose buckets are being read.
+struct HistSeries<'a> {
+    fam: usize,
+    key: u64,
+    first_line: usize,
+    raw: &'a [u8],
+    last_le: f64,
+    last_count: f64,
+    saw_inf: bool,
+    warned: bool,
+}
+
+struct Parser<'a> {
+    fams: Vec<Fam>,
+    by_name: HashMap<String, usize>,
+    cur: Option<usize>,
+    labels: Vec<LabelRef<'a>>,
+    seen: HashMap<u64, usize, hash::BuildIdentity>,
+    hist: Option<HistSeries<'a>>,
+    kept: usize,
+    skipped: usize,
+    issues: Vec<Issue>,
+    suppressed: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn new() -> Self {
+        Parser {
+            fams: Vec::new(),
+            by_name: HashMap::new(),
+            cur: None,
+            labels: Vec::with_capacity(16),
+            seen: HashMap::default(),
+            hist: None,
+            kept: 0,
+            skipped: 0,
+            issues: Vec::new(),
+            suppressed: 0,
+        }
+    }
+
+    fn into_report(self, lines: usize) -> ParseReport {
+        ParseReport {
+            families: self.fams.iter().map(|f| (f.name.clone(), f.ty)).collect(),
+            family_info: self
+                .fams
+                .into_iter()
+                .map(|f| FamilyInfo {
+                    name: f.name,
+                    metric_type: f.ty,
+                    help: f.help,
+                    samples: f.samples,
+                    kept: f.kept,
+                    line: f.line,
+                })
+                .collect(),
+            samples_kept: self.kept,
+            samples_skipped: self.skipped,
+            lines,
+            issues: self.issues,
+            issues_suppressed: self.suppressed,
+        }
+    }
+
+    fn issue(&mut self, line: usize, severity: Severity, message: String) {
+        if self.issues.len() < MAX_ISSUES {
+            self.issues.push(Issue {
+                line,
+                severity,
+                message,
+            });
+        } else {
+            self.suppressed += 1;
+        }
+    }
+
+    fn warn(&mut self, line: usize, message: String) {
+        self.issue(line, Severity::Warning, message);
+    }
+
+    fn error(&mut self, line: usize, message: String) {
+        self.issue(line, Severity::Error, message);
+    }
+
+    fn line(&mut self, raw: &'a [u8], no: usize, keep: &mut dyn FnMut(&str) -> bool, sink: &mut dyn Sink) {
+        let line = lex::trim_start(lex::trim_end(raw));
+        match line.first() {
+            None => {}
+            Some(b'#') => self.comment(line, no, keep),
+            Some(_) => self.sample(line, no, keep, sink),
+        }
+    }
+
+    fn new_family(&mut self, name: &str, no: usize, keep: &mut dyn FnMut(&str) -> bool) -> usize {
+        let idx = self.fams.len();
+        self.fams.push(Fam {
+            name: name.to_string(),
+            ty: MetricType::Untyped,
+            kept: keep(name),
+            help: None,
+            samples: 0,
+            line: no,
+            help_line: None,
+            type_line: None,
+        });
+        self.by_name.insert(name.to_string(), idx);
+        idx
+    }
+
+    fn switch_to(&mut self, idx: usize) {
+        if self.cur != Some(idx) {
+            self.finish_hist();
+            self.cur = Some(idx);
+        }
+    }
+
+    /// The family a HELP or TYPE line names, created if new.
+    fn declared(&mut self, name: &str, no: usize, keep: &mut dyn FnMut(&str) -> bool) -> usize {
+        let idx = match self.by_name.get(name) {
+            Some(&i) => i,
+            None => self.new_family(name, no, keep),
+        };
+        self.finish_hist();
+        self.cur = Some(idx);
+        idx
+    }
+
+    /// The family a sample named `name` belongs to, created (untyped) if new.
+    fn resolve(&mut self, name: &str, no: usize, keep: &mut dyn FnMut(&str) -> bool) -> usize {
+        if let Some(c) = self.cur {
+            let f = &self.fams[c];
+            if belongs(name, &f.name, f.ty) {
+                return c;
+            }
+        }
+        let idx = if let Some(&i) = self.by_name.get(name) {
+            i
+        } else if let Some(i) = self.parent_family(name) {
+            i
+        } else {
+            self.new_family(name, no, keep)
+        };
+        self.switch_to(idx);
+        idx
+    }
+
+    /// A declared histogram or summary family that `name` is a child of.
+    fn parent_family(&self, name: &str) -> Option<usize> {
+        for suffix in ["_bucket", "_sum", "_count"] {
+            let Some(base) = name.strip_suffix(suffix) else {
+                continue;
+            };
+            let &i = self.by_name.get(base)?;
+            return match self.fams[i].ty {
+                MetricType::Histogram => Some(i),
+                MetricType::Summary if suffix != "_bucket" => Some(i),
+                _ => None,
+            };
+        }
+        None
+    }
+
+    fn comment(&mut self, line: &'a [u8], no: usize, keep: &mut dyn FnMut(&str) -> bool) {
+        match lex::lex_comment(line) {
+            lex::CommentLine::Comment => {}
+            lex::CommentLine::Malformed(why) => self.warn(
+                no,
+                format!(
+                    "malformed HELP or TYPE line ({why}); ignored: `{}`",
+                    lex::snippet(line)
+                ),
+            ),
+            lex::CommentLine::Help { name, text } => {
+                let i = self.declared(name, no, keep);
+                if let Some(first) = self.fams[i].help_line {
+                    self.warn(
+                        no,
+                        format!("second HELP line for family `{name}` (first at line {first}); ignored"),
+                    );
+                    return;
+                }
+                let mut bad_escape = false;
+                let help = lex::unescape_help(text, &mut bad_escape);
+                let f = &mut self.fams[i];
+                f.help = Some(help);
+                f.help_line = Some(no);
+                if bad_escape {
+                    self.warn(
+                        no,
+                        format!("invalid escape sequence in the HELP text of `{name}`; kept as written"),
+                    );
+                }
+                if std::str::from_utf8(text).is_err() {
+                    self.warn(
+                        no,
+                        format!("invalid UTF-8 in the HELP text of `{name}`; replaced"),
+                    );
+                }
+            }
+            lex::CommentLine::Type { name, word } => {
+                let i = self.declared(name, no, keep);
+                let f = &self.fams[i];
+                if let Some(first) = f.type_line {
+                    let w = lex::snippet(word);
+                    self.warn(
+                        no,
+                        format!(
+                            "second TYPE line for family `{name}` (`{w}`, first at line {first}); the first TYPE wins"
+                        ),
+                    );
+                    return;
+                }
+                if f.samples > 0 {
+                    self.warn(
+                        no,
+                        format!(
+                            "TYPE line for family `{name}` comes after its samples; ignored, the family stays untyped"
+                        ),
+                    );
+                    return;
+                }
+                let ty = match type_word(word) {
+                    Some(ty) => ty,
+                    None => {
+                        let w = lex::snippet(word);
+                        self.warn(
+                            no,
+                            format!("unknown metric type `{w}` for family `{name}`; treated as untyped"),
+                        );
+                        MetricType::Untyped
+                    }
+                };
+                let f = &mut self.fams[i];
+                f.ty = ty;
+                f.type_line = Some(no);
+            }
+        }
+    }
+
+    fn sample(&mut self, line: &'a [u8], no: usize, keep: &mut dyn FnMut(&str) -> bool, sink: &mut dyn Sink) {
+        self.labels.clear();
+        let s = match lex::lex_sample(line, &mut self.labels) {
+            Ok(s) => s,
+            Err(e) => {
+                self.error(no, e.message());
+                return;
+            }
+        };
+        let fi = self.resolve(s.name, no, keep);
+        if !self.fams[fi].kept {
+            self.fams[fi].samples += 1;
+            self.skipped += 1;
+            return;
+        }
+        let ty = self.fams[fi].ty;
+        let fam_len = self.fams[fi].name.len();
+        let suffix = &s.name[fam_len.min(s.name.len())..];
+        match ty {
+            MetricType::Histogram if suffix == "_bucket" => {
+                let Some(le) = self.bound(no, s.name, "le") else {
+                    return;
+                };
+                self.bucket(fi, le, s.value, no, line);
+            }
+            MetricType::Histogram => {
+                self.finish_hist();
+                if suffix.is_empty() {
+                    self.warn(
+                        no,
+                        format!(
+                            "sample `{}` of histogram family `{}` has none of the suffixes `_bucket`, `_sum`, `_count`",
+                            s.name, s.name
+                        ),
+                    );
+                }
+            }
+            MetricType::Summary if suffix.is_empty() => {
+                if self.bound(no, s.name, "quantile").is_none() {
+                    return;
+                }
+            }
+            MetricType::Counter if s.value.is_nan() || s.value < 0.0 => {
+                let what = if s.value.is_nan() { "NaN" } else { "negative" };
+                let series = render_series(s.name, &self.labels, None);
+                self.warn(no, format!("counter `{series}` is {what}; kept as written"));
+            }
+            _ => {}
+        }
+        let key = hash::series_hash(s.name, &self.labels, None);
+        if let Some(first) = self.seen.insert(key, no) {
+            let series = render_series(s.name, &self.labels, None);
+            self.warn(
+                no,
+                format!("duplicate series `{series}` (also at line {first}); the later value wins"),
+            );
+        }
+        self.kept += 1;
+        let f = &mut self.fams[fi];
+        f.samples += 1;
+        sink.sample(&SampleRef {
+            family: &f.name,
+            family_type: f.ty,
+            name: s.name,
+            labels: &self.labels,
+            value: s.value,
+            timestamp_ms: s.timestamp_ms,
+            line: no,
+        });
+    }
+
+    /// The numeric value of the `le` or `quantile` label of the current sample;
+    /// reports an error (the line is dropped) when it is missing or not a number.
+    fn bound(&mut self, no: usize, name: &str, label: &str) -> Option<f64> {
+        let found = self.labels.iter().find(|l| l.name == label);
+        let parsed = found.and_then(|l| lex::parse_value(l.value.as_bytes()));
+        if parsed.is_none() {
+            let series = render_series(name, &self.labels, None);
+            let what = if found.is_some() { "a non-numeric" } else { "no" };
+            self.error(no, format!("`{series}` has {what} `{label}` label; line dropped"));
+        }
+        parsed
+    }
+
+    /// Follows one histogram series through its buckets.
+    fn bucket(&mut self, fam: usize, le: f64, count: f64, no: usize, raw: &'a [u8]) {
+        let key = hash::series_hash("", &self.labels, Some("le"));
+        if self.hist.as_ref().is_some_and(|h| h.fam != fam || h.key != key) {
+            self.finish_hist();
+        }
+        let h = self.hist.get_or_insert(HistSeries {
+            fam,
+            key,
+            first_line: no,
+            raw,
+            last_le: f64::NEG_INFINITY,
+            last_count: f64::NEG_INFINITY,
+            saw_inf: false,
+            warned: false,
+        });
+        let problem = if h.warned {
+            None
+        } else if le <= h.last_le || le.is_nan() {
+            Some("buckets out of increasing `le` order")
+        } else if count < h.last_count {
+            Some("decreasing cumulative bucket counts")
+        } else {
+            None
+        };
+        h.last_le = le;
+        h.last_count = count;
+        if le == f64::INFINITY {
+            h.saw_inf = true;
+        }
+        if let Some(problem) = problem {
+            h.warned = true;
+            let series = render_series(&self.fams[fam].name, &self.labels, Some("le"));
+            self.warn(no, format!("histogram series `{series}` has {problem}"));
+        }
+    }
+
+    /// Closes the histogram series being read, reporting a missing `+Inf` bucket.
+    fn finish_hist(&mut self) {
+        let Some(h) = self.hist.take() else {
+            return;
+        };
+        if h.saw_inf {
+            return;
+        }
+        let mut labels = Vec::new();
+        let series = match lex::lex_sample(h.raw, &mut labels) {
+            Ok(_) => render_series(&self.fams[h.fam].name, &labels, Some("le")),
+            Err(_) => self.fams[h.fam].name.clone(),
+        };
+        self.warn(
+            h.first_line,
+            format!("histogram series `{series}` has no `le=\"+Inf\"` bucket"),
+        );
+    }
 }
