@@ -9,5 +9,7 @@ pub mod cli;
 pub mod cmd;
 pub mod eval;
 pub mod exit;
+pub mod report;
+pub mod rules;
 pub mod source;
 pub mod store;
