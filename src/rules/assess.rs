@@ -546,10 +546,22 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
             .iter()
             .map(|&k| input.signals.get(k).map(|s| s.availability).unwrap_or(Availability::Error))
             .collect();
-        let not_checked = !availability.is_empty()
-            && availability
-                .iter()
-                .all(|a| matches!(a, Availability::RoleAbsent | Availability::NotExposed));
+        // Not checked when the leaf's own question (the deepest required node)
+        // reads only signals of absent roles or unexposed metrics.
+        let own: Vec<usize> = leaf_nodes[l]
+            .last()
+            .map(|&m| rules.nodes[m].def.when.signals())
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|s| rules.signal(s))
+            .collect();
+        let unavailable = |k: &usize| {
+            matches!(
+                input.signals.get(*k).map(|s| s.availability),
+                Some(Availability::RoleAbsent | Availability::NotExposed) | None
+            )
+        };
+        let not_checked = !availability.is_empty() && !own.is_empty() && own.iter().all(unavailable);
         let state = if lit {
             AxisState::Lit
         } else if not_checked {
@@ -561,7 +573,7 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         };
         let mut note = None;
         if state == AxisState::NotChecked {
-            let reasons: BTreeSet<String> = sigs
+            let reasons: BTreeSet<String> = own
                 .iter()
                 .filter_map(|&k| input.signals.get(k).and_then(|s| s.note.clone()))
                 .collect();
@@ -617,8 +629,13 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
             .iter()
             .map(|&k| evidence(rules, k, input.signals.get(k).unwrap_or(&empty), &judged[k], ref_i, &input.steps))
             .collect();
+        // Prefer a signal that singles out some instances ("only etcd-2 …").
         let localisation = if lit {
-            evidence.iter().find(|e| e.lit == Some(true)).and_then(|e| e.localisation.clone())
+            let lit_ev = || evidence.iter().filter(|e| e.lit == Some(true));
+            lit_ev()
+                .filter_map(|e| e.localisation.clone())
+                .find(|l| l.starts_with("only "))
+                .or_else(|| lit_ev().find_map(|e| e.localisation.clone()))
         } else {
             None
         };
