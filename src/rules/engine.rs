@@ -276,7 +276,11 @@ fn eval_signal(rules: &RuleSet, k: usize, ctx: &Ctx) -> SignalInput {
                 let names: Vec<&str> = r
                     .metrics
                     .iter()
-                    .filter(|m| !exposed(ctx.data, role, m))
+                    .filter(|m| {
+                        !optional.contains(m.as_str())
+                            && !optional.contains(promql::family_of(m))
+                            && !exposed(ctx.data, role, m)
+                    })
                     .map(|m| m.as_str())
                     .collect();
                 names.join(" + ")
