@@ -202,21 +202,21 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
     for (i, s) in file.signals.iter().enumerate() {
         check_id(&loc, "signals", &s.id, &mut d);
         if signal_index.insert(s.id.clone(), i).is_some() {
-            d.push(loc.entity("signals", &s.id, 1, Level::Error, format!("duplicate signal id `{}`", s.id)));
+            d.push(loc.entity("signals", &s.id, 2, Level::Error, format!("duplicate signal id `{}`", s.id)));
         }
     }
     let mut node_index = HashMap::new();
     for (i, n) in file.nodes.iter().enumerate() {
         check_id(&loc, "nodes", &n.id, &mut d);
         if node_index.insert(n.id.clone(), i).is_some() {
-            d.push(loc.entity("nodes", &n.id, 1, Level::Error, format!("duplicate node id `{}`", n.id)));
+            d.push(loc.entity("nodes", &n.id, 2, Level::Error, format!("duplicate node id `{}`", n.id)));
         }
     }
     let mut leaf_index = HashMap::new();
     for (i, l) in file.leaves.iter().enumerate() {
         check_id(&loc, "leaves", &l.id, &mut d);
         if leaf_index.insert(l.id.clone(), i).is_some() {
-            d.push(loc.entity("leaves", &l.id, 1, Level::Error, format!("duplicate leaf id `{}`", l.id)));
+            d.push(loc.entity("leaves", &l.id, 2, Level::Error, format!("duplicate leaf id `{}`", l.id)));
         }
         if node_index.contains_key(&l.id) {
             d.push(loc.entity("leaves", &l.id, 1, Level::Error, format!(
@@ -546,15 +546,24 @@ impl<'a> Locator<'a> {
 
     /// The line range `[start, end)` of entity `id` inside `section`.
     fn block(&self, section: &str, id: &str) -> Option<(usize, usize)> {
+        self.block_nth(section, id, 0)
+    }
+
+    /// The line range of the `nth` (0-based) entity with this id (duplicates).
+    fn block_nth(&self, section: &str, id: &str, nth: usize) -> Option<(usize, usize)> {
         let s = self.section(section)?;
         let mut start = None;
+        let mut seen = 0;
         for (i, l) in self.lines.iter().enumerate().skip(s + 1) {
             if !l.is_empty() && !l.starts_with(' ') && !l.starts_with('-') && !l.starts_with('#') {
                 break; // next top-level key
             }
             if id_on_line(l) == Some(id) {
-                start = Some(i);
-                break;
+                if seen == nth {
+                    start = Some(i);
+                    break;
+                }
+                seen += 1;
             }
         }
         let start = start?;
@@ -569,9 +578,10 @@ impl<'a> Locator<'a> {
         Some((start, end))
     }
 
-    /// A diagnostic on the `id:` line of an entity.
-    pub(crate) fn entity(&self, section: &str, id: &str, _col: usize, level: Level, message: String) -> Diagnostic {
-        match self.block(section, id) {
+    /// A diagnostic on the `id:` line of the `nth` entity with this id (0 = the
+    /// first; duplicates are reported on their second occurrence).
+    pub(crate) fn entity(&self, section: &str, id: &str, nth: usize, level: Level, message: String) -> Diagnostic {
+        match self.block_nth(section, id, nth.saturating_sub(1)).or_else(|| self.block(section, id)) {
             Some((s, _)) => {
                 let col = self.lines[s].find(id).map(|c| c + 1).unwrap_or(1);
                 self.at(s + 1, col, level, message)
