@@ -131,7 +131,9 @@ pub(crate) fn aggregate_values(op: &str, vals: &mut [f64], q: f64) -> Result<f64
             .iter()
             .fold(first, |m, &v| if m < v || m.is_nan() { v } else { m }),
         "stddev" | "stdvar" => {
-            let (mut count, mut mean, mut m2) = (1.0f64, first, 0.0f64);
+            // A NaN or infinite first value makes the result NaN, as Prometheus.
+            let m2_init = if first.is_finite() { 0.0 } else { f64::NAN };
+            let (mut count, mut mean, mut m2) = (1.0f64, first, m2_init);
             for &v in &vals[1..] {
                 count += 1.0;
                 let delta = v - mean;

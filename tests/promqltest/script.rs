@@ -67,9 +67,6 @@ fn parse_value(tok: &str) -> Result<f64, String> {
         "-Inf" | "-inf" => Ok(f64::NEG_INFINITY),
         "NaN" | "nan" => Ok(f64::NAN),
         _ => {
-            if let Some(h) = tok.strip_prefix("0x") {
-                return i64::from_str_radix(h, 16).map(|v| v as f64).map_err(|e| e.to_string());
-            }
             tok.parse::<f64>().map_err(|_| format!("bad value `{tok}`"))
         }
     }
@@ -90,7 +87,7 @@ pub fn expand_values(s: &str) -> Result<Vec<Point>, String> {
         }
         // `a`, `axN`, `a+bxN`, `a-bxN`.
         let (base, times) = match tok.rfind('x') {
-            Some(i) if !tok.starts_with("0x") && tok[i + 1..].chars().all(|c| c.is_ascii_digit()) && i + 1 < tok.len() => {
+            Some(i) if tok[i + 1..].chars().all(|c| c.is_ascii_digit()) && i + 1 < tok.len() => {
                 (&tok[..i], Some(tok[i + 1..].parse::<usize>().map_err(|_| format!("bad repeat `{tok}`"))?))
             }
             _ => (tok, None),
@@ -412,6 +409,9 @@ fn float_eq(exp: f64, got: f64) -> bool {
 fn run_case(env: &Env, case: &Case) -> Outcome {
     if case.expect.has_native_histogram {
         return Outcome::Skip("native histograms ({{...}}) in the expected result".into());
+    }
+    if case.expr.contains("\\x") {
+        return Outcome::Skip("Go byte escape (`\\xNN`) makes invalid UTF-8, which Rust strings cannot hold".into());
     }
     let parsed = match promql_parser::parser::parse(&case.expr) {
         Ok(e) => e,
