@@ -38,7 +38,8 @@ fn prometheus_conformance_cases() {
     let mut failures: Vec<String> = Vec::new();
     for f in FILES {
         let path = dir.join(format!("{f}.test"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
         let (mut p, mut fl, mut s) = (0, 0, 0);
         for (case, outcome) in run_file(&format!("{f}.test"), &text) {
             match outcome {

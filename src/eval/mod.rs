@@ -160,7 +160,7 @@ pub fn range(
             "invalid range query: end timestamp must not be before start time".into(),
         ));
     }
-    let n = ((end - start) / step + 1) as usize;
+    let n = check_resolution(start, end, step)?;
     let ctx = Ctx::new(store, start, step, n, opts);
     let rows = match eval(&ctx, expr)? {
         Val::Scalar(v) => vec![Row {
@@ -191,6 +191,21 @@ pub fn range(
         .collect();
     out.sort_by(|a, b| a.labels.cmp(&b.labels));
     Ok(out)
+}
+
+/// Prometheus's limit on points per series in one query.
+pub const MAX_POINTS_PER_SERIES: i64 = 11_000;
+
+/// The number of steps from `start` to `end`, refused beyond
+/// [`MAX_POINTS_PER_SERIES`] as Prometheus does.
+pub(crate) fn check_resolution(start: Millis, end: Millis, step: Millis) -> Result<usize, EvalError> {
+    let n = (end - start) / step + 1;
+    if n > MAX_POINTS_PER_SERIES {
+        return Err(rt(
+            "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)",
+        ));
+    }
+    Ok(n.max(0) as usize)
 }
 
 /// The evaluation frame: the step times being computed.
@@ -285,10 +300,9 @@ pub(crate) fn eval(ctx: &Ctx, expr: &Expr) -> Result<Val, EvalError> {
             Val::Str(_) => Err(rt("unary minus is not defined on strings")),
         },
         Expr::VectorSelector(vs) => Ok(Val::Vector(selector::eval_instant_selector(ctx, vs)?)),
-        Expr::MatrixSelector(_) => Err(rt(
-            "a range vector (matrix selector) can only be evaluated as a function argument",
+        Expr::MatrixSelector(_) | Expr::Subquery(_) => Err(rt(
+            "invalid expression type \"range vector\" for range query, must be Scalar or instant Vector",
         )),
-        Expr::Subquery(_) => Err(rt("a subquery can only be evaluated as a function argument")),
         Expr::Call(c) => functions::eval_call(ctx, c),
         Expr::Aggregate(a) => aggregate::eval_aggregate(ctx, a),
         Expr::Binary(b) => binary::eval_binary(ctx, b),
@@ -341,19 +355,6 @@ pub(crate) fn merge_same_labels(rows: Vec<Row>) -> Result<Vec<Row>, EvalError> {
         }
     }
     Ok(out)
-}
-
-/// Like [`merge_same_labels`], but any two rows with equal labels are an error,
-/// whether or not their steps overlap (Prometheus's check on range-vector
-/// function results and unary minus).
-pub(crate) fn no_same_labelset(rows: Vec<Row>) -> Result<Vec<Row>, EvalError> {
-    let mut seen: std::collections::HashSet<&Labels> = std::collections::HashSet::with_capacity(rows.len());
-    for r in &rows {
-        if r.vals.iter().any(|v| v.is_some()) && !seen.insert(&r.labels) {
-            return Err(same_labelset());
-        }
-    }
-    Ok(rows.into_iter().filter(|r| r.vals.iter().any(|v| v.is_some())).collect())
 }
 
 pub(crate) fn same_labelset() -> EvalError {
