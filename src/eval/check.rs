@@ -35,6 +35,7 @@ const SUPPORTED_FUNCTIONS: &[&str] = &[
     "exp",
     "first_over_time",
     "floor",
+    "histogram_fraction",
     "histogram_quantile",
     "hour",
     "idelta",
@@ -80,7 +81,6 @@ const SUPPORTED_FUNCTIONS: &[&str] = &[
 const NATIVE_HISTOGRAM_FUNCTIONS: &[&str] = &[
     "histogram_avg",
     "histogram_count",
-    "histogram_fraction",
     "histogram_stddev",
     "histogram_stdvar",
     "histogram_sum",

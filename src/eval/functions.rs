@@ -7,7 +7,7 @@ use promql_parser::label::MatchOp;
 use promql_parser::parser::{Call, Expr};
 
 use super::aggregate::quantile;
-use super::histogram::eval_histogram_quantile;
+use super::histogram::{eval_histogram_fraction, eval_histogram_quantile};
 use std::collections::HashSet;
 
 use super::selector::{for_each_instant_row, instant_points, range_input, RangeInput};
@@ -148,6 +148,12 @@ pub(crate) fn eval_call(ctx: &Ctx, c: &Call) -> Result<Val, EvalError> {
             } else {
                 Vec::new()
             }))
+        }
+        "histogram_fraction" => {
+            let lower = eval_scalar(ctx, arg(&args, 0, name)?)?;
+            let upper = eval_scalar(ctx, arg(&args, 1, name)?)?;
+            let rows = eval_vector(ctx, arg(&args, 2, name)?)?;
+            Ok(Val::Vector(eval_histogram_fraction(ctx, &lower, &upper, rows)?))
         }
         "histogram_quantile" => {
             let q = eval_scalar(ctx, arg(&args, 0, name)?)?;

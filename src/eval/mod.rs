@@ -28,7 +28,7 @@ use std::collections::{BTreeSet, HashMap};
 pub use promql_parser::parser::Expr;
 
 pub use check::{check_supported, referenced_metrics};
-pub use histogram::{almost_equal, bucket_quantile, parse_le};
+pub use histogram::{almost_equal, bucket_fraction, bucket_quantile, parse_le};
 
 use crate::store::{Labels, Millis, Sample, Series, Store};
 

@@ -192,6 +192,25 @@ fn histogram_quantile_le_spellings_and_edge_cases() {
 }
 
 #[test]
+fn bucket_fraction_cases() {
+    let b = || vec![(1.0, 2.0), (2.0, 6.0), (f64::INFINITY, 8.0)];
+    // (lower, upper, expected)
+    let cases: Vec<(f64, f64, f64)> = vec![
+        (0.0, 1.0, 0.25),
+        (0.0, 1.5, 0.5),
+        (1.0, 2.0, 0.5),
+        (f64::NEG_INFINITY, f64::INFINITY, 1.0),
+        (2.0, 1.0, 0.0),
+        (f64::NAN, 1.0, f64::NAN),
+    ];
+    for (lo, hi, want) in cases {
+        let got = bucket_fraction(lo, hi, &mut b());
+        assert!(almost_equal(want, got, 1e-9), "({lo}, {hi}): expected {want}, got {got}");
+    }
+    assert!(bucket_fraction(0.0, 1.0, &mut vec![(1.0, 2.0), (2.0, 6.0)]).is_nan());
+}
+
+#[test]
 fn histogram_quantile_survives_le_respelling_across_steps() {
     // The same bucket scraped as `le="1"` first and `le="1.0"` later (a
     // client-library change): every step still sees one consistent histogram.
