@@ -1,6 +1,6 @@
 //! Evaluator throughput on an apiserver-sized histogram.
 //!
-//! Run: `cargo run --release --example eval_bench`
+//! Run: `cargo run --release --example eval_bench [QUERY…]`
 //!
 //! Builds 50 000 bucket series (25 verbs × 50 resources × 40 `le`), 360 points
 //! each at 30 s, and times range queries of 300 steps over them. Wall times
@@ -46,13 +46,19 @@ fn main() {
         st.point_count(),
         t0.elapsed()
     );
-    let queries = [
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let default_queries = [
         "histogram_quantile(0.99, sum by (le, verb) (rate(apiserver_request_duration_seconds_bucket[5m])))",
         "sum by (verb) (rate(apiserver_request_duration_seconds_bucket{le=\"+Inf\"}[5m]))",
         "sum(rate(apiserver_request_duration_seconds_bucket[5m])) > 0",
         "count(apiserver_request_duration_seconds_bucket)",
         "count(count_over_time(apiserver_request_duration_seconds_bucket[5m]))",
     ];
+    let queries: Vec<&str> = if args.is_empty() {
+        default_queries.to_vec()
+    } else {
+        args.iter().map(|s| s.as_str()).collect()
+    };
     let opts = EvalOptions::default();
     for q in queries {
         let e = eval::parse(q).expect("query parses");

@@ -205,7 +205,10 @@ fn bucket_fraction_cases() {
     ];
     for (lo, hi, want) in cases {
         let got = bucket_fraction(lo, hi, &mut b());
-        assert!(almost_equal(want, got, 1e-9), "({lo}, {hi}): expected {want}, got {got}");
+        assert!(
+            almost_equal(want, got, 1e-9),
+            "({lo}, {hi}): expected {want}, got {got}"
+        );
     }
     assert!(bucket_fraction(0.0, 1.0, &mut vec![(1.0, 2.0), (2.0, 6.0)]).is_nan());
 }
