@@ -210,7 +210,7 @@ fn bucket_fraction_cases() {
             "({lo}, {hi}): expected {want}, got {got}"
         );
     }
-    assert!(bucket_fraction(0.0, 1.0, &mut vec![(1.0, 2.0), (2.0, 6.0)]).is_nan());
+    assert!(bucket_fraction(0.0, 1.0, &mut [(1.0, 2.0), (2.0, 6.0)]).is_nan());
 }
 
 #[test]
