@@ -100,16 +100,16 @@ pub fn parse(text: &str) -> Result<Expr, EvalError> {
 
 /// Evaluates `expr` at time `t`.
 ///
-/// A matrix selector at the top level yields [`Value::Matrix`] with the raw
-/// points of its window; everything else yields a scalar, string or vector.
+/// A matrix selector or subquery at the top level yields [`Value::Matrix`]
+/// with the points of its window; everything else yields a scalar, string or vector.
 /// Vector elements come in Prometheus's output order (selection order sorted by
 /// labels, or the order `sort`, `sort_desc`, `sort_by_label`, `topk` and
 /// `bottomk` impose).
 pub fn instant(store: &Store, expr: &Expr, t: Millis, opts: &EvalOptions) -> Result<Value, EvalError> {
     check_supported(expr)?;
     let ctx = Ctx::new(store, t, t, 1, opts);
-    if let Expr::MatrixSelector(ms) = unparen(expr) {
-        let input = selector::range_input_for_selector(&ctx, ms)?;
+    if matches!(unparen(expr), Expr::MatrixSelector(_) | Expr::Subquery(_)) {
+        let input = selector::range_input(&ctx, expr)?;
         let mut out = Vec::new();
         for s in &input.series {
             let (lo, hi) = input.window(&ctx, 0, &s.samples);

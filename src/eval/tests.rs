@@ -376,6 +376,34 @@ fn subquery_and_at_modifier() {
 }
 
 #[test]
+fn subquery_step_alignment_and_lookback() {
+    // Prometheus's subquery.test: `metric 1 2` loaded every 10 s.
+    let st = store(&[(&[("__name__", "metric")], &[(0, 1.0), (10, 2.0)])]);
+    // (query, t in ms, expected)
+    let cases: Vec<(&str, Millis, f64)> = vec![
+        ("sum_over_time(metric[50s:10s])", 10_000, 3.0),
+        ("sum_over_time(metric[50s:5s])", 10_000, 4.0),
+        ("sum_over_time(metric[50s:10s])", 300_000, 10.0),
+        // The last sample leaves the lookback window at 5m10s.
+        ("sum_over_time(metric[60s:10s])", 359_000, 2.0),
+        ("sum_over_time(metric[60s:5s] offset 10s)", 359_000, 8.0),
+    ];
+    for (q, t, want) in cases {
+        let e = parse(q).unwrap();
+        match instant(&st, &e, t, &EvalOptions::default()).unwrap() {
+            Value::Vector(v) if v.len() == 1 => assert_eq!(v[0].v, want, "{q} at {t}ms"),
+            other => panic!("{q} at {t}ms: {other:?}"),
+        }
+    }
+    // A top-level subquery yields its points.
+    let e = parse("metric[20s:10s]").unwrap();
+    let Value::Matrix(m) = instant(&st, &e, 20_000, &EvalOptions::default()).unwrap() else {
+        panic!("expected a matrix");
+    };
+    assert_eq!(m[0].samples, pts(&[(10, 2.0), (20, 2.0)]));
+}
+
+#[test]
 fn check_supported_names_the_construct() {
     let cases: Vec<(&str, &str)> = vec![
         (
