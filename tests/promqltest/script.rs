@@ -548,7 +548,10 @@ fn run_case(env: &Env, case: &Case) -> Outcome {
             Some(want) if float_eq(want, got) => Outcome::Pass,
             want => Outcome::Fail(format!("expected scalar {want:?}, got {got}")),
         },
-        (Query::Instant(_), Value::Vector(vec)) => compare_vector(e, &vec),
+        (Query::Instant(t), Value::Vector(vec)) => match compare_vector(e, &vec) {
+            Outcome::Pass => range_consistency(env, &parsed, &case.expr, *t, &vec),
+            other => other,
+        },
         (Query::Instant(_), Value::Matrix(m)) => match e.range_vector {
             Some((from, to, step)) => compare_matrix(e, &m, from, to, step),
             None => Outcome::Fail("got a range vector without `expect range vector`".into()),
@@ -565,6 +568,37 @@ fn run_case(env: &Env, case: &Case) -> Outcome {
             compare_matrix(e, &m, *start, *end, *step)
         }
         (_, other) => Outcome::Fail(format!("unexpected result {}", show_value(&other))),
+    }
+}
+
+/// The same expression as a range query ending at `t` (five 1-minute steps)
+/// must give the instant result at its last step: this checks the sliding
+/// windows of range evaluation against single-step evaluation.
+fn range_consistency(env: &Env, e: &Expr, text: &str, t: Millis, want: &[eval::VectorSample]) -> Outcome {
+    // `start()`/`end()` mean different times in the two query kinds.
+    if text.contains("start()") || text.contains("end()") {
+        return Outcome::Pass;
+    }
+    let step = 60_000;
+    let got = match eval::range(&env.store, e, t - 4 * step, t, step, &EvalOptions::default()) {
+        Ok(m) => m,
+        Err(err) => return Outcome::Fail(format!("range form failed where the instant query did not: {err}")),
+    };
+    let at_t: Vec<(&Labels, f64)> = got
+        .iter()
+        .filter_map(|s| s.samples.last().filter(|p| p.t == t).map(|p| (&s.labels, p.v)))
+        .collect();
+    let same = at_t.len() == want.len()
+        && want
+            .iter()
+            .all(|w| at_t.iter().any(|(l, v)| **l == w.labels && float_eq(w.v, *v)));
+    if same {
+        Outcome::Pass
+    } else {
+        Outcome::Fail(format!(
+            "range form disagrees with the instant result at its last step: {}",
+            show_value(&Value::Matrix(got))
+        ))
     }
 }
 
