@@ -429,7 +429,7 @@ fn for_each_range_row(
         for (i, slot) in vals.iter_mut().enumerate() {
             if i > 0 {
                 let end = input.end(ctx, i);
-                let start = end - input.range;
+                let start = end.saturating_sub(input.range);
                 while lo < samples.len() && samples[lo].t <= start {
                     lo += 1;
                 }
@@ -443,7 +443,7 @@ fn for_each_range_row(
             }
             let end = input.end(ctx, i);
             let w = WindowCtx {
-                range_start: end - input.range,
+                range_start: end.saturating_sub(input.range),
                 range_end: end,
                 range: input.range,
                 t: ctx.t(i),

@@ -199,7 +199,7 @@ pub const MAX_POINTS_PER_SERIES: i64 = 11_000;
 /// The number of steps from `start` to `end`, refused beyond
 /// [`MAX_POINTS_PER_SERIES`] as Prometheus does.
 pub(crate) fn check_resolution(start: Millis, end: Millis, step: Millis) -> Result<usize, EvalError> {
-    let n = (end - start) / step + 1;
+    let n = end.saturating_sub(start) / step + 1;
     if n > MAX_POINTS_PER_SERIES {
         return Err(rt(
             "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)",
@@ -222,7 +222,7 @@ pub(crate) struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     fn new(store: &'a Store, start: Millis, step: Millis, n: usize, opts: &EvalOptions) -> Self {
-        let end = start + step * (n as i64 - 1);
+        let end = start.saturating_add(step.saturating_mul(n as i64 - 1));
         Ctx {
             store,
             start,
@@ -236,7 +236,7 @@ impl<'a> Ctx<'a> {
 
     /// The time of step `i`.
     pub fn t(&self, i: usize) -> Millis {
-        self.start + self.step * i as i64
+        self.start.saturating_add(self.step.saturating_mul(i as i64))
     }
 
     /// The same frame over other step times (subqueries).

@@ -107,13 +107,13 @@ pub(crate) fn instant_points<'a>(
         .map(|s| {
             let pts = (0..ctx.n)
                 .map(|i| {
-                    let t = at.unwrap_or_else(|| ctx.t(i)) - off;
+                    let t = at.unwrap_or_else(|| ctx.t(i)).saturating_sub(off);
                     let idx = s.samples.partition_point(|p| p.t <= t);
                     if idx == 0 {
                         return None;
                     }
                     let p = s.samples[idx - 1];
-                    (p.t > t - ctx.lookback && !is_stale(p.v)).then_some(p)
+                    (p.t > t.saturating_sub(ctx.lookback) && !is_stale(p.v)).then_some(p)
                 })
                 .collect();
             (s, pts)
@@ -129,7 +129,7 @@ fn instant_row(ctx: &Ctx, s: &Series, off: Millis, at: Option<Millis>) -> Option
     let mut any = false;
     let mut idx = 0usize;
     for i in 0..ctx.n {
-        let t = at.unwrap_or_else(|| ctx.t(i)) - off;
+        let t = at.unwrap_or_else(|| ctx.t(i)).saturating_sub(off);
         if i == 0 || at.is_some() {
             idx = samples.partition_point(|p| p.t <= t);
         } else {
@@ -141,7 +141,7 @@ fn instant_row(ctx: &Ctx, s: &Series, off: Millis, at: Option<Millis>) -> Option
             None
         } else {
             let p = samples[idx - 1];
-            (p.t > t - ctx.lookback && !is_stale(p.v)).then_some(p.v)
+            (p.t > t.saturating_sub(ctx.lookback) && !is_stale(p.v)).then_some(p.v)
         };
         any |= v.is_some();
         vals.push(v);
@@ -196,13 +196,13 @@ pub(crate) struct RangeInput<'a> {
 impl RangeInput<'_> {
     /// The window end (inclusive) at step `i`.
     pub fn end(&self, ctx: &Ctx, i: usize) -> Millis {
-        self.at.unwrap_or_else(|| ctx.t(i)) - self.offset
+        self.at.unwrap_or_else(|| ctx.t(i)).saturating_sub(self.offset)
     }
 
     /// Index bounds of the points in `(end - range, end]` at step `i`.
     pub fn window(&self, ctx: &Ctx, i: usize, samples: &[Sample]) -> (usize, usize) {
         let end = self.end(ctx, i);
-        let start = end - self.range;
+        let start = end.saturating_sub(self.range);
         let lo = samples.partition_point(|p| p.t <= start);
         let hi = samples.partition_point(|p| p.t <= end);
         (lo, hi.max(lo))
@@ -256,12 +256,12 @@ pub(crate) fn range_input_for_subquery<'a>(
         Some(a) => (a, a),
         None => (ctx.start, ctx.t(ctx.n.saturating_sub(1))),
     };
-    let lower = outer_start - offset - range;
+    let lower = outer_start.saturating_sub(offset).saturating_sub(range);
     let mut start = step * (lower / step);
     if start <= lower {
-        start += step;
+        start = start.saturating_add(step);
     }
-    let end = outer_end - offset;
+    let end = outer_end.saturating_sub(offset);
     let series = if end < start {
         Vec::new()
     } else {

@@ -435,3 +435,32 @@ fn referenced_metrics_finds_names_and_wildcards() {
     let e = parse("count({__name__=~\"etcd_.*\"})").unwrap();
     assert!(referenced_metrics(&e).all);
 }
+
+#[test]
+fn extreme_inputs_error_or_evaluate_without_panicking() {
+    let st = store(&[(&[("__name__", "x")], &[(0, 1.0), (10, 2.0)])]);
+    let opts = EvalOptions::default();
+    let queries = [
+        "rate(x[5m])",
+        "x offset -1000y",
+        "x @ 100000000000",
+        "max_over_time(x[1000y:1s])",
+        "topk(1e300, x)",
+        "round(x, 0)",
+        "histogram_quantile(0.5, x)",
+        "count_values(\"v\", x)",
+        "x / on() group_left x",
+    ];
+    for q in queries {
+        let e = parse(q).unwrap();
+        for t in [i64::MIN / 2, -1, 0, i64::MAX / 2] {
+            let _ = instant(&st, &e, t, &opts);
+        }
+        let _ = range(&st, &e, i64::MIN / 2, i64::MAX / 2, i64::MAX / 4, &opts);
+    }
+    let e = parse("max_over_time(x[1000y:1s])").unwrap();
+    assert!(matches!(instant(&st, &e, 0, &opts), Err(EvalError::Runtime(m)) if m.contains("11,000 points")));
+    let e = parse("x").unwrap();
+    assert!(range(&st, &e, 0, 10, 0, &opts).is_err());
+    assert!(range(&st, &e, 10, 0, 1, &opts).is_err());
+}

@@ -582,7 +582,11 @@ fn range_consistency(env: &Env, e: &Expr, text: &str, t: Millis, want: &[eval::V
     let step = 60_000;
     let got = match eval::range(&env.store, e, t - 4 * step, t, step, &EvalOptions::default()) {
         Ok(m) => m,
-        Err(err) => return Outcome::Fail(format!("range form failed where the instant query did not: {err}")),
+        Err(err) => {
+            return Outcome::Fail(format!(
+                "range form failed where the instant query did not: {err}"
+            ))
+        }
     };
     let at_t: Vec<(&Labels, f64)> = got
         .iter()
