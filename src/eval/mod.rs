@@ -1,5 +1,5 @@
 //! The PromQL evaluator: the subset of PromQL cptriage's rules use, evaluated over
-//! the [`Store`](crate::store::Store) with Prometheus 3 semantics.
+//! the [`Store`] with Prometheus 3 semantics.
 //!
 //! Expressions are parsed with the `promql-parser` crate; [`check_supported`]
 //! rejects anything outside the subset before evaluation, naming the construct.
