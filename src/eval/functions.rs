@@ -2,14 +2,14 @@
 //! `increase`, `*_over_time`, …) with Prometheus 3's extrapolation, instant
 //! functions (`abs`, `clamp`, `round`, …), label functions and `absent`.
 
+use std::collections::HashSet;
+
 use chrono::{DateTime, Datelike, Timelike};
 use promql_parser::label::MatchOp;
 use promql_parser::parser::{Call, Expr};
 
 use super::aggregate::quantile;
 use super::histogram::{eval_histogram_fraction, eval_histogram_quantile};
-use std::collections::HashSet;
-
 use super::selector::{for_each_instant_row, instant_points, range_input, RangeInput};
 use super::{
     eval_scalar, eval_vector, kahan_inc, merge_same_labels, rt, same_labelset, unparen, Ctx, EvalError, Row,
