@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use promql_parser::parser::{AggregateExpr, Expr, LabelModifier};
 
+use super::functions::for_each_row;
 use super::{eval, eval_scalar, eval_vector, format_go_float, kahan_inc, rt, Ctx, EvalError, Row, Val};
 use crate::store::{Labels, METRIC_NAME};
 
@@ -48,9 +49,16 @@ pub(crate) fn eval_aggregate(ctx: &Ctx, a: &AggregateExpr) -> Result<Val, EvalEr
     }
     let param: Option<Vec<f64>> = match (&a.param, op.as_str()) {
         (Some(p), "topk" | "bottomk" | "quantile") => Some(eval_scalar(ctx, p)?),
-        (Some(_), other) => return Err(EvalError::Unsupported(format!("aggregation `{other}` with a parameter"))),
+        (Some(_), other) => {
+            return Err(EvalError::Unsupported(format!(
+                "aggregation `{other}` with a parameter"
+            )))
+        }
         (None, _) => None,
     };
+    if let Ok(kind) = AccOp::from_name(&op) {
+        return accumulate(ctx, a, kind);
+    }
     let rows = eval_vector(ctx, &a.expr)?;
     let gs = groups(&rows, &a.modifier);
     match op.as_str() {
@@ -58,19 +66,18 @@ pub(crate) fn eval_aggregate(ctx: &Ctx, a: &AggregateExpr) -> Result<Val, EvalEr
             let k = param.unwrap_or_default();
             topk(ctx, rows, &gs, &k, op == "topk")
         }
-        _ => {
+        "quantile" => {
             let mut out = Vec::with_capacity(gs.len());
             let mut buf: Vec<f64> = Vec::new();
+            let q = param.unwrap_or_else(|| vec![f64::NAN; ctx.n]);
             for (labels, members) in gs {
                 let mut vals = vec![None; ctx.n];
                 for (i, slot) in vals.iter_mut().enumerate() {
                     buf.clear();
                     buf.extend(members.iter().filter_map(|&m| rows[m].vals[i]));
-                    if buf.is_empty() {
-                        continue;
+                    if !buf.is_empty() {
+                        *slot = Some(quantile(q[i], &mut buf));
                     }
-                    let q = param.as_ref().map(|p| p[i]).unwrap_or(f64::NAN);
-                    *slot = Some(aggregate_values(&op, &mut buf, q)?);
                 }
                 if vals.iter().any(|v| v.is_some()) {
                     out.push(Row { labels, vals });
@@ -78,76 +85,158 @@ pub(crate) fn eval_aggregate(ctx: &Ctx, a: &AggregateExpr) -> Result<Val, EvalEr
             }
             Ok(Val::Vector(out))
         }
+        other => Err(EvalError::Unsupported(format!("aggregation `{other}`"))),
     }
 }
 
-/// One aggregation over the values of a group at one step (never empty).
-pub(crate) fn aggregate_values(op: &str, vals: &mut [f64], q: f64) -> Result<f64, EvalError> {
-    let first = vals[0];
-    Ok(match op {
-        "sum" => {
-            let (mut s, mut c) = (first, 0.0);
-            for &v in &vals[1..] {
-                (s, c) = kahan_inc(v, s, c);
+/// `sum`, `avg`, `count`, `group`, `min`, `max`, `stddev`, `stdvar`: input rows
+/// stream into per-group, per-step accumulators (in input order, the order
+/// Prometheus adds them), so large inputs are never held in full.
+fn accumulate(ctx: &Ctx, a: &AggregateExpr, kind: AccOp) -> Result<Val, EvalError> {
+    let mut index: HashMap<Labels, usize> = HashMap::new();
+    let mut groups: Vec<(Labels, Vec<Acc>)> = Vec::new();
+    for_each_row(ctx, &a.expr, &mut |row: Row| {
+        let g = group_labels(&row.labels, &a.modifier);
+        let gi = match index.get(&g) {
+            Some(&gi) => gi,
+            None => {
+                index.insert(g.clone(), groups.len());
+                groups.push((g, vec![Acc::default(); ctx.n]));
+                groups.len() - 1
             }
-            if s.is_infinite() {
-                s
-            } else {
-                s + c
+        };
+        for (acc, v) in groups[gi].1.iter_mut().zip(&row.vals) {
+            if let Some(v) = *v {
+                acc.add(kind, v);
             }
         }
-        "avg" => {
-            let (mut sum, mut c, mut count) = (first, 0.0, 1.0f64);
-            let mut mean = 0.0;
-            let mut incremental = false;
-            for &v in &vals[1..] {
-                count += 1.0;
-                if !incremental {
-                    let (ns, nc) = kahan_inc(v, sum, c);
+        Ok(())
+    })?;
+    Ok(Val::Vector(
+        groups
+            .into_iter()
+            .filter_map(|(labels, acc)| {
+                let vals: Vec<Option<f64>> = acc.iter().map(|x| x.finish(kind)).collect();
+                vals.iter().any(|v| v.is_some()).then_some(Row { labels, vals })
+            })
+            .collect(),
+    ))
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum AccOp {
+    Sum,
+    Avg,
+    Count,
+    Group,
+    Min,
+    Max,
+    Stddev,
+    Stdvar,
+}
+
+impl AccOp {
+    fn from_name(op: &str) -> Result<Self, EvalError> {
+        Ok(match op {
+            "sum" => AccOp::Sum,
+            "avg" => AccOp::Avg,
+            "count" => AccOp::Count,
+            "group" => AccOp::Group,
+            "min" => AccOp::Min,
+            "max" => AccOp::Max,
+            "stddev" => AccOp::Stddev,
+            "stdvar" => AccOp::Stdvar,
+            other => return Err(EvalError::Unsupported(format!("aggregation `{other}`"))),
+        })
+    }
+}
+
+/// The running state of one group at one step, as Prometheus's
+/// `groupedAggregation`.
+#[derive(Clone, Copy, Default)]
+struct Acc {
+    count: f64,
+    value: f64,
+    comp: f64,
+    mean: f64,
+    incremental: bool,
+}
+
+impl Acc {
+    fn add(&mut self, op: AccOp, v: f64) {
+        if self.count == 0.0 {
+            self.count = 1.0;
+            self.value = v;
+            self.mean = v;
+            if matches!(op, AccOp::Stddev | AccOp::Stdvar) {
+                // A NaN or infinite first value makes the result NaN.
+                self.value = if v.is_finite() { 0.0 } else { f64::NAN };
+            }
+            return;
+        }
+        self.count += 1.0;
+        match op {
+            AccOp::Sum => (self.value, self.comp) = kahan_inc(v, self.value, self.comp),
+            AccOp::Avg => {
+                if !self.incremental {
+                    let (ns, nc) = kahan_inc(v, self.value, self.comp);
                     if !ns.is_infinite() {
-                        sum = ns;
-                        c = nc;
-                        continue;
+                        self.value = ns;
+                        self.comp = nc;
+                        return;
                     }
-                    incremental = true;
-                    mean = sum / (count - 1.0);
-                    c /= count - 1.0;
+                    self.incremental = true;
+                    self.mean = self.value / (self.count - 1.0);
+                    self.comp /= self.count - 1.0;
                 }
-                let q = (count - 1.0) / count;
-                (mean, c) = kahan_inc(v / count, q * mean, q * c);
+                let q = (self.count - 1.0) / self.count;
+                (self.mean, self.comp) = kahan_inc(v / self.count, q * self.mean, q * self.comp);
             }
-            if incremental {
-                mean + c
-            } else {
-                sum / count + c / count
+            AccOp::Min => {
+                if self.value > v || self.value.is_nan() {
+                    self.value = v;
+                }
             }
+            AccOp::Max => {
+                if self.value < v || self.value.is_nan() {
+                    self.value = v;
+                }
+            }
+            AccOp::Stddev | AccOp::Stdvar => {
+                let delta = v - self.mean;
+                self.mean += delta / self.count;
+                self.value += delta * (v - self.mean);
+            }
+            AccOp::Count | AccOp::Group => {}
         }
-        "count" => vals.len() as f64,
-        "group" => 1.0,
-        "min" => vals[1..]
-            .iter()
-            .fold(first, |m, &v| if m > v || m.is_nan() { v } else { m }),
-        "max" => vals[1..]
-            .iter()
-            .fold(first, |m, &v| if m < v || m.is_nan() { v } else { m }),
-        "stddev" | "stdvar" => {
-            let (mut count, mut mean, mut m2) = (1.0f64, first, 0.0f64);
-            for &v in &vals[1..] {
-                count += 1.0;
-                let delta = v - mean;
-                mean += delta / count;
-                m2 += delta * (v - mean);
-            }
-            let var = m2 / count;
-            if op == "stddev" {
-                var.sqrt()
-            } else {
-                var
-            }
+    }
+
+    fn finish(&self, op: AccOp) -> Option<f64> {
+        if self.count == 0.0 {
+            return None;
         }
-        "quantile" => quantile(q, vals),
-        other => return Err(EvalError::Unsupported(format!("aggregation `{other}`"))),
-    })
+        Some(match op {
+            AccOp::Sum => {
+                if self.value.is_infinite() {
+                    self.value
+                } else {
+                    self.value + self.comp
+                }
+            }
+            AccOp::Avg => {
+                if self.incremental {
+                    self.mean + self.comp
+                } else {
+                    self.value / self.count + self.comp / self.count
+                }
+            }
+            AccOp::Count => self.count,
+            AccOp::Group => 1.0,
+            AccOp::Min | AccOp::Max => self.value,
+            AccOp::Stdvar => self.value / self.count,
+            AccOp::Stddev => (self.value / self.count).sqrt(),
+        })
+    }
 }
 
 /// Prometheus's `quantile()` over plain values (sorts `vals`).
@@ -193,7 +282,11 @@ fn topk(
         if kf.is_nan() {
             return Err(rt("Parameter value is NaN"));
         }
-        let kk = if kf >= i64::MAX as f64 { i64::MAX } else { kf as i64 };
+        let kk = if kf >= i64::MAX as f64 {
+            i64::MAX
+        } else {
+            kf as i64
+        };
         if kk < 1 {
             continue;
         }
@@ -222,10 +315,17 @@ fn topk(
     let mut rows: Vec<Option<Row>> = rows
         .into_iter()
         .zip(out_vals)
-        .map(|(r, vals)| Some(Row { labels: r.labels, vals }))
+        .map(|(r, vals)| {
+            Some(Row {
+                labels: r.labels,
+                vals,
+            })
+        })
         .collect();
     if ctx.n == 1 {
-        return Ok(Val::Vector(order.into_iter().filter_map(|m| rows[m].take()).collect()));
+        return Ok(Val::Vector(
+            order.into_iter().filter_map(|m| rows[m].take()).collect(),
+        ));
     }
     Ok(Val::Vector(
         rows.into_iter()

@@ -48,7 +48,11 @@ pub(crate) fn eval_binary(ctx: &Ctx, b: &BinaryExpr) -> Result<Val, EvalError> {
             let mut out = Vec::with_capacity(ctx.n);
             for (x, y) in l.into_iter().zip(r) {
                 let (v, keep) = elem(&op, x, y)?;
-                out.push(if is_comparison(&op) { f64::from(u8::from(keep)) } else { v });
+                out.push(if is_comparison(&op) {
+                    f64::from(u8::from(keep))
+                } else {
+                    v
+                });
             }
             Ok(Val::Scalar(out))
         }
@@ -70,7 +74,13 @@ pub(crate) fn eval_binary(ctx: &Ctx, b: &BinaryExpr) -> Result<Val, EvalError> {
     }
 }
 
-fn vector_scalar(op: &str, rows: Vec<Row>, s: &[f64], swap: bool, return_bool: bool) -> Result<Val, EvalError> {
+fn vector_scalar(
+    op: &str,
+    rows: Vec<Row>,
+    s: &[f64],
+    swap: bool,
+    return_bool: bool,
+) -> Result<Val, EvalError> {
     let cmp = is_comparison(op);
     let drop = drops_name(op) || return_bool;
     let mut out = Vec::with_capacity(rows.len());
@@ -265,12 +275,7 @@ fn vector_binop(
             let Some(o) = found else { continue };
             let ov = one[o].vals[i].unwrap_or(f64::NAN);
             let (fl, fr) = if swapped { (ov, mv) } else { (mv, ov) };
-            let (mut f, keep) = elem(op, fl, fr)?;
-            if return_bool {
-                f = if keep { 1.0 } else { 0.0 };
-            } else if !keep {
-                continue;
-            }
+            // One-to-one matching must be unique before any comparison filters.
             if one_to_one {
                 if matched_at[s] == i {
                     return Err(rt(
@@ -278,6 +283,12 @@ fn vector_binop(
                     ));
                 }
                 matched_at[s] = i;
+            }
+            let (mut f, keep) = elem(op, fl, fr)?;
+            if return_bool {
+                f = if keep { 1.0 } else { 0.0 };
+            } else if !keep {
+                continue;
             }
             let j = match out_index.get(&(k, o)) {
                 Some(&j) => j,

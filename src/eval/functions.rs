@@ -2,26 +2,28 @@
 //! `increase`, `*_over_time`, …) with Prometheus 3's extrapolation, instant
 //! functions (`abs`, `clamp`, `round`, …), label functions and `absent`.
 
+use std::collections::HashSet;
+
 use chrono::{DateTime, Datelike, Timelike};
 use promql_parser::label::MatchOp;
 use promql_parser::parser::{Call, Expr};
 
 use super::aggregate::quantile;
-use super::histogram::eval_histogram_quantile;
-use super::selector::{instant_points, range_input, RangeInput};
+use super::histogram::{eval_histogram_fraction, eval_histogram_quantile};
+use super::selector::{for_each_instant_row, instant_points, range_input, RangeInput};
 use super::{
-    eval_scalar, eval_vector, kahan_inc, merge_same_labels, no_same_labelset, rt, unparen, Ctx, EvalError,
-    Row, Val,
+    eval_scalar, eval_vector, kahan_inc, merge_same_labels, rt, same_labelset, unparen, Ctx, EvalError, Row,
+    Val,
 };
 use crate::store::{Labels, Millis, Sample, METRIC_NAME};
 
 /// Functions taking a range vector, with the index of that argument.
 fn matrix_arg(name: &str) -> Option<usize> {
     Some(match name {
-        "rate" | "increase" | "delta" | "irate" | "idelta" | "resets" | "changes" | "deriv" | "predict_linear"
-        | "avg_over_time" | "min_over_time" | "max_over_time" | "sum_over_time" | "count_over_time"
-        | "last_over_time" | "first_over_time" | "stddev_over_time" | "stdvar_over_time"
-        | "present_over_time" | "absent_over_time" => 0,
+        "rate" | "increase" | "delta" | "irate" | "idelta" | "resets" | "changes" | "deriv"
+        | "predict_linear" | "avg_over_time" | "min_over_time" | "max_over_time" | "sum_over_time"
+        | "count_over_time" | "last_over_time" | "first_over_time" | "stddev_over_time"
+        | "stdvar_over_time" | "present_over_time" | "absent_over_time" => 0,
         "quantile_over_time" => 1,
         _ => return None,
     })
@@ -34,7 +36,9 @@ pub(crate) fn eval_call(ctx: &Ctx, c: &Call) -> Result<Val, EvalError> {
         return eval_range_function(ctx, name, &args, mi);
     }
     match name {
-        "time" => Ok(Val::Scalar((0..ctx.n).map(|i| ctx.t(i) as f64 / 1000.0).collect())),
+        "time" => Ok(Val::Scalar(
+            (0..ctx.n).map(|i| ctx.t(i) as f64 / 1000.0).collect(),
+        )),
         "pi" => Ok(Val::Scalar(vec![std::f64::consts::PI; ctx.n])),
         "vector" => {
             let s = eval_scalar(ctx, arg(&args, 0, name)?)?;
@@ -57,8 +61,9 @@ pub(crate) fn eval_call(ctx: &Ctx, c: &Call) -> Result<Val, EvalError> {
                     .collect(),
             ))
         }
-        "abs" | "ceil" | "floor" | "exp" | "sqrt" | "ln" | "log2" | "log10" | "sgn" | "sin" | "cos" | "tan"
-        | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh" | "asinh" | "acosh" | "atanh" | "rad" | "deg" => {
+        "abs" | "ceil" | "floor" | "exp" | "sqrt" | "ln" | "log2" | "log10" | "sgn" | "sin" | "cos"
+        | "tan" | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh" | "asinh" | "acosh" | "atanh"
+        | "rad" | "deg" => {
             let f = simple_fn(name)?;
             let rows = eval_vector(ctx, arg(&args, 0, name)?)?;
             map_rows(rows, |_, v| Some(f(v)))
@@ -66,9 +71,18 @@ pub(crate) fn eval_call(ctx: &Ctx, c: &Call) -> Result<Val, EvalError> {
         "clamp" | "clamp_min" | "clamp_max" => {
             let rows = eval_vector(ctx, arg(&args, 0, name)?)?;
             let (lo, hi) = match name {
-                "clamp" => (eval_scalar(ctx, arg(&args, 1, name)?)?, eval_scalar(ctx, arg(&args, 2, name)?)?),
-                "clamp_min" => (eval_scalar(ctx, arg(&args, 1, name)?)?, vec![f64::INFINITY; ctx.n]),
-                _ => (vec![f64::NEG_INFINITY; ctx.n], eval_scalar(ctx, arg(&args, 1, name)?)?),
+                "clamp" => (
+                    eval_scalar(ctx, arg(&args, 1, name)?)?,
+                    eval_scalar(ctx, arg(&args, 2, name)?)?,
+                ),
+                "clamp_min" => (
+                    eval_scalar(ctx, arg(&args, 1, name)?)?,
+                    vec![f64::INFINITY; ctx.n],
+                ),
+                _ => (
+                    vec![f64::NEG_INFINITY; ctx.n],
+                    eval_scalar(ctx, arg(&args, 1, name)?)?,
+                ),
             };
             map_rows(rows, |i, v| (hi[i] >= lo[i]).then(|| lo[i].max(hi[i].min(v))))
         }
@@ -135,12 +149,19 @@ pub(crate) fn eval_call(ctx: &Ctx, c: &Call) -> Result<Val, EvalError> {
                 Vec::new()
             }))
         }
+        "histogram_fraction" => {
+            let lower = eval_scalar(ctx, arg(&args, 0, name)?)?;
+            let upper = eval_scalar(ctx, arg(&args, 1, name)?)?;
+            let rows = eval_vector(ctx, arg(&args, 2, name)?)?;
+            Ok(Val::Vector(eval_histogram_fraction(ctx, &lower, &upper, rows)?))
+        }
         "histogram_quantile" => {
             let q = eval_scalar(ctx, arg(&args, 0, name)?)?;
             let rows = eval_vector(ctx, arg(&args, 1, name)?)?;
             Ok(Val::Vector(eval_histogram_quantile(ctx, &q, rows)?))
         }
-        "minute" | "hour" | "day_of_week" | "day_of_month" | "day_of_year" | "days_in_month" | "month" | "year" => {
+        "minute" | "hour" | "day_of_week" | "day_of_month" | "day_of_year" | "days_in_month" | "month"
+        | "year" => {
             let f = date_fn(name)?;
             match args.first() {
                 None => Ok(Val::Vector(vec![Row {
@@ -259,7 +280,12 @@ fn absent_labels(e: &Expr) -> Labels {
     };
     let mut l = Labels::new();
     let mut has: Vec<&str> = Vec::new();
-    for m in vs.matchers.matchers.iter().chain(vs.matchers.or_matchers.iter().flatten()) {
+    for m in vs
+        .matchers
+        .matchers
+        .iter()
+        .chain(vs.matchers.or_matchers.iter().flatten())
+    {
         if m.name == METRIC_NAME {
             continue;
         }
@@ -293,7 +319,9 @@ fn label_replace(ctx: &Ctx, args: &[&Expr]) -> Result<Val, EvalError> {
     let re = regex::Regex::new(&format!("^(?s:{re_str})$"))
         .map_err(|_| rt(format!("invalid regular expression in label_replace(): {re_str}")))?;
     if !valid_label_name(&dst) {
-        return Err(rt(format!("invalid destination label name in label_replace(): {dst}")));
+        return Err(rt(format!(
+            "invalid destination label name in label_replace(): {dst}"
+        )));
     }
     let rows = eval_vector(ctx, arg(args, 0, name)?)?;
     let mut out = Vec::with_capacity(rows.len());
@@ -318,7 +346,9 @@ fn label_join(ctx: &Ctx, args: &[&Expr]) -> Result<Val, EvalError> {
         srcs.push(string_arg(a, "label_join source")?);
     }
     if !valid_label_name(&dst) {
-        return Err(rt(format!("invalid destination label name in label_join(): {dst}")));
+        return Err(rt(format!(
+            "invalid destination label name in label_join(): {dst}"
+        )));
     }
     let rows = eval_vector(ctx, arg(args, 0, name)?)?;
     let mut out = Vec::with_capacity(rows.len());
@@ -344,13 +374,8 @@ pub(crate) struct WindowCtx {
 }
 
 fn eval_range_function(ctx: &Ctx, name: &str, args: &[&Expr], mi: usize) -> Result<Val, EvalError> {
-    let input: RangeInput = range_input(ctx, arg(args, mi, name)?)?;
-    let param: Vec<f64> = match name {
-        "predict_linear" => eval_scalar(ctx, arg(args, 1, name)?)?,
-        "quantile_over_time" => eval_scalar(ctx, arg(args, 0, name)?)?,
-        _ => vec![f64::NAN; ctx.n],
-    };
     if name == "absent_over_time" {
+        let input: RangeInput = range_input(ctx, arg(args, mi, name)?)?;
         let mut present = vec![false; ctx.n];
         for s in &input.series {
             for (i, p) in present.iter_mut().enumerate() {
@@ -369,73 +394,207 @@ fn eval_range_function(ctx: &Ctx, name: &str, args: &[&Expr], mi: usize) -> Resu
             vals,
         }]));
     }
+    let mut out = Vec::new();
+    for_each_range_row(ctx, name, args, mi, &mut |r| {
+        out.push(r);
+        Ok(())
+    })?;
+    Ok(Val::Vector(out))
+}
+
+/// Calls `f` with each output row of a range-vector function (`rate(x[5m])`),
+/// one input series at a time. Two output rows with equal labels are an error.
+fn for_each_range_row(
+    ctx: &Ctx,
+    name: &str,
+    args: &[&Expr],
+    mi: usize,
+    f: &mut dyn FnMut(Row) -> Result<(), EvalError>,
+) -> Result<(), EvalError> {
+    let input: RangeInput = range_input(ctx, arg(args, mi, name)?)?;
+    let param: Vec<f64> = match name {
+        "predict_linear" => eval_scalar(ctx, arg(args, 1, name)?)?,
+        "quantile_over_time" => eval_scalar(ctx, arg(args, 0, name)?)?,
+        _ => vec![f64::NAN; ctx.n],
+    };
     let keep_name = name == "last_over_time";
-    let mut rows = Vec::with_capacity(input.series.len());
+    let rf = RangeFn::from_name(name)?;
+    let mut seen: HashSet<Labels> = HashSet::new();
     for s in &input.series {
         let mut vals = vec![None; ctx.n];
+        let mut any = false;
+        let samples = &s.samples[..];
+        // Window ends never decrease from step to step, so both bounds slide forward.
+        let (mut lo, mut hi) = input.window(ctx, 0, samples);
         for (i, slot) in vals.iter_mut().enumerate() {
-            let (lo, hi) = input.window(ctx, i, &s.samples);
+            if i > 0 {
+                let end = input.end(ctx, i);
+                let start = end.saturating_sub(input.range);
+                while lo < samples.len() && samples[lo].t <= start {
+                    lo += 1;
+                }
+                while hi < samples.len() && samples[hi].t <= end {
+                    hi += 1;
+                }
+                hi = hi.max(lo);
+            }
             if lo >= hi {
                 continue;
             }
             let end = input.end(ctx, i);
             let w = WindowCtx {
-                range_start: end - input.range,
+                range_start: end.saturating_sub(input.range),
                 range_end: end,
                 range: input.range,
                 t: ctx.t(i),
                 param: param[i],
             };
-            *slot = range_fn(name, &s.samples[lo..hi], &w)?;
+            *slot = range_fn(rf, &samples[lo..hi], &w);
+            any |= slot.is_some();
         }
-        rows.push(Row {
-            labels: if keep_name { s.labels.clone() } else { s.labels.without_name() },
-            vals,
-        });
+        if !any {
+            continue;
+        }
+        let labels = if keep_name {
+            s.labels.clone()
+        } else {
+            s.labels.without_name()
+        };
+        if !seen.insert(labels.clone()) {
+            return Err(same_labelset());
+        }
+        f(Row { labels, vals })?;
     }
-    Ok(Val::Vector(no_same_labelset(rows)?))
+    Ok(())
 }
 
-fn range_fn(name: &str, w: &[Sample], c: &WindowCtx) -> Result<Option<f64>, EvalError> {
-    Ok(match name {
-        "rate" => extrapolated_rate(w, c, true, true),
-        "increase" => extrapolated_rate(w, c, true, false),
-        "delta" => extrapolated_rate(w, c, false, false),
-        "irate" => instant_value(w, true),
-        "idelta" => instant_value(w, false),
-        "resets" => Some(w.windows(2).filter(|p| p[1].v < p[0].v).count() as f64),
-        "changes" => Some(
+/// Calls `f` with each row of an instant-vector expression. Selectors and
+/// range-vector functions stream one series at a time; anything else is
+/// evaluated first.
+pub(crate) fn for_each_row(
+    ctx: &Ctx,
+    expr: &Expr,
+    f: &mut dyn FnMut(Row) -> Result<(), EvalError>,
+) -> Result<(), EvalError> {
+    match unparen(expr) {
+        Expr::VectorSelector(vs) => for_each_instant_row(ctx, vs, f),
+        Expr::Call(c) if c.func.name != "absent_over_time" && matrix_arg(c.func.name).is_some() => {
+            let args: Vec<&Expr> = c.args.args.iter().map(|a| unparen(a)).collect();
+            let mi = matrix_arg(c.func.name).unwrap_or(0);
+            for_each_range_row(ctx, c.func.name, &args, mi, f)
+        }
+        other => {
+            for r in eval_vector(ctx, other)? {
+                f(r)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A range-vector function, resolved once per query.
+#[derive(Clone, Copy)]
+enum RangeFn {
+    Rate,
+    Increase,
+    Delta,
+    Irate,
+    Idelta,
+    Resets,
+    Changes,
+    Deriv,
+    PredictLinear,
+    Avg,
+    Sum,
+    Count,
+    Min,
+    Max,
+    Last,
+    First,
+    Present,
+    Stddev,
+    Stdvar,
+    Quantile,
+}
+
+impl RangeFn {
+    fn from_name(name: &str) -> Result<Self, EvalError> {
+        use RangeFn::*;
+        Ok(match name {
+            "rate" => Rate,
+            "increase" => Increase,
+            "delta" => Delta,
+            "irate" => Irate,
+            "idelta" => Idelta,
+            "resets" => Resets,
+            "changes" => Changes,
+            "deriv" => Deriv,
+            "predict_linear" => PredictLinear,
+            "avg_over_time" => Avg,
+            "sum_over_time" => Sum,
+            "count_over_time" => Count,
+            "min_over_time" => Min,
+            "max_over_time" => Max,
+            "last_over_time" => Last,
+            "first_over_time" => First,
+            "present_over_time" => Present,
+            "stddev_over_time" => Stddev,
+            "stdvar_over_time" => Stdvar,
+            "quantile_over_time" => Quantile,
+            other => return Err(EvalError::Unsupported(format!("function `{other}`"))),
+        })
+    }
+}
+
+/// One range function over a non-empty window.
+fn range_fn(f: RangeFn, w: &[Sample], c: &WindowCtx) -> Option<f64> {
+    use RangeFn::*;
+    match f {
+        Rate => extrapolated_rate(w, c, true, true),
+        Increase => extrapolated_rate(w, c, true, false),
+        Delta => extrapolated_rate(w, c, false, false),
+        Irate => instant_value(w, true),
+        Idelta => instant_value(w, false),
+        Resets => Some(w.windows(2).filter(|p| p[1].v < p[0].v).count() as f64),
+        Changes => Some(
             w.windows(2)
                 .filter(|p| p[1].v != p[0].v && !(p[1].v.is_nan() && p[0].v.is_nan()))
                 .count() as f64,
         ),
-        "deriv" => (w.len() >= 2).then(|| linear_regression(w, w[0].t).0),
-        "predict_linear" => (w.len() >= 2).then(|| {
+        Deriv => (w.len() >= 2).then(|| linear_regression(w, w[0].t).0),
+        PredictLinear => (w.len() >= 2).then(|| {
             let (slope, intercept) = linear_regression(w, c.t);
             slope * c.param + intercept
         }),
-        "avg_over_time" => Some(avg_over_time(w)),
-        "sum_over_time" => {
+        Avg => Some(avg_over_time(w)),
+        Sum => {
             let (mut s, mut comp) = (0.0, 0.0);
             for p in w {
                 (s, comp) = kahan_inc(p.v, s, comp);
             }
             Some(if s.is_infinite() { s } else { s + comp })
         }
-        "count_over_time" => Some(w.len() as f64),
-        "min_over_time" => Some(w[1..].iter().fold(w[0].v, |m, p| if p.v < m || m.is_nan() { p.v } else { m })),
-        "max_over_time" => Some(w[1..].iter().fold(w[0].v, |m, p| if p.v > m || m.is_nan() { p.v } else { m })),
-        "last_over_time" => w.last().map(|p| p.v),
-        "first_over_time" => w.first().map(|p| p.v),
-        "present_over_time" => Some(1.0),
-        "stddev_over_time" => Some(variance_over_time(w).sqrt()),
-        "stdvar_over_time" => Some(variance_over_time(w)),
-        "quantile_over_time" => {
+        Count => Some(w.len() as f64),
+        Min => Some(
+            w[1..]
+                .iter()
+                .fold(w[0].v, |m, p| if p.v < m || m.is_nan() { p.v } else { m }),
+        ),
+        Max => Some(
+            w[1..]
+                .iter()
+                .fold(w[0].v, |m, p| if p.v > m || m.is_nan() { p.v } else { m }),
+        ),
+        Last => w.last().map(|p| p.v),
+        First => w.first().map(|p| p.v),
+        Present => Some(1.0),
+        Stddev => Some(variance_over_time(w).sqrt()),
+        Stdvar => Some(variance_over_time(w)),
+        Quantile => {
             let mut vals: Vec<f64> = w.iter().map(|p| p.v).collect();
             Some(quantile(c.param, &mut vals))
         }
-        other => return Err(EvalError::Unsupported(format!("function `{other}`"))),
-    })
+    }
 }
 
 /// `rate`, `increase` and `delta` as Prometheus 3's `extrapolatedRate`.
@@ -589,5 +748,5 @@ pub(crate) fn window_ctx(t: Millis, range: Millis) -> WindowCtx {
 
 #[cfg(test)]
 pub(crate) fn eval_range_fn_for_test(name: &str, w: &[Sample], c: &WindowCtx) -> Option<f64> {
-    range_fn(name, w, c).ok().flatten()
+    RangeFn::from_name(name).ok().and_then(|f| range_fn(f, w, c))
 }
