@@ -75,8 +75,9 @@ pub struct TimeArgs {
 
 #[derive(Debug, Args)]
 pub struct QueryArgs {
-    /// The PromQL expression.
-    pub expr: String,
+    /// The PromQL expression. It may also come last, after the `--dump` paths
+    /// (`cptriage query --dump a.prom b.prom 'rate(x[1m])'`).
+    pub expr: Option<String>,
     #[command(flatten)]
     pub dump: DumpArgs,
     #[command(flatten)]
@@ -117,7 +118,12 @@ pub struct DiagnoseArgs {
     pub step: Option<String>,
     /// Baseline from this time of the same data (with `--baseline-to`).
     /// Default baseline: the first quarter of the window.
-    #[arg(long, value_name = "TIME", requires = "baseline_to", conflicts_with = "baseline_dump")]
+    #[arg(
+        long,
+        value_name = "TIME",
+        requires = "baseline_to",
+        conflicts_with = "baseline_dump"
+    )]
     pub baseline_from: Option<String>,
     /// End of the explicit baseline range.
     #[arg(long, value_name = "TIME", requires = "baseline_from")]

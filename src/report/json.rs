@@ -200,7 +200,9 @@ pub fn document(r: &Report) -> J {
         gaps: r
             .gaps
             .iter()
-            .map(|g| serde_json::json!({"kind": to_json(&g.kind), "subject": g.subject, "message": g.message}))
+            .map(
+                |g| serde_json::json!({"kind": to_json(&g.kind), "subject": g.subject, "message": g.message}),
+            )
             .collect(),
         window: serde_json::json!({
             "from": t(r.window.from),

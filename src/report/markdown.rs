@@ -61,7 +61,10 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out)?;
     writeln!(out, "### Axes")?;
     writeln!(out)?;
-    writeln!(out, "| axis | severity | state | onset | recovered | instances | timeline |")?;
+    writeln!(
+        out,
+        "| axis | severity | state | onset | recovered | instances | timeline |"
+    )?;
     writeln!(out, "|---|---|---|---|---|---|---|")?;
     for a in &r.axes {
         let state = match a.state {

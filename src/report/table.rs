@@ -75,7 +75,15 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         format_duration(w.range),
         format_time(w.at)
     )?;
-    let mut t = new_table(&["axis", "sev", "state", "onset", "recovered", "instances", "timeline"]);
+    let mut t = new_table(&[
+        "axis",
+        "sev",
+        "state",
+        "onset",
+        "recovered",
+        "instances",
+        "timeline",
+    ]);
     for a in &r.axes {
         let state = match a.state {
             AxisState::Lit if a.lit_at_end => "LIT",
@@ -170,7 +178,15 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     }
     writeln!(out)?;
     writeln!(out, "Sources")?;
-    let mut t = new_table(&["target", "role", "version", "snapshots", "time from", "role because", "notes"]);
+    let mut t = new_table(&[
+        "target",
+        "role",
+        "version",
+        "snapshots",
+        "time from",
+        "role because",
+        "notes",
+    ]);
     for s in &r.sources {
         let mut notes = Vec::new();
         for x in &s.restarts {

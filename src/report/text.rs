@@ -23,7 +23,12 @@ fn buckets(n: usize) -> Vec<std::ops::Range<usize>> {
 /// A unicode sparkline of values (missing steps as `·`), scaled min..max; each
 /// character is the maximum of its bucket.
 pub fn sparkline(values: &[Option<f64>]) -> String {
-    let finite: Vec<f64> = values.iter().flatten().copied().filter(|v| v.is_finite()).collect();
+    let finite: Vec<f64> = values
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|v| v.is_finite())
+        .collect();
     if finite.is_empty() {
         return "·".repeat(buckets(values.len()).len());
     }
