@@ -9,5 +9,6 @@ pub mod cli;
 pub mod cmd;
 pub mod eval;
 pub mod exit;
+pub mod scenario;
 pub mod source;
 pub mod store;
