@@ -95,8 +95,11 @@ pub struct Exposition {
     pub text: Vec<u8>,
     pub families: Vec<Family>,
     pub samples: Vec<Sample>,
-    /// Family name → index.
+    /// Family name → index (of its first block).
     pub by_name: BTreeMap<String, usize>,
+    /// Families whose samples appear in more than one block (a hand-edited
+    /// file; Go encoders never do this). Moves on them are refused.
+    pub duplicates: std::collections::BTreeSet<String>,
 }
 
 /// A line the reader could not make sense of.
@@ -272,6 +275,7 @@ impl Exposition {
         let mut families: Vec<Family> = Vec::new();
         let mut samples: Vec<Sample> = Vec::new();
         let mut by_name = BTreeMap::new();
+        let mut duplicates = std::collections::BTreeSet::new();
         let mut pos = 0usize;
         let mut lineno = 0usize;
         let err = |line: usize, message: String| LineError { line, message };
@@ -309,9 +313,10 @@ impl Exposition {
                         };
                         if start_new {
                             if by_name.contains_key(fname) {
-                                return Err(err(lineno, format!("family `{fname}` appears twice")));
+                                duplicates.insert(fname.to_string());
+                            } else {
+                                by_name.insert(fname.to_string(), families.len());
                             }
-                            by_name.insert(fname.to_string(), families.len());
                             families.push(Family {
                                 name: fname.to_string(),
                                 kind: Kind::Untyped,
@@ -388,6 +393,7 @@ impl Exposition {
             families,
             samples,
             by_name,
+            duplicates,
         })
     }
 

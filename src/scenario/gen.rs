@@ -844,6 +844,12 @@ fn bind(
         t.bounds.push(bound);
         return Ok(());
     };
+    if t.base.duplicates.contains(family) {
+        return Err(BindError(format!(
+            "family `{family}` appears in more than one block of base `{}`; cannot tell which to move",
+            t.base_path.display()
+        )));
+    }
     let info = match t.fam_info(family) {
         Some(i) => i,
         None if mv.create.is_some() => ensure_family(t, mv, family, want, cache, spec_dir, opts)?,
