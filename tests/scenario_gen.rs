@@ -577,3 +577,361 @@ scenario_tests! {
     bitter_zone_etcd_first => "bitter-zone-etcd-first",
     bitter_zone_apf_only => "bitter-zone-apf-only",
 }
+
+// ---------------------------------------------------------------------------
+// Exact semantics on a tiny hand-written base.
+
+const TINY_BASE: &str = "\
+# HELP a_total [ALPHA] A counter.
+# TYPE a_total counter
+a_total{code=\"200\",verb=\"GET\"} 1
+a_total{code=\"200\",verb=\"LIST\"} 3
+a_total{code=\"500\",verb=\"GET\"} 0
+# HELP g A gauge.
+# TYPE g gauge
+g 5
+# HELP h A histogram.
+# TYPE h histogram
+h_bucket{le=\"1\"} 0
+h_bucket{le=\"5\"} 0
+h_bucket{le=\"1e+06\"} 0
+h_bucket{le=\"+Inf\"} 0
+h_sum 0
+h_count 0
+# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.
+# TYPE process_start_time_seconds gauge
+process_start_time_seconds 1.7e+09
+# HELP z_total Last family.
+# TYPE z_total counter
+z_total 7
+";
+
+/// Writes `spec` (and the tiny base) into a fresh directory and generates it.
+fn gen_tiny(spec: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    std::fs::write(tmp.path().join("base.prom"), TINY_BASE).expect("base");
+    let sp = tmp.path().join("spec.yaml");
+    std::fs::write(&sp, spec).expect("spec");
+    let out = tmp.path().join("out");
+    let v = scenario::load_spec(&sp).unwrap_or_else(|e| panic!("{e}"));
+    scenario::generate(v, &GenOptions { base_dirs: vec![] }, &out, 2).unwrap_or_else(|e| panic!("{e}"));
+    (tmp, out)
+}
+
+fn snapshot(out: &Path, target: &str, offset_s: i64) -> String {
+    let p = out
+        .join(target)
+        .join(format!("{}.prom", 1_767_225_600_000i64 + offset_s * 1000));
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+const TINY_SPEC: &str = "\
+name: tiny
+start: 2026-01-01T00:00:00Z
+interval: 15s
+duration: 1m
+targets:
+  - {name: t-a, role: apiserver, base: base.prom}
+  - {name: t-b, role: etcd, base: base.prom}
+background:
+  - {target: '*', counter: a_total, match: {code: \"200\"}, rate: 4}
+effects:
+  - {at: 30s, target: t-a, histogram: h, add: 10, observe: 5}
+  - {at: 15s, until: 45s, target: t-a, gauge: g, value: 9}
+  - {at: 30s, target: t-a, counter: a_total, rate: 2, create: {code: \"429\", verb: LIST}}
+  - {at: 15s, target: t-a, counter: b_total, add: 3, create: {x: \"1\"}, help: \"B.\"}
+  - {at: 45s, target: t-a, restart: true}
+  - {at: 15s, until: 45s, target: t-b, down: true}
+";
+
+#[test]
+fn tiny_scenario_exact_values() {
+    let (_tmp, out) = gen_tiny(TINY_SPEC);
+    // Step 0 only differs from the base where something is set at t=0: nothing here.
+    assert_eq!(snapshot(&out, "t-a", 0), TINY_BASE);
+    // t=30s: counters split 1:3 by captured value (rate 4/s -> +15/+45 per step),
+    // the created series sits in label order at 0, the new family is placed by
+    // name, the gauge is set, and 10 observations of 5 land in le=5, le=1e+06
+    // (numerically larger, though it sorts before "5" as text) and +Inf.
+    let want_30s = TINY_BASE
+        .replace(
+            "a_total{code=\"200\",verb=\"GET\"} 1\n",
+            "a_total{code=\"200\",verb=\"GET\"} 31\n",
+        )
+        .replace(
+            "a_total{code=\"200\",verb=\"LIST\"} 3\n",
+            "a_total{code=\"200\",verb=\"LIST\"} 93\na_total{code=\"429\",verb=\"LIST\"} 0\n",
+        )
+        .replace(
+            "# HELP g A gauge.\n",
+            "# HELP b_total B.\n# TYPE b_total counter\nb_total{x=\"1\"} 3\n# HELP g A gauge.\n",
+        )
+        .replace("g 5\n", "g 9\n")
+        .replace("h_bucket{le=\"5\"} 0", "h_bucket{le=\"5\"} 10")
+        .replace("h_bucket{le=\"1e+06\"} 0", "h_bucket{le=\"1e+06\"} 10")
+        .replace("h_bucket{le=\"+Inf\"} 0", "h_bucket{le=\"+Inf\"} 10")
+        .replace("h_sum 0", "h_sum 50")
+        .replace("h_count 0", "h_count 10");
+    assert_eq!(snapshot(&out, "t-a", 30), want_30s);
+    // t=45s: the restart zeroed every counter (then this step's traffic was
+    // added), moved the process start time, and the gauge got its value back.
+    let s45 = snapshot(&out, "t-a", 45);
+    for line in [
+        "a_total{code=\"200\",verb=\"GET\"} 15",
+        "a_total{code=\"200\",verb=\"LIST\"} 45",
+        "a_total{code=\"429\",verb=\"LIST\"} 30",
+        "a_total{code=\"500\",verb=\"GET\"} 0",
+        "b_total{x=\"1\"} 0",
+        "g 5",
+        "h_bucket{le=\"+Inf\"} 0",
+        "h_count 0",
+        "process_start_time_seconds 1.767225645e+09",
+        "z_total 0",
+    ] {
+        assert!(s45.lines().any(|l| l == line), "missing `{line}` in:\n{s45}");
+    }
+    let s60 = snapshot(&out, "t-a", 60);
+    assert!(s60.contains("a_total{code=\"200\",verb=\"GET\"} 30\n"), "{s60}");
+    assert!(s60.contains("a_total{code=\"429\",verb=\"LIST\"} 60\n"), "{s60}");
+    // t-b is down from 15s to 45s: no files then; its counters went on growing.
+    let mut files: Vec<String> = std::fs::read_dir(out.join("t-b"))
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        ["1767225600000.prom", "1767225645000.prom", "1767225660000.prom"]
+    );
+    assert!(snapshot(&out, "t-b", 45).contains("a_total{code=\"200\",verb=\"GET\"} 46\n"));
+}
+
+#[test]
+fn replace_background_pauses_the_background_only_while_the_effect_runs() {
+    let spec = "\
+name: replace
+start: 2026-01-01T00:00:00Z
+interval: 15s
+duration: 45s
+targets: [{name: t, role: etcd, base: base.prom}]
+background:
+  - {target: t, histogram: h, rate: 2, observe: 1}
+effects:
+  - {at: 15s, until: 30s, target: t, histogram: h, rate: 1, observe: 5, replace_background: true}
+";
+    let (_tmp, out) = gen_tiny(spec);
+    let hist = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter(|l| l.starts_with("h_"))
+            .map(str::to_string)
+            .collect()
+    };
+    let expect = |b1: u32, b5: u32, sum: u32| {
+        vec![
+            format!("h_bucket{{le=\"1\"}} {b1}"),
+            format!("h_bucket{{le=\"5\"}} {b5}"),
+            format!("h_bucket{{le=\"1e+06\"}} {b5}"),
+            format!("h_bucket{{le=\"+Inf\"}} {b5}"),
+            format!("h_sum {sum}"),
+            format!("h_count {b5}"),
+        ]
+    };
+    assert_eq!(hist(&snapshot(&out, "t", 15)), expect(30, 30, 30));
+    assert_eq!(hist(&snapshot(&out, "t", 30)), expect(30, 45, 105));
+    assert_eq!(hist(&snapshot(&out, "t", 45)), expect(60, 75, 135));
+}
+
+#[test]
+fn generation_is_deterministic_and_independent_of_threads() {
+    let path = Path::new(SCENARIOS).join("etcd-raft-member-down.yaml");
+    let tmp = scratch_dir();
+    let mut dirs = Vec::new();
+    for (i, threads) in [1usize, 2].into_iter().enumerate() {
+        let out = tmp.path().join(format!("run{i}"));
+        let spec = scenario::load_spec(&path).unwrap_or_else(|e| panic!("{e}"));
+        scenario::generate(spec, &GenOptions::default(), &out, threads).unwrap_or_else(|e| panic!("{e}"));
+        dirs.push(out);
+    }
+    let list = |d: &Path| -> Vec<PathBuf> {
+        let mut v = Vec::new();
+        for e in std::fs::read_dir(d).expect("dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                for f in std::fs::read_dir(&p).expect("dir") {
+                    v.push(
+                        f.expect("entry")
+                            .path()
+                            .strip_prefix(d)
+                            .expect("prefix")
+                            .to_path_buf(),
+                    );
+                }
+            } else {
+                v.push(p.strip_prefix(d).expect("prefix").to_path_buf());
+            }
+        }
+        v.sort();
+        v
+    };
+    let (a, b) = (list(&dirs[0]), list(&dirs[1]));
+    assert_eq!(a, b);
+    assert!(a.len() > 100);
+    for rel in &a {
+        let x = std::fs::read(dirs[0].join(rel)).expect("read");
+        let y = std::fs::read(dirs[1].join(rel)).expect("read");
+        assert!(x == y, "{} differs between runs", rel.display());
+    }
+}
+
+/// The demo capture committed for the README is exactly what its spec generates.
+/// Regenerate it with:
+/// `cargo run --bin gen-scenario -- testdata/scenarios/bitter-zone-etcd-first.yaml --out testdata/captures/bitter-zone-etcd-first --force`
+#[test]
+fn committed_demo_capture_is_up_to_date() {
+    let committed = Path::new("testdata/captures/bitter-zone-etcd-first");
+    let tmp = scratch_dir();
+    let out = tmp.path().join("capture");
+    let spec = scenario::load_spec(&Path::new(SCENARIOS).join("bitter-zone-etcd-first.yaml")).expect("spec");
+    scenario::generate(spec, &GenOptions::default(), &out, 2).expect("generate");
+    let mut total = 0u64;
+    for entry in std::fs::read_dir(&out).expect("out") {
+        let p = entry.expect("entry").path();
+        let rel = p.strip_prefix(&out).expect("prefix");
+        let files: Vec<PathBuf> = if p.is_dir() {
+            std::fs::read_dir(&p)
+                .expect("dir")
+                .map(|e| e.expect("entry").path())
+                .collect()
+        } else {
+            vec![p.clone()]
+        };
+        for f in files {
+            let rel_f = f.strip_prefix(&out).expect("prefix");
+            let want = std::fs::read(&f).expect("generated");
+            let have = std::fs::read(committed.join(rel_f))
+                .unwrap_or_else(|e| panic!("{}: {e} (regenerate the demo capture)", rel_f.display()));
+            total += have.len() as u64;
+            assert!(
+                want == have,
+                "{} is stale (regenerate the demo capture)",
+                rel_f.display()
+            );
+        }
+        let _ = rel;
+    }
+    let committed_files = std::fs::read_dir(committed).expect("committed").count();
+    let generated_files = std::fs::read_dir(&out).expect("out").count();
+    assert_eq!(
+        committed_files, generated_files,
+        "extra files in the committed capture"
+    );
+    assert!(total < 3_500_000, "demo capture grew to {total} bytes");
+}
+
+// ---------------------------------------------------------------------------
+// Bad specs: clear messages that point at the file and line.
+
+#[test]
+fn bad_specs_name_file_line_and_construct() {
+    let head = "name: bad\nstart: 2026-01-01T00:00:00Z\ninterval: 15s\nduration: 1m\ntargets:\n  - {name: t, role: apiserver, base: base.prom}\n";
+    let cases: &[(&str, usize, &str)] = &[
+        ("colour: blue\n", 7, "unknown field `colour`"),
+        (
+            "effects:\n  - {target: t, counter: a_total, rate: 1}\n",
+            8,
+            "effects[0]: effects need `at`",
+        ),
+        (
+            "effects:\n  - {at: 5x, target: t, counter: a_total, rate: 1}\n",
+            8,
+            "invalid duration `5x`",
+        ),
+        (
+            "background:\n  - {target: t, counter: a_total, rate: 1}\n  - {target: t, counter: g, rate: 1}\n",
+            9,
+            "background[1] on target `t`: `g` is a gauge in base",
+        ),
+        (
+            "background:\n  - {target: t, counter: nope_total, rate: 1}\n",
+            8,
+            "`nope_total` is not in base",
+        ),
+        (
+            "background:\n  - {target: t, counter: a_total, match: {verbb: GET}, rate: 1}\n",
+            8,
+            "`match` label `verbb` is not a label of `a_total`",
+        ),
+        (
+            "background:\n  - {target: t, counter: a_total, match: {code: \"999\"}, rate: 1}\n",
+            8,
+            "no series of `a_total` match {code=\"999\"}",
+        ),
+        (
+            "background:\n  - {target: etcd-*, counter: a_total, rate: 1}\n",
+            8,
+            "target `etcd-*` matches no target",
+        ),
+        (
+            "background:\n  - {target: t, counter: a_total, rate: 1, add: 2}\n",
+            8,
+            "give exactly one of `rate` and `add`",
+        ),
+        (
+            "background:\n  - {target: t, counter: a_total, rate: -1}\n",
+            8,
+            "counters only increase",
+        ),
+        (
+            "effects:\n  - {at: 0, target: t, counter: new_total, rate: 1, create: {a: b}}\n",
+            8,
+            "give `help:` (or `like:` another capture)",
+        ),
+        (
+            "effects:\n  - {at: 0, target: t, histogram: h, rate: 1}\n",
+            8,
+            "histograms need `observe`",
+        ),
+        (
+            "expect:\n  status: degraded\n  axis: disk\n",
+            7,
+            "unknown axis `disk`",
+        ),
+    ];
+    let tmp = tempfile::tempdir().expect("tempdir");
+    std::fs::write(tmp.path().join("base.prom"), TINY_BASE).expect("base");
+    for (i, (tail, line, msg)) in cases.iter().enumerate() {
+        let p = tmp.path().join(format!("bad{i}.yaml"));
+        std::fs::write(&p, format!("{head}{tail}")).expect("write");
+        let err = scenario::load_spec(&p)
+            .and_then(|v| scenario::Scenario::build(v, &GenOptions { base_dirs: vec![] }).map(|_| ()))
+            .expect_err(&format!("case {i} should fail"))
+            .to_string();
+        let want_prefix = format!("{}:{line}:", p.display());
+        assert!(
+            err.starts_with(&want_prefix),
+            "case {i}: `{err}` should start with `{want_prefix}`"
+        );
+        assert!(err.contains(msg), "case {i}: `{err}` should contain `{msg}`");
+    }
+    // A missing base names what it looked for.
+    let p = tmp.path().join("nobase.yaml");
+    std::fs::write(&p, head.replace("base.prom", "missing.prom")).expect("write");
+    let err = scenario::load_spec(&p)
+        .and_then(|v| scenario::Scenario::build(v, &GenOptions::default()).map(|_| ()))
+        .expect_err("missing base")
+        .to_string();
+    assert!(
+        err.contains(":6:") && err.contains("base capture `missing.prom` not found"),
+        "{err}"
+    );
+}
+
+/// The benchmark spec (not generated by the tests: it writes ~600 MB) stays valid.
+#[test]
+fn perf_spec_binds() {
+    let spec =
+        scenario::load_spec(Path::new("testdata/scenarios/perf/three-by-three-15m.yaml")).expect("spec");
+    let sc = scenario::Scenario::build(spec, &GenOptions::default()).expect("binds");
+    assert_eq!(sc.targets.len(), 6);
+    assert_eq!(sc.steps, 61);
+}
