@@ -178,9 +178,12 @@ impl Cursor<'_> {
     }
 }
 
-/// Parses one sample line (without its newline). Returns the name, labels and
-/// the byte range of the value token relative to the line start.
-fn parse_sample_line(line: &[u8]) -> Result<(String, Vec<(String, String)>, (usize, usize)), String> {
+/// A sample line's name, labels, and the byte range of its value token
+/// relative to the line start.
+type SampleParts = (String, Vec<(String, String)>, (usize, usize));
+
+/// Parses one sample line (without its newline).
+fn parse_sample_line(line: &[u8]) -> Result<SampleParts, String> {
     let mut c = Cursor { b: line, i: 0 };
     c.skip_blanks();
     let name = c.name().ok_or("expected a metric name")?.to_string();

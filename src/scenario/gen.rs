@@ -324,6 +324,8 @@ impl BaseCache {
 /// What the generator knows about one family of one target.
 struct FamInfo {
     kind: Kind,
+    /// Whether the family has at least one series (its label names are then fixed).
+    has_series: bool,
     label_names: Vec<String>,
     les: Vec<(f64, String)>,
     /// Base family index, or new-family index.
@@ -454,6 +456,7 @@ impl TargetState {
                 .unwrap_or_default();
             return Some(FamInfo {
                 kind: f.kind,
+                has_series: !f.samples.is_empty(),
                 label_names,
                 les,
                 base: Some(fi),
@@ -464,6 +467,7 @@ impl TargetState {
             let f = &self.new_fams[i];
             FamInfo {
                 kind: f.kind,
+                has_series: true,
                 label_names: f.label_names.clone(),
                 les: f.les.clone(),
                 base: None,
@@ -778,6 +782,10 @@ fn created_labels(
     family: &str,
     create: &BTreeMap<String, String>,
 ) -> Result<Vec<(String, String)>, BindError> {
+    if info.label_names.is_empty() && !info.has_series {
+        // A family with HELP/TYPE but no series: its labels are what `create` says.
+        return Ok(create.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
+    }
     for k in create.keys() {
         if !info.label_names.iter().any(|n| n == k) {
             return Err(BindError(format!(
@@ -1317,5 +1325,31 @@ fn render(t: &mut TargetState, k: usize) {
 fn ensure_newline(out: &mut Vec<u8>) {
     if out.last().is_some_and(|&c| c != b'\n') {
         out.push(b'\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn union_measure_merges_overlaps_and_clips() {
+        assert_eq!(union_measure(&[(0, 10), (5, 20), (30, 40)], 0, 100), 30);
+        assert_eq!(union_measure(&[(0, 10), (5, 20)], 8, 12), 4);
+        assert_eq!(union_measure(&[], 0, 100), 0);
+        assert_eq!(union_measure(&[(50, 60)], 0, 40), 0);
+    }
+
+    #[test]
+    fn shares_follow_weights_or_split_evenly() {
+        assert_eq!(shares_from(&[1.0, 3.0]), vec![0.25, 0.75]);
+        assert_eq!(shares_from(&[0.0, 0.0]), vec![0.5, 0.5]);
+        assert_eq!(shares_from(&[f64::NAN, 2.0]), vec![0.0, 1.0]);
+    }
+
+    #[test]
+    fn whole_counts_tolerate_float_noise() {
+        assert_eq!(whole(600.0 * (1.0 / 3.0)), 200.0);
+        assert_eq!(whole(199.6), 199.0);
     }
 }

@@ -341,6 +341,12 @@ fn validate(
             ),
         ));
     }
+    if spec.duration.0 > 10 * 365 * 86_400_000 {
+        return Err(fail(
+            key_line(text, "duration"),
+            "`duration` is longer than ten years".into(),
+        ));
+    }
     if spec.duration.0 / spec.interval.0 > 100_000 {
         return Err(fail(
             key_line(text, "duration"),
@@ -505,6 +511,11 @@ fn compile_move(
     if let Some(e) = end {
         if e <= start {
             return Err("`until` must be after `at`".into());
+        }
+        if e > duration {
+            return Err(
+                "`until` is after the end of the scenario (leave it out to last until the end)".into(),
+            );
         }
     }
     for (k, v) in [
