@@ -12,6 +12,7 @@ pub mod eval;
 pub mod exit;
 pub mod report;
 pub mod rules;
+pub mod scenario;
 pub mod source;
 pub mod store;
 pub mod timefmt;
