@@ -29,7 +29,9 @@ fn steps(n: usize) -> Vec<Millis> {
 
 /// `low` before step `from` (and from `until` on), `high` in between.
 fn step_fn(n: usize, low: f64, high: f64, from: usize, until: usize) -> Vec<Option<f64>> {
-    (0..n).map(|i| Some(if i >= from && i < until { high } else { low })).collect()
+    (0..n)
+        .map(|i| Some(if i >= from && i < until { high } else { low }))
+        .collect()
 }
 
 fn flat(n: usize, v: f64) -> Vec<Option<f64>> {
@@ -37,7 +39,12 @@ fn flat(n: usize, v: f64) -> Vec<Option<f64>> {
 }
 
 fn sig(pairs: Vec<(&str, Vec<Option<f64>>)>) -> SignalInput {
-    SignalInput::evaluated(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect::<BTreeMap<_, _>>())
+    SignalInput::evaluated(
+        pairs
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect::<BTreeMap<_, _>>(),
+    )
 }
 
 /// A healthy cluster: one apiserver, three etcd members.
@@ -46,8 +53,16 @@ fn healthy(n: usize) -> Vec<SignalInput> {
         sig(vec![("apiserver-0", flat(n, 0.001))]),
         sig(vec![("apiserver-0", flat(n, 0.0))]),
         sig(vec![("apiserver-0", flat(n, 0.02))]),
-        sig(vec![("etcd-0", flat(n, 0.007)), ("etcd-1", flat(n, 0.006)), ("etcd-2", flat(n, 0.008))]),
-        sig(vec![("etcd-0", flat(n, 1.0)), ("etcd-1", flat(n, 1.0)), ("etcd-2", flat(n, 1.0))]),
+        sig(vec![
+            ("etcd-0", flat(n, 0.007)),
+            ("etcd-1", flat(n, 0.006)),
+            ("etcd-2", flat(n, 0.008)),
+        ]),
+        sig(vec![
+            ("etcd-0", flat(n, 1.0)),
+            ("etcd-1", flat(n, 1.0)),
+            ("etcd-2", flat(n, 1.0)),
+        ]),
     ]
 }
 
@@ -106,11 +121,21 @@ fn bitter_zone_etcd_first_names_etcd_with_apf_downstream() {
     // The generic etcd leaf lit first (steps 18–19) but is superseded by the
     // specific one; joint is not lit.
     assert_eq!(axis(&r, "etcd-other").onset, Some(T0 + 18 * STEP));
-    assert!(axis(&r, "etcd-other").note.as_deref().unwrap_or("").contains("superseded by etcd-disk"));
+    assert!(axis(&r, "etcd-other")
+        .note
+        .as_deref()
+        .unwrap_or("")
+        .contains("superseded by etcd-disk"));
     assert_eq!(axis(&r, "joint").state, AxisState::Clear);
     // The walk at the end stops at APF; the report says why the verdict differs.
     assert_eq!(r.walk_end, "apf");
-    assert!(r.warnings.iter().any(|w| w.contains("ends at `apf`, but etcd/disk lit first")), "{:?}", r.warnings);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("ends at `apf`, but etcd/disk lit first")),
+        "{:?}",
+        r.warnings
+    );
     assert_eq!(r.falsifier.as_deref(), Some("fsync at baseline."));
     assert_eq!(r.runbook, vec!["check the disk".to_string()]);
 }
@@ -122,7 +147,10 @@ fn bitter_zone_apf_alone_while_etcd_in_baseline_names_apf() {
     s[APF] = sig(vec![("apiserver-0", step_fn(n, 0.0, 30.0, 20, n))]);
     s[ERRORS] = sig(vec![("apiserver-0", step_fn(n, 0.001, 0.3, 20, n))]);
     // etcd latency wobbles inside its baseline (under 4 × 20 ms).
-    s[ETCD_LAT] = sig(vec![("apiserver-0", (0..n).map(|i| Some(0.02 + 0.01 * (i % 3) as f64)).collect())]);
+    s[ETCD_LAT] = sig(vec![(
+        "apiserver-0",
+        (0..n).map(|i| Some(0.02 + 0.01 * (i % 3) as f64)).collect(),
+    )]);
     let r = assess(&rules(), &input(n, s));
     let rc = r.verdict.root_cause.as_ref().expect("root cause");
     assert_eq!(rc.axis, "apf");
@@ -132,7 +160,11 @@ fn bitter_zone_apf_alone_while_etcd_in_baseline_names_apf() {
         assert_eq!(axis(&r, leaf).state, AxisState::Clear, "{leaf}");
     }
     assert_eq!(r.walk_end, "apf");
-    assert!(r.verdict.summary.starts_with("root cause: apf (P1)"), "{}", r.verdict.summary);
+    assert!(
+        r.verdict.summary.starts_with("root cause: apf (P1)"),
+        "{}",
+        r.verdict.summary
+    );
 }
 
 #[test]
@@ -149,7 +181,11 @@ fn onsets_within_one_step_are_a_tie_broken_by_tree_order() {
     assert_eq!(r.verdict.ties.len(), 1);
     assert_eq!(r.verdict.ties[0].leaf, "etcd-other");
     assert_eq!(r.verdict.ties[0].onset, T0 + 20 * STEP);
-    assert!(r.verdict.assumptions[0].contains("within one step"), "{:?}", r.verdict.assumptions);
+    assert!(
+        r.verdict.assumptions[0].contains("within one step"),
+        "{:?}",
+        r.verdict.assumptions
+    );
     assert!(r.verdict.downstream.is_empty());
 
     // Two steps apart is no longer a tie: etcd first.
@@ -194,9 +230,17 @@ fn recovery_is_reported_and_the_incident_still_counts() {
     assert_eq!(a.recovered, Some(T0 + 25 * STEP));
     assert!(!a.lit_at_end);
     assert_eq!(r.status, Status::Degraded);
-    assert!(r.verdict.summary.contains("recovered at 2026-01-01T00:06:15Z"), "{}", r.verdict.summary);
+    assert!(
+        r.verdict.summary.contains("recovered at 2026-01-01T00:06:15Z"),
+        "{}",
+        r.verdict.summary
+    );
     // Evidence is taken at the last lit step, not at the (healthy) end.
-    let ev = a.evidence.iter().find(|e| e.signal == "wal_fsync").expect("evidence");
+    let ev = a
+        .evidence
+        .iter()
+        .find(|e| e.signal == "wal_fsync")
+        .expect("evidence");
     assert_eq!(ev.value, Some(2.0));
     assert_eq!(ev.value_at, Some(T0 + 24 * STEP));
     assert_eq!(ev.series.len(), n);
@@ -211,7 +255,11 @@ fn relative_thresholds_use_the_baseline_and_its_floor() {
     let r = assess(&rules(), &input(n, s));
     let a = axis(&r, "etcd-other");
     assert_eq!(a.onset, Some(T0 + 20 * STEP));
-    let ev = a.evidence.iter().find(|e| e.signal == "etcd_latency").expect("evidence");
+    let ev = a
+        .evidence
+        .iter()
+        .find(|e| e.signal == "etcd_latency")
+        .expect("evidence");
     assert_eq!(ev.baseline, Some(0.02));
     assert_eq!(ev.threshold_text, "> 500 ms or > 4 × baseline (and > 50 ms)");
 
@@ -240,15 +288,28 @@ fn absent_roles_are_not_checked_and_missing_symptoms_are_inconclusive() {
     let r = assess(&rules(), &input(n, s));
     assert_eq!(axis(&r, "etcd-disk").state, AxisState::NotChecked);
     assert_eq!(axis(&r, "etcd-raft").state, AxisState::NotChecked);
-    assert_eq!(axis(&r, "etcd-disk").note.as_deref(), Some("not checked: no etcd targets in the data"));
-    assert!(r.gaps.iter().any(|g| g.kind == GapKind::NotChecked && g.subject == "etcd-disk"));
+    assert_eq!(
+        axis(&r, "etcd-disk").note.as_deref(),
+        Some("not checked: no etcd targets in the data")
+    );
+    assert!(r
+        .gaps
+        .iter()
+        .any(|g| g.kind == GapKind::NotChecked && g.subject == "etcd-disk"));
     // The apiserver side still answers; healthy, but the summary says what was not checked.
     assert_eq!(r.status, Status::Healthy);
-    assert!(r.verdict.summary.contains("2 axes not checked"), "{}", r.verdict.summary);
+    assert!(
+        r.verdict.summary.contains("2 axes not checked"),
+        "{}",
+        r.verdict.summary
+    );
 
     // Symptom metrics not exposed: never read as zero, never healthy.
     let mut s = healthy(n);
-    s[ERRORS] = SignalInput::unavailable(Availability::NotExposed, "`errors` not exposed by this version/target");
+    s[ERRORS] = SignalInput::unavailable(
+        Availability::NotExposed,
+        "`errors` not exposed by this version/target",
+    );
     let r = assess(&rules(), &input(n, s));
     assert_eq!(r.status, Status::Inconclusive);
     assert_eq!(r.path[0].answer, Answer::Unknown);
@@ -264,7 +325,11 @@ fn a_single_snapshot_evaluates_gauges_and_says_onsets_need_a_series() {
         nts(),
         nts(),
         nts(),
-        sig(vec![("etcd-0", flat(1, 1.0)), ("etcd-1", flat(1, 0.0)), ("etcd-2", flat(1, 1.0))]),
+        sig(vec![
+            ("etcd-0", flat(1, 1.0)),
+            ("etcd-1", flat(1, 0.0)),
+            ("etcd-2", flat(1, 1.0)),
+        ]),
     ];
     let r = assess(&rules(), &input(n, s));
     assert_eq!(r.status, Status::Degraded);
@@ -273,7 +338,14 @@ fn a_single_snapshot_evaluates_gauges_and_says_onsets_need_a_series() {
     assert_eq!(rc.onset, None);
     assert_eq!(rc.instances, vec!["etcd-1".to_string()]);
     assert_eq!(rc.localisation.as_deref(), Some("only etcd-1 0; others 1"));
-    assert!(r.verdict.assumptions.iter().any(|a| a.contains("single snapshot")), "{:?}", r.verdict.assumptions);
+    assert!(
+        r.verdict
+            .assumptions
+            .iter()
+            .any(|a| a.contains("single snapshot")),
+        "{:?}",
+        r.verdict.assumptions
+    );
 }
 
 #[test]
@@ -344,7 +416,13 @@ fn a_run_at_the_end_shorter_than_the_debounce_is_a_warning() {
     s[WAL] = sig(vec![("etcd-0", step_fn(n, 0.007, 2.0, 19, n))]);
     let r = assess(&rules(), &input(n, s));
     assert_eq!(axis(&r, "etcd-disk").onset, None);
-    assert!(r.warnings.iter().any(|w| w.contains("etcd/disk lit in the last 1 step(s)")), "{:?}", r.warnings);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("etcd/disk lit in the last 1 step(s)")),
+        "{:?}",
+        r.warnings
+    );
 }
 
 #[test]

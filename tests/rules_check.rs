@@ -49,12 +49,20 @@ fn load_fails_with_the_same_diagnostics() {
     assert!(matches!(err, RuleError::Invalid(_)));
     assert!(err.to_string().starts_with("testdata/rules/bad/unknown_child.yaml:30:5: error: node `raft_q` refers to unknown child `jiont`"), "{err}");
     let err = load_file(Path::new("testdata/rules/missing.yaml")).unwrap_err();
-    assert!(err.to_string().starts_with("cannot read rule file `testdata/rules/missing.yaml`: "), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("cannot read rule file `testdata/rules/missing.yaml`: "),
+        "{err}"
+    );
 }
 
 #[test]
 fn good_rule_files_check_clean() {
-    for f in ["testdata/rules/good/tiny.yaml", "testdata/rules/good/mini.yaml", "rules/default.yaml"] {
+    for f in [
+        "testdata/rules/good/tiny.yaml",
+        "testdata/rules/good/mini.yaml",
+        "rules/default.yaml",
+    ] {
         let d = check_file(Path::new(f));
         assert!(d.is_empty(), "{f}: {d:?}");
         load_file(Path::new(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
@@ -86,8 +94,14 @@ fn unused_signals_and_fixed_ranges_are_warnings() {
     let d = check_str(&src, "w.yaml");
     let msgs: Vec<String> = d.iter().map(|x| x.message.clone()).collect();
     assert!(!has_errors(&d), "{msgs:?}");
-    assert!(msgs.contains(&"signal `spare` is not used by any node".to_string()), "{msgs:?}");
-    assert!(msgs.contains(&"signal `spare` expression uses a fixed range instead of `$window`".to_string()), "{msgs:?}");
+    assert!(
+        msgs.contains(&"signal `spare` is not used by any node".to_string()),
+        "{msgs:?}"
+    );
+    assert!(
+        msgs.contains(&"signal `spare` expression uses a fixed range instead of `$window`".to_string()),
+        "{msgs:?}"
+    );
 }
 
 #[test]
@@ -124,20 +138,49 @@ fn default_tree_has_every_axis_of_the_design() {
         })
         .collect();
     for a in [
-        "auth", "admission", "apf", "etcd/raft", "etcd/disk", "etcd/quota", "etcd/compaction", "etcd",
-        "watch-cache", "storage", "joint", "write-timeouts", "stale-reads", "conflict-rollback",
-        "duplicate-events", "node-status", "etcd/commit-stall",
+        "auth",
+        "admission",
+        "apf",
+        "etcd/raft",
+        "etcd/disk",
+        "etcd/quota",
+        "etcd/compaction",
+        "etcd",
+        "watch-cache",
+        "storage",
+        "joint",
+        "write-timeouts",
+        "stale-reads",
+        "conflict-rollback",
+        "duplicate-events",
+        "node-status",
+        "etcd/commit-stall",
     ] {
         assert!(axes.contains(a), "missing axis {a}");
     }
     // Tree order: the spine of DESIGN.md §1.
-    let order: Vec<&str> = rules.leaf_order.iter().map(|&l| rules.leaves[l].axis.as_str()).collect();
+    let order: Vec<&str> = rules
+        .leaf_order
+        .iter()
+        .map(|&l| rules.leaves[l].axis.as_str())
+        .collect();
     let pos = |a: &str| order.iter().position(|x| *x == a).unwrap();
     assert!(pos("auth") < pos("admission") && pos("admission") < pos("apf") && pos("apf") < pos("etcd"));
-    assert!(pos("etcd") < pos("watch-cache") && pos("watch-cache") < pos("storage") && pos("storage") < pos("joint"));
+    assert!(
+        pos("etcd") < pos("watch-cache")
+            && pos("watch-cache") < pos("storage")
+            && pos("storage") < pos("joint")
+    );
     // Severities: strong-consistency path P0/P1, eventual path P2/P3.
     for l in &rules.leaves {
-        let eventual = ["watch-cache", "stale-reads", "conflict-rollback", "duplicate-events", "node-status"].contains(&l.axis.as_str())
+        let eventual = [
+            "watch-cache",
+            "stale-reads",
+            "conflict-rollback",
+            "duplicate-events",
+            "node-status",
+        ]
+        .contains(&l.axis.as_str())
             || l.sub_axis.as_deref() == Some("compaction");
         let sev = format!("{}", l.severity);
         if eventual {

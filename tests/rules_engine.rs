@@ -14,7 +14,9 @@ use cptriage::store::{Labels, Millis, Store};
 
 const T0: Millis = 1_767_225_600_000; // 2026-01-01T00:00:00Z
 const IV: Millis = 15_000;
-const BUCKETS: [f64; 12] = [0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048];
+const BUCKETS: [f64; 12] = [
+    0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048,
+];
 
 /// Builds a dataset snapshot by snapshot.
 struct Sim {
@@ -27,7 +29,12 @@ struct Sim {
 
 impl Sim {
     fn new(n: usize) -> Self {
-        Sim { n, store: Store::new(), targets: Vec::new(), down: BTreeSet::new() }
+        Sim {
+            n,
+            store: Store::new(),
+            targets: Vec::new(),
+            down: BTreeSet::new(),
+        }
     }
 
     fn t(i: usize) -> Millis {
@@ -69,7 +76,14 @@ impl Sim {
     }
 
     /// A counter growing at `rate(i)` per second from step `from` on (absent before).
-    fn counter(&mut self, tgt: usize, name: &str, extra: &[(&str, &str)], from: usize, rate: impl Fn(usize) -> f64) {
+    fn counter(
+        &mut self,
+        tgt: usize,
+        name: &str,
+        extra: &[(&str, &str)],
+        from: usize,
+        rate: impl Fn(usize) -> f64,
+    ) {
         let mut v = 0.0;
         for i in from..self.n {
             if i > from {
@@ -86,7 +100,14 @@ impl Sim {
     }
 
     /// A histogram receiving `rate` observations per second of value `obs(i)`.
-    fn histogram(&mut self, tgt: usize, name: &str, extra: &[(&str, &str)], rate: f64, obs: impl Fn(usize) -> f64) {
+    fn histogram(
+        &mut self,
+        tgt: usize,
+        name: &str,
+        extra: &[(&str, &str)],
+        rate: f64,
+        obs: impl Fn(usize) -> f64,
+    ) {
         let mut counts = vec![0.0; BUCKETS.len() + 1];
         let mut sum = 0.0;
         for i in 0..self.n {
@@ -120,11 +141,19 @@ impl Sim {
         for (k, t) in self.targets.iter_mut().enumerate() {
             for i in 0..self.n {
                 if !self.down.contains(&(k, i)) {
-                    t.snapshots.push(Snapshot { time: Self::t(i), origin: format!("{}/{i}.prom", t.name), process_start: Some(1.0) });
+                    t.snapshots.push(Snapshot {
+                        time: Self::t(i),
+                        origin: format!("{}/{i}.prom", t.name),
+                        process_start: Some(1.0),
+                    });
                 }
             }
         }
-        Dataset { store: self.store, targets: self.targets, warnings: Vec::new() }
+        Dataset {
+            store: self.store,
+            targets: self.targets,
+            warnings: Vec::new(),
+        }
     }
 }
 
@@ -137,19 +166,57 @@ fn mini() -> RuleSet {
 fn bitter(n: usize, disk_at: Option<usize>, apf_at: Option<usize>) -> Dataset {
     let mut s = Sim::new(n);
     let api = s.target("apiserver-0", Role::Apiserver);
-    let etcd: Vec<usize> = (0..3).map(|k| s.target(&format!("etcd-{k}"), Role::Etcd)).collect();
+    let etcd: Vec<usize> = (0..3)
+        .map(|k| s.target(&format!("etcd-{k}"), Role::Etcd))
+        .collect();
     let slow = move |i: usize| disk_at.is_some_and(|d| i >= d);
-    s.counter(api, "apiserver_request_total", &[("code", "200"), ("verb", "GET")], 0, |_| 100.0);
-    s.counter(api, "apiserver_request_total", &[("code", "429"), ("verb", "GET")], apf_at.unwrap_or(n), |_| 40.0);
-    s.counter(api, "apiserver_flowcontrol_dispatched_requests_total", &[("priority_level", "workload-low")], 0, |_| 100.0);
+    s.counter(
+        api,
+        "apiserver_request_total",
+        &[("code", "200"), ("verb", "GET")],
+        0,
+        |_| 100.0,
+    );
+    s.counter(
+        api,
+        "apiserver_request_total",
+        &[("code", "429"), ("verb", "GET")],
+        apf_at.unwrap_or(n),
+        |_| 40.0,
+    );
+    s.counter(
+        api,
+        "apiserver_flowcontrol_dispatched_requests_total",
+        &[("priority_level", "workload-low")],
+        0,
+        |_| 100.0,
+    );
     if let Some(a) = apf_at {
-        s.counter(api, "apiserver_flowcontrol_rejected_requests_total", &[("priority_level", "workload-low"), ("reason", "queue-full")], a, |_| 40.0);
+        s.counter(
+            api,
+            "apiserver_flowcontrol_rejected_requests_total",
+            &[("priority_level", "workload-low"), ("reason", "queue-full")],
+            a,
+            |_| 40.0,
+        );
     }
-    s.histogram(api, "etcd_request_duration_seconds", &[("operation", "update")], 50.0, move |i| if slow(i + 1) { 0.9 } else { 0.005 });
+    s.histogram(
+        api,
+        "etcd_request_duration_seconds",
+        &[("operation", "update")],
+        50.0,
+        move |i| if slow(i + 1) { 0.9 } else { 0.005 },
+    );
     for (k, &e) in etcd.iter().enumerate() {
         s.gauge(e, "etcd_server_has_leader", &[], |_| 1.0);
         let this = k == 2;
-        s.histogram(e, "etcd_disk_wal_fsync_duration_seconds", &[], 20.0, move |i| if this && slow(i) { 1.5 } else { 0.003 });
+        s.histogram(e, "etcd_disk_wal_fsync_duration_seconds", &[], 20.0, move |i| {
+            if this && slow(i) {
+                1.5
+            } else {
+                0.003
+            }
+        });
     }
     s.finish()
 }
@@ -161,15 +228,44 @@ fn bitter_zone_etcd_first_through_the_evaluator() {
     let r = diagnose(&mini(), &data, &Options::default()).expect("diagnose");
     assert_eq!(r.status, Status::Degraded, "{}", r.verdict.summary);
     let rc = r.verdict.root_cause.as_ref().expect("root cause");
-    assert_eq!((rc.axis.as_str(), rc.sub_axis.as_deref()), ("etcd", Some("disk")), "{}", r.verdict.summary);
+    assert_eq!(
+        (rc.axis.as_str(), rc.sub_axis.as_deref()),
+        ("etcd", Some("disk")),
+        "{}",
+        r.verdict.summary
+    );
     let onset = rc.onset.expect("onset");
-    assert!((T0 + 20 * IV..=T0 + 22 * IV).contains(&onset), "onset {}", (onset - T0) / 1000);
+    assert!(
+        (T0 + 20 * IV..=T0 + 22 * IV).contains(&onset),
+        "onset {}",
+        (onset - T0) / 1000
+    );
     assert!(rc.instances.contains(&"etcd-2".to_string()));
-    assert!(rc.localisation.as_deref().unwrap_or("").starts_with("only etcd-2"), "{:?}", rc.localisation);
-    let d = r.verdict.downstream.iter().find(|d| d.axis == "apf").expect("apf downstream");
+    assert!(
+        rc.localisation
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("only etcd-2"),
+        "{:?}",
+        rc.localisation
+    );
+    let d = r
+        .verdict
+        .downstream
+        .iter()
+        .find(|d| d.axis == "apf")
+        .expect("apf downstream");
     assert!((60_000..=120_000).contains(&d.lag_ms), "lag {}", d.lag_ms);
     // The evidence names the expression actually evaluated, with the role injected.
-    let ev = r.axes.iter().find(|a| a.leaf == "etcd-disk").unwrap().evidence.iter().find(|e| e.signal == "wal_fsync").unwrap();
+    let ev = r
+        .axes
+        .iter()
+        .find(|a| a.leaf == "etcd-disk")
+        .unwrap()
+        .evidence
+        .iter()
+        .find(|e| e.signal == "wal_fsync")
+        .unwrap();
     let expr = ev.expression.as_deref().unwrap_or("");
     assert!(expr.contains("role=\"etcd\"") && expr.contains("[1m]"), "{expr}");
     assert_eq!(r.window.range, 60_000);
@@ -192,7 +288,11 @@ fn healthy_cluster_is_healthy_and_rejections_family_absent_reads_as_zero() {
     let data = bitter(20, None, None);
     let r = diagnose(&mini(), &data, &Options::default()).expect("diagnose");
     assert_eq!(r.status, Status::Healthy, "{}\n{:?}", r.verdict.summary, r.gaps);
-    let apf = r.path.iter().flat_map(|p| p.signals.iter()).find(|s| s.signal == "apf_rejections");
+    let apf = r
+        .path
+        .iter()
+        .flat_map(|p| p.signals.iter())
+        .find(|s| s.signal == "apf_rejections");
     assert!(apf.is_none(), "the walk stops at the gate");
     let ax = r.axes.iter().find(|a| a.leaf == "apf").unwrap();
     let ev = &ax.evidence[0];
@@ -204,15 +304,32 @@ fn healthy_cluster_is_healthy_and_rejections_family_absent_reads_as_zero() {
 #[test]
 fn etcd_only_dataset_checks_etcd_and_says_the_apiserver_was_not() {
     let mut s = Sim::new(20);
-    let e: Vec<usize> = (0..3).map(|k| s.target(&format!("etcd-{k}"), Role::Etcd)).collect();
+    let e: Vec<usize> = (0..3)
+        .map(|k| s.target(&format!("etcd-{k}"), Role::Etcd))
+        .collect();
     for (k, &t) in e.iter().enumerate() {
-        s.gauge(t, "etcd_server_has_leader", &[], move |i| if k == 1 && i >= 8 { 0.0 } else { 1.0 });
+        s.gauge(t, "etcd_server_has_leader", &[], move |i| {
+            if k == 1 && i >= 8 {
+                0.0
+            } else {
+                1.0
+            }
+        });
         s.histogram(t, "etcd_disk_wal_fsync_duration_seconds", &[], 20.0, |_| 0.003);
     }
     let data = s.finish();
     let r = diagnose(&mini(), &data, &Options::default()).expect("diagnose");
-    assert!(r.gaps.iter().any(|g| g.kind == GapKind::RoleAbsent && g.subject == "apiserver"), "{:?}", r.gaps);
-    assert_eq!(r.axes.iter().find(|a| a.leaf == "apf").unwrap().state, AxisState::NotChecked);
+    assert!(
+        r.gaps
+            .iter()
+            .any(|g| g.kind == GapKind::RoleAbsent && g.subject == "apiserver"),
+        "{:?}",
+        r.gaps
+    );
+    assert_eq!(
+        r.axes.iter().find(|a| a.leaf == "apf").unwrap().state,
+        AxisState::NotChecked
+    );
     let rc = r.verdict.root_cause.as_ref().expect("root cause");
     assert_eq!(rc.sub_axis.as_deref(), Some("raft"));
     assert_eq!(rc.instances, ["etcd-1"]);
@@ -229,8 +346,16 @@ fn single_snapshot_evaluates_gauges_only() {
     s.histogram(e, "etcd_disk_wal_fsync_duration_seconds", &[], 20.0, |_| 0.003);
     let data = s.finish();
     let r = diagnose(&mini(), &data, &Options::default()).expect("diagnose");
-    let g = r.gaps.iter().find(|g| g.kind == GapKind::NeedsTimeSeries).expect("gap");
-    assert!(g.message.contains("single snapshot") && g.message.contains("wal_fsync"), "{}", g.message);
+    let g = r
+        .gaps
+        .iter()
+        .find(|g| g.kind == GapKind::NeedsTimeSeries)
+        .expect("gap");
+    assert!(
+        g.message.contains("single snapshot") && g.message.contains("wal_fsync"),
+        "{}",
+        g.message
+    );
     let rc = r.verdict.root_cause.as_ref().expect("root cause");
     assert_eq!(rc.sub_axis.as_deref(), Some("raft"));
     assert_eq!(rc.onset, None);
@@ -245,7 +370,11 @@ fn missing_metrics_are_not_exposed_never_zero() {
     s.gauge(a, "process_start_time_seconds", &[], |_| 1.0);
     let data = s.finish();
     let r = diagnose(&mini(), &data, &Options::default()).expect("diagnose");
-    let g = r.gaps.iter().find(|g| g.subject == "errors").expect("gap for errors");
+    let g = r
+        .gaps
+        .iter()
+        .find(|g| g.subject == "errors")
+        .expect("gap for errors");
     assert_eq!(g.kind, GapKind::NotExposed);
     assert!(g.message.contains("apiserver_request_total"), "{}", g.message);
     assert_eq!(r.status, Status::Inconclusive, "{}", r.verdict.summary);
@@ -260,7 +389,16 @@ fn first_alternative_whose_metrics_exist_is_used() {
     let rules = cptriage::rules::load_str(&src, "alt.yaml").expect("load");
     let data = bitter(10, None, None);
     let r = diagnose(&rules, &data, &Options::default()).expect("diagnose");
-    let ev = r.axes.iter().find(|a| a.leaf == "etcd-raft").unwrap().evidence.iter().find(|e| e.signal == "no_leader").unwrap().clone();
+    let ev = r
+        .axes
+        .iter()
+        .find(|a| a.leaf == "etcd-raft")
+        .unwrap()
+        .evidence
+        .iter()
+        .find(|e| e.signal == "no_leader")
+        .unwrap()
+        .clone();
     assert_eq!(ev.alternative, Some(1));
     assert!(ev.note.as_deref().unwrap_or("").contains("alternative 1"));
     assert_eq!(ev.value, Some(1.0));
@@ -269,7 +407,9 @@ fn first_alternative_whose_metrics_exist_is_used() {
 #[test]
 fn a_member_that_stops_answering_is_evidence() {
     let mut s = Sim::new(20);
-    let e: Vec<usize> = (0..3).map(|k| s.target(&format!("etcd-{k}"), Role::Etcd)).collect();
+    let e: Vec<usize> = (0..3)
+        .map(|k| s.target(&format!("etcd-{k}"), Role::Etcd))
+        .collect();
     for i in 10..20 {
         s.down.insert((e[2], i));
     }
@@ -280,7 +420,13 @@ fn a_member_that_stops_answering_is_evidence() {
     let r = diagnose(&mini(), &data, &Options::default()).expect("diagnose");
     let src = r.sources.iter().find(|s| s.target == "etcd-2").unwrap();
     assert_eq!(src.missing, vec![[T0 + 9 * IV, T0 + 19 * IV]]);
-    assert!(r.warnings.iter().any(|w| w.starts_with("etcd-2 (etcd) has no snapshots")), "{:?}", r.warnings);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.starts_with("etcd-2 (etcd) has no snapshots")),
+        "{:?}",
+        r.warnings
+    );
 }
 
 #[test]
@@ -290,16 +436,37 @@ fn separate_baseline_dataset_is_used_for_relative_thresholds() {
     // makes it 40× the baseline.
     let mut s = Sim::new(4);
     let a = s.target("apiserver-0", Role::Apiserver);
-    s.histogram(a, "etcd_request_duration_seconds", &[("operation", "get")], 50.0, |_| 0.2);
+    s.histogram(
+        a,
+        "etcd_request_duration_seconds",
+        &[("operation", "get")],
+        50.0,
+        |_| 0.2,
+    );
     let incident = s.finish();
     let mut s = Sim::new(10);
     let a = s.target("apiserver-0", Role::Apiserver);
-    s.histogram(a, "etcd_request_duration_seconds", &[("operation", "get")], 50.0, |_| 0.005);
+    s.histogram(
+        a,
+        "etcd_request_duration_seconds",
+        &[("operation", "get")],
+        50.0,
+        |_| 0.005,
+    );
     let healthy = s.finish();
 
     let r = diagnose(&mini(), &incident, &Options::default()).expect("diagnose");
-    assert!(r.axes.iter().find(|a| a.leaf == "etcd-other").unwrap().onset.is_none());
-    let opts = Options { baseline: BaselineSpec::Dataset(&healthy), ..Options::default() };
+    assert!(r
+        .axes
+        .iter()
+        .find(|a| a.leaf == "etcd-other")
+        .unwrap()
+        .onset
+        .is_none());
+    let opts = Options {
+        baseline: BaselineSpec::Dataset(&healthy),
+        ..Options::default()
+    };
     let r = diagnose(&mini(), &incident, &opts).expect("diagnose");
     assert_eq!(r.window.baseline.kind, BaselineKind::Dataset);
     let ax = r.axes.iter().find(|a| a.leaf == "etcd-other").unwrap();
@@ -314,13 +481,43 @@ fn window_and_range_resolution() {
     let (g, _) = grid(&data, &Options::default()).unwrap();
     assert_eq!(g.steps.len(), 7);
     assert_eq!(g.range, 60_000, "4 × 15 s");
-    let (g, _) = grid(&data, &Options { step: Some(60_000), ..Options::default() }).unwrap();
+    let (g, _) = grid(
+        &data,
+        &Options {
+            step: Some(60_000),
+            ..Options::default()
+        },
+    )
+    .unwrap();
     assert_eq!(g.range, 120_000, "2 × step");
-    assert_eq!(*g.steps.last().unwrap(), T0 + 6 * IV, "steps end at the window end");
-    let (g, _) = grid(&data, &Options { at: Some(T0 + 3 * IV), ..Options::default() }).unwrap();
+    assert_eq!(
+        *g.steps.last().unwrap(),
+        T0 + 6 * IV,
+        "steps end at the window end"
+    );
+    let (g, _) = grid(
+        &data,
+        &Options {
+            at: Some(T0 + 3 * IV),
+            ..Options::default()
+        },
+    )
+    .unwrap();
     assert_eq!(*g.steps.last().unwrap(), T0 + 3 * IV);
-    assert!(matches!(grid(&data, &Options { at: Some(T0 - 1), ..Options::default() }), Err(EngineError::Window(_))));
-    assert_eq!(grid(&Dataset::default(), &Options::default()).unwrap_err(), EngineError::NoData);
+    assert!(matches!(
+        grid(
+            &data,
+            &Options {
+                at: Some(T0 - 1),
+                ..Options::default()
+            }
+        ),
+        Err(EngineError::Window(_))
+    ));
+    assert_eq!(
+        grid(&Dataset::default(), &Options::default()).unwrap_err(),
+        EngineError::NoData
+    );
 }
 
 #[test]
@@ -329,16 +526,41 @@ fn default_rules_run_on_a_hand_built_cluster() {
     let rules = RuleSet::default_rules().expect("default rules");
     let data = bitter(40, Some(20), Some(26));
     let r = diagnose(&rules, &data, &Options::default()).expect("diagnose");
-    let errors: Vec<&Gap> = r.gaps.iter().filter(|g| g.kind == GapKind::EvaluationError).collect();
+    let errors: Vec<&Gap> = r
+        .gaps
+        .iter()
+        .filter(|g| g.kind == GapKind::EvaluationError)
+        .collect();
     assert!(errors.is_empty(), "{errors:?}");
     let rc = r.verdict.root_cause.as_ref().expect("root cause");
-    assert_eq!((rc.axis.as_str(), rc.sub_axis.as_deref()), ("etcd", Some("disk")), "{}", r.verdict.summary);
-    assert!(r.verdict.downstream.iter().any(|d| d.axis == "apf"), "{:?}", r.verdict.downstream);
+    assert_eq!(
+        (rc.axis.as_str(), rc.sub_axis.as_deref()),
+        ("etcd", Some("disk")),
+        "{}",
+        r.verdict.summary
+    );
+    assert!(
+        r.verdict.downstream.iter().any(|d| d.axis == "apf"),
+        "{:?}",
+        r.verdict.downstream
+    );
     // Controller signals have no targets: reported, not guessed.
-    assert!(r.gaps.iter().any(|g| g.kind == GapKind::RoleAbsent && g.subject == "controller"));
+    assert!(r
+        .gaps
+        .iter()
+        .any(|g| g.kind == GapKind::RoleAbsent && g.subject == "controller"));
     // An unexposed family is named, optional families are not blamed.
-    let g = r.gaps.iter().find(|g| g.subject == "admission_webhook_errors").expect("gap");
+    let g = r
+        .gaps
+        .iter()
+        .find(|g| g.subject == "admission_webhook_errors")
+        .expect("gap");
     assert_eq!(g.kind, GapKind::NotExposed);
     assert!(!g.message.contains("rejection_count"), "{}", g.message);
-    assert!(g.message.contains("apiserver_admission_step_admission_duration_seconds_count"), "{}", g.message);
+    assert!(
+        g.message
+            .contains("apiserver_admission_step_admission_duration_seconds_count"),
+        "{}",
+        g.message
+    );
 }

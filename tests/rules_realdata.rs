@@ -93,17 +93,29 @@ fn dataset(path: &Path, role: Role, keep: &BTreeSet<String>) -> Dataset {
             continue;
         }
         // Cheap pre-filter on the name before parsing labels.
-        let Some(name_end) = line.find(['{', ' ']) else { continue };
+        let Some(name_end) = line.find(['{', ' ']) else {
+            continue;
+        };
         let metric = &line[..name_end];
         if line.starts_with('#')
-            || (!keep.contains(metric) && !keep.contains(family_of(metric)) && metric != "process_start_time_seconds")
+            || (!keep.contains(metric)
+                && !keep.contains(family_of(metric))
+                && metric != "process_start_time_seconds")
         {
             continue;
         }
-        let Some((metric, labels, v)) = sample(line) else { continue };
+        let Some((metric, labels, v)) = sample(line) else {
+            continue;
+        };
         let mut pairs: Vec<(String, String)> = labels
             .into_iter()
-            .map(|(k, v)| if k == "instance" { ("exported_instance".to_string(), v) } else { (k, v) })
+            .map(|(k, v)| {
+                if k == "instance" {
+                    ("exported_instance".to_string(), v)
+                } else {
+                    (k, v)
+                }
+            })
             .collect();
         pairs.push(("__name__".into(), metric));
         pairs.push(("instance".into(), name.clone()));
@@ -120,8 +132,16 @@ fn dataset(path: &Path, role: Role, keep: &BTreeSet<String>) -> Dataset {
         version: None,
         time_source: TimeSource::FileName,
         snapshots: vec![
-            Snapshot { time: T0, origin: path.display().to_string(), process_start: None },
-            Snapshot { time: T0 + 15_000, origin: path.display().to_string(), process_start: None },
+            Snapshot {
+                time: T0,
+                origin: path.display().to_string(),
+                process_start: None,
+            },
+            Snapshot {
+                time: T0 + 15_000,
+                origin: path.display().to_string(),
+                process_start: None,
+            },
         ],
         families,
     });
@@ -171,7 +191,10 @@ fn shipped_rules_on_real_captures() {
         } else if fname.starts_with("etcd_nri_v") {
             let v = fname.trim_start_matches("etcd_nri_v");
             let mut it = v.split('.');
-            let (a, b) = (it.next().unwrap().parse().unwrap(), it.next().unwrap().parse().unwrap());
+            let (a, b) = (
+                it.next().unwrap().parse().unwrap(),
+                it.next().unwrap().parse().unwrap(),
+            );
             (Role::Etcd, (a, b))
         } else {
             continue;
@@ -188,12 +211,29 @@ fn shipped_rules_on_real_captures() {
         }
         let data = dataset(&f, role, &keep);
         let r = diagnose(&rules, &data, &Options::default()).expect("diagnose");
-        let errors: Vec<&Gap> = r.gaps.iter().filter(|g| g.kind == GapKind::EvaluationError).collect();
+        let errors: Vec<&Gap> = r
+            .gaps
+            .iter()
+            .filter(|g| g.kind == GapKind::EvaluationError)
+            .collect();
         assert!(errors.is_empty(), "{fname}: {errors:?}");
-        let lit: Vec<&str> = r.axes.iter().filter(|a| a.state == AxisState::Lit).map(|a| a.leaf.as_str()).collect();
-        assert!(lit.is_empty(), "{fname}: quiet capture lit {lit:?}: {}", r.verdict.summary);
+        let lit: Vec<&str> = r
+            .axes
+            .iter()
+            .filter(|a| a.state == AxisState::Lit)
+            .map(|a| a.leaf.as_str())
+            .collect();
+        assert!(
+            lit.is_empty(),
+            "{fname}: quiet capture lit {lit:?}: {}",
+            r.verdict.summary
+        );
         let av = availability(&r);
-        let get = |s: &str| av.get(s).copied().unwrap_or_else(|| panic!("{fname}: no evidence for {s}"));
+        let get = |s: &str| {
+            av.get(s)
+                .copied()
+                .unwrap_or_else(|| panic!("{fname}: no evidence for {s}"))
+        };
         let ev = Availability::Evaluated;
         match role {
             Role::Apiserver => {
@@ -227,7 +267,15 @@ fn shipped_rules_on_real_captures() {
                 assert_eq!(get("etcd_wal_fsync_p99").0, Availability::RoleAbsent, "{fname}");
             }
             _ => {
-                for s in ["etcd_no_leader", "etcd_leader_changes", "etcd_proposals_failed", "etcd_wal_fsync_p99", "etcd_backend_commit_p99", "etcd_db_quota_ratio", "etcd_grpc_failure_ratio"] {
+                for s in [
+                    "etcd_no_leader",
+                    "etcd_leader_changes",
+                    "etcd_proposals_failed",
+                    "etcd_wal_fsync_p99",
+                    "etcd_backend_commit_p99",
+                    "etcd_db_quota_ratio",
+                    "etcd_grpc_failure_ratio",
+                ] {
                     assert_eq!(get(s).0, ev, "{fname}: {s}");
                 }
                 // NOSPACE alarm gauge exists from 3.6 (METRICS.md §2.5).
@@ -239,10 +287,23 @@ fn shipped_rules_on_real_captures() {
                     .find(|e| e.signal == "etcd_no_leader")
                     .unwrap();
                 assert_eq!(no_leader.value, Some(1.0), "{fname}");
-                let quota = r.axes.iter().flat_map(|a| a.evidence.iter()).find(|e| e.signal == "etcd_db_quota_ratio").unwrap();
-                assert!(quota.value.is_some_and(|q| q > 0.0 && q < 0.95), "{fname}: {:?}", quota.value);
+                let quota = r
+                    .axes
+                    .iter()
+                    .flat_map(|a| a.evidence.iter())
+                    .find(|e| e.signal == "etcd_db_quota_ratio")
+                    .unwrap();
+                assert!(
+                    quota.value.is_some_and(|q| q > 0.0 && q < 0.95),
+                    "{fname}: {:?}",
+                    quota.value
+                );
                 assert_eq!(get("request_error_ratio").0, Availability::RoleAbsent, "{fname}");
-                assert_eq!(r.status, Status::Inconclusive, "{fname}: the apiserver side was not checked");
+                assert_eq!(
+                    r.status,
+                    Status::Inconclusive,
+                    "{fname}: the apiserver side was not checked"
+                );
             }
         }
         checked += 1;

@@ -178,7 +178,11 @@ pub fn threshold_text(t: &Threshold, unit: Unit) -> String {
     }
     if let Some(r) = &t.relative {
         parts.push(match r.direction {
-            Direction::Above => format!("> {} × baseline (and > {})", trim_num(r.factor), format_value(unit, r.floor)),
+            Direction::Above => format!(
+                "> {} × baseline (and > {})",
+                trim_num(r.factor),
+                format_value(unit, r.floor)
+            ),
             Direction::Below => format!(
                 "< {} × baseline (when baseline > {})",
                 trim_num(r.factor),
@@ -252,7 +256,11 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     }
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
 }
 
 fn judge_signal(t: &Threshold, input: &SignalInput, plan: &BaselinePlan, nsteps: usize) -> Judged {
@@ -296,7 +304,11 @@ fn judge_signal(t: &Threshold, input: &SignalInput, plan: &BaselinePlan, nsteps:
             lit.insert(inst.clone(), l);
         }
     }
-    Judged { baseline, lit, states }
+    Judged {
+        baseline,
+        lit,
+        states,
+    }
 }
 
 fn eval_condition(c: &Condition, rules: &RuleSet, judged: &[Judged], i: usize) -> StepState {
@@ -341,7 +353,13 @@ fn and_states(v: &[StepState]) -> StepState {
 /// The path from the root to each leaf: `(node, took_yes)` pairs (first path in
 /// tree order when a leaf is reachable several ways).
 fn leaf_paths(rules: &RuleSet) -> Vec<Vec<(usize, bool)>> {
-    fn dfs(rules: &RuleSet, n: usize, path: &mut Vec<(usize, bool)>, out: &mut Vec<Option<Vec<(usize, bool)>>>, seen: &mut Vec<bool>) {
+    fn dfs(
+        rules: &RuleSet,
+        n: usize,
+        path: &mut Vec<(usize, bool)>,
+        out: &mut Vec<Option<Vec<(usize, bool)>>>,
+        seen: &mut Vec<bool>,
+    ) {
         if seen[n] {
             return;
         }
@@ -370,7 +388,11 @@ fn leaf_paths(rules: &RuleSet) -> Vec<Vec<(usize, bool)>> {
 /// The nodes whose conditions an ordinary leaf requires.
 fn required_nodes(rules: &RuleSet, path: &[(usize, bool)]) -> Vec<usize> {
     let yes: Vec<usize> = path.iter().filter(|(_, y)| *y).map(|(n, _)| *n).collect();
-    let non_gate: Vec<usize> = yes.iter().copied().filter(|&n| !rules.nodes[n].def.gate).collect();
+    let non_gate: Vec<usize> = yes
+        .iter()
+        .copied()
+        .filter(|&n| !rules.nodes[n].def.gate)
+        .collect();
     if non_gate.is_empty() {
         yes
     } else {
@@ -459,7 +481,14 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         .signals
         .iter()
         .enumerate()
-        .map(|(k, s)| judge_signal(&s.def.threshold, input.signals.get(k).unwrap_or(&empty), &input.baseline, n))
+        .map(|(k, s)| {
+            judge_signal(
+                &s.def.threshold,
+                input.signals.get(k).unwrap_or(&empty),
+                &input.baseline,
+                n,
+            )
+        })
         .collect();
 
     if input.baseline.kind == BaselineKind::None
@@ -479,7 +508,11 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
     let node_states: Vec<States> = rules
         .nodes
         .iter()
-        .map(|node| (0..n).map(|i| eval_condition(&node.def.when, rules, &judged, i)).collect())
+        .map(|node| {
+            (0..n)
+                .map(|i| eval_condition(&node.def.when, rules, &judged, i))
+                .collect()
+        })
         .collect();
 
     // 3. Leaf timelines.
@@ -509,14 +542,14 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         scope_of[l] = Some(scope);
         let others: Vec<usize> = (0..rules.leaves.len())
             .filter(|&o| {
-                o != l
-                    && !rules.leaves[o].fallback
-                    && paths[o].iter().any(|&(m, y)| m == scope && y)
+                o != l && !rules.leaves[o].fallback && paths[o].iter().any(|&(m, y)| m == scope && y)
             })
             .collect();
         leaf_states[l] = (0..n)
             .map(|i| match node_states[scope][i] {
-                StepState::Lit if others.iter().any(|&o| leaf_states[o][i] == StepState::Lit) => StepState::Unlit,
+                StepState::Lit if others.iter().any(|&o| leaf_states[o][i] == StepState::Lit) => {
+                    StepState::Unlit
+                }
                 s => s,
             })
             .collect();
@@ -537,14 +570,24 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
                 .filter_map(|s| rules.signal(s))
                 .collect(),
         );
-        let onset_i = if single { None } else { onset_index(states, d_eff, at) };
+        let onset_i = if single {
+            None
+        } else {
+            onset_index(states, d_eff, at)
+        };
         onsets[l] = onset_i;
         let lit_single = single && states.first() == Some(&StepState::Lit);
         let lit = onset_i.is_some() || lit_single;
         let recovered_i = onset_i.and_then(|_| recovery_index(states, d_eff, at));
         let availability: Vec<Availability> = sigs
             .iter()
-            .map(|&k| input.signals.get(k).map(|s| s.availability).unwrap_or(Availability::Error))
+            .map(|&k| {
+                input
+                    .signals
+                    .get(k)
+                    .map(|s| s.availability)
+                    .unwrap_or(Availability::Error)
+            })
             .collect();
         // Not checked when the leaf's own question (the deepest required node)
         // reads only signals of absent roles or unexposed metrics.
@@ -589,7 +632,12 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
             note = Some(msg);
         }
         if !lit && !single {
-            let tail = states.iter().take(at + 1).rev().take_while(|s| **s == StepState::Lit).count();
+            let tail = states
+                .iter()
+                .take(at + 1)
+                .rev()
+                .take_while(|s| **s == StepState::Lit)
+                .count();
             if tail > 0 {
                 warnings.push(format!(
                     "{} lit in the last {tail} step(s), fewer than the debounce of {d_eff}: not yet confirmed",
@@ -607,7 +655,11 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         let ref_i = if states.get(at) == Some(&StepState::Lit) {
             at
         } else {
-            states.iter().take(at + 1).rposition(|s| *s == StepState::Lit).unwrap_or(at)
+            states
+                .iter()
+                .take(at + 1)
+                .rposition(|s| *s == StepState::Lit)
+                .unwrap_or(at)
         };
         // Lit instances over the lit steps (or the reference step).
         let lit_steps: Vec<usize> = if let Some(o) = onset_i {
@@ -620,14 +672,26 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         let mut instances = BTreeSet::new();
         for &k in &sigs {
             for (inst, l) in &judged[k].lit {
-                if lit_steps.iter().any(|&i| l.get(i).copied().flatten() == Some(true)) {
+                if lit_steps
+                    .iter()
+                    .any(|&i| l.get(i).copied().flatten() == Some(true))
+                {
                     instances.insert(inst.clone());
                 }
             }
         }
         let evidence: Vec<Evidence> = sigs
             .iter()
-            .map(|&k| evidence(rules, k, input.signals.get(k).unwrap_or(&empty), &judged[k], ref_i, &input.steps))
+            .map(|&k| {
+                evidence(
+                    rules,
+                    k,
+                    input.signals.get(k).unwrap_or(&empty),
+                    &judged[k],
+                    ref_i,
+                    &input.steps,
+                )
+            })
             .collect();
         // Prefer a signal that singles out some instances ("only etcd-2 …").
         let localisation = if lit {
@@ -659,7 +723,13 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
 
     // 5. Verdict: candidates are lit axes; a fallback leaf is superseded when an
     //    ordinary leaf under its question lit in the window.
-    let pos_of = |leaf: &str| rules.leaf_order.iter().position(|&l| rules.leaves[l].id == leaf).unwrap_or(usize::MAX);
+    let pos_of = |leaf: &str| {
+        rules
+            .leaf_order
+            .iter()
+            .position(|&l| rules.leaves[l].id == leaf)
+            .unwrap_or(usize::MAX)
+    };
     let mut candidates: Vec<usize> = Vec::new(); // indices into `axes`
     for (a, ax) in axes.iter_mut().enumerate() {
         if ax.state != AxisState::Lit {
@@ -669,7 +739,9 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         if rules.leaves[l].fallback {
             let superseded: Vec<&str> = in_scope[l]
                 .iter()
-                .filter(|&&o| onsets[o].is_some() || (single && leaf_states[o].first() == Some(&StepState::Lit)))
+                .filter(|&&o| {
+                    onsets[o].is_some() || (single && leaf_states[o].first() == Some(&StepState::Lit))
+                })
                 .map(|&o| rules.leaves[o].id.as_str())
                 .collect();
             if !superseded.is_empty() {
@@ -684,9 +756,17 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
     }
     let mut verdict = Verdict::default();
     let step = input.step.max(1);
-    let with_onset: Vec<usize> = candidates.iter().copied().filter(|&a| axes[a].onset.is_some()).collect();
+    let with_onset: Vec<usize> = candidates
+        .iter()
+        .copied()
+        .filter(|&a| axes[a].onset.is_some())
+        .collect();
     let root_axis: Option<usize> = if !with_onset.is_empty() {
-        let earliest = with_onset.iter().filter_map(|&a| axes[a].onset).min().unwrap_or(0);
+        let earliest = with_onset
+            .iter()
+            .filter_map(|&a| axes[a].onset)
+            .min()
+            .unwrap_or(0);
         let mut tied: Vec<usize> = with_onset
             .iter()
             .copied()
@@ -711,7 +791,10 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
             });
         }
         if tied.len() > 1 {
-            let names: Vec<String> = tied.iter().map(|&a| axis_name(&axes[a].axis, &axes[a].sub_axis)).collect();
+            let names: Vec<String> = tied
+                .iter()
+                .map(|&a| axis_name(&axes[a].axis, &axes[a].sub_axis))
+                .collect();
             verdict.assumptions.push(format!(
                 "onsets of {} are within one step of each other; the data cannot order them, and {root_name} was chosen only because it comes first in the tree",
                 names.join(", ")
@@ -765,12 +848,19 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
     // 6. Symptom, walk.
     let root_node = &rules.nodes[rules.root];
     let symptom_states = node_states[rules.root].clone();
-    let symptom_onset = if single { None } else { onset_index(&symptom_states, d_eff, at) };
+    let symptom_onset = if single {
+        None
+    } else {
+        onset_index(&symptom_states, d_eff, at)
+    };
     let symptom_at = symptom_states.get(at).copied().unwrap_or(StepState::Unknown);
     let symptom = Some(SymptomState {
         node: root_node.def.id.clone(),
         question: root_node.def.question.clone(),
-        state: match (symptom_onset.is_some() || (single && symptom_at == StepState::Lit), symptom_states.iter().any(|s| *s != StepState::Unknown)) {
+        state: match (
+            symptom_onset.is_some() || (single && symptom_at == StepState::Lit),
+            symptom_states.iter().any(|s| *s != StepState::Unknown),
+        ) {
             (true, _) => AxisState::Lit,
             (false, true) => AxisState::Clear,
             (false, false) => AxisState::Unknown,
@@ -889,15 +979,30 @@ fn worst(dir_below: bool, vals: impl Iterator<Item = f64>) -> Option<f64> {
 }
 
 fn is_below(t: &Threshold) -> bool {
-    t.below.is_some() || t.relative.as_ref().is_some_and(|r| r.direction == Direction::Below)
+    t.below.is_some()
+        || t.relative
+            .as_ref()
+            .is_some_and(|r| r.direction == Direction::Below)
 }
 
-fn evidence(rules: &RuleSet, k: usize, input: &SignalInput, j: &Judged, ref_i: usize, steps: &[Millis]) -> Evidence {
+fn evidence(
+    rules: &RuleSet,
+    k: usize,
+    input: &SignalInput,
+    j: &Judged,
+    ref_i: usize,
+    steps: &[Millis],
+) -> Evidence {
     let def = &rules.signals[k].def;
     let below = is_below(&def.threshold);
     let n = steps.len();
     let series: Vec<Option<f64>> = (0..n)
-        .map(|i| worst(below, input.values.values().filter_map(|v| v.get(i).copied().flatten())))
+        .map(|i| {
+            worst(
+                below,
+                input.values.values().filter_map(|v| v.get(i).copied().flatten()),
+            )
+        })
         .collect();
     let instances: Vec<InstanceValue> = input
         .values
@@ -951,8 +1056,15 @@ fn localise(unit: Unit, inst: &[InstanceValue]) -> Option<String> {
     if lit.is_empty() {
         return None;
     }
-    let fmt_v = |i: &InstanceValue| i.value.map(|v| format_value(unit, v)).unwrap_or_else(|| "no data".into());
-    let lits: Vec<String> = lit.iter().map(|i| format!("{} {}", i.instance, fmt_v(i))).collect();
+    let fmt_v = |i: &InstanceValue| {
+        i.value
+            .map(|v| format_value(unit, v))
+            .unwrap_or_else(|| "no data".into())
+    };
+    let lits: Vec<String> = lit
+        .iter()
+        .map(|i| format!("{} {}", i.instance, fmt_v(i)))
+        .collect();
     if unlit.is_empty() {
         return Some(if lit.len() == 1 {
             format!("{} (the only instance with data)", lits[0])
@@ -973,7 +1085,13 @@ fn localise(unit: Unit, inst: &[InstanceValue]) -> Option<String> {
     Some(format!("only {}; others {range}", lits.join(", ")))
 }
 
-fn walk(rules: &RuleSet, input: &AssessInput, judged: &[Judged], node_states: &[States], at: usize) -> (Vec<PathStep>, String) {
+fn walk(
+    rules: &RuleSet,
+    input: &AssessInput,
+    judged: &[Judged],
+    node_states: &[States],
+    at: usize,
+) -> (Vec<PathStep>, String) {
     let mut path = Vec::new();
     let mut cur = rules.root;
     let mut guard = 0;
@@ -1094,7 +1212,11 @@ mod tests {
         let fall = Threshold {
             above: None,
             below: None,
-            relative: Some(Relative { factor: 0.2, floor: 5.0, direction: Direction::Below }),
+            relative: Some(Relative {
+                factor: 0.2,
+                floor: 5.0,
+                direction: Direction::Below,
+            }),
             combine: Combine::Any,
         };
         assert_eq!(judge(&fall, Some(1.0), Some(100.0)), Some(true));

@@ -98,12 +98,16 @@ pub fn grid(data: &Dataset, opts: &Options) -> Result<(Grid, Vec<String>), Engin
     let mut to = opts.to.unwrap_or(dto);
     if let Some(at) = opts.at {
         if at < from {
-            return Err(EngineError::Window(format!("`at` ({at}) is before the start of the window ({from})")));
+            return Err(EngineError::Window(format!(
+                "`at` ({at}) is before the start of the window ({from})"
+            )));
         }
         to = to.min(at);
     }
     if to < from {
-        return Err(EngineError::Window(format!("the window ends ({to}) before it starts ({from})")));
+        return Err(EngineError::Window(format!(
+            "the window ends ({to}) before it starts ({from})"
+        )));
     }
     let interval = data.typical_interval();
     let mut step = match opts.step {
@@ -186,7 +190,11 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     }
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
 }
 
 fn source_info(t: &Target, interval: Option<Millis>, from: Millis, to: Millis) -> SourceInfo {
@@ -332,7 +340,9 @@ fn eval_signal(rules: &RuleSet, k: usize, ctx: &Ctx) -> SignalInput {
             availability: Availability::Evaluated,
             alternative: Some(i),
             expression: Some(text),
-            note: (i > 0).then(|| format!("using alternative {i}: the metrics of earlier expressions are not exposed")),
+            note: (i > 0).then(|| {
+                format!("using alternative {i}: the metrics of earlier expressions are not exposed")
+            }),
             values: per_instance(&series, ctx.steps, below),
             baseline: None,
         },
@@ -356,7 +366,9 @@ pub fn diagnose(rules: &RuleSet, data: &Dataset, opts: &Options) -> Result<Repor
         step: g.step,
         range: g.range,
     };
-    let mut signals: Vec<SignalInput> = (0..rules.signals.len()).map(|k| eval_signal(rules, k, &ctx)).collect();
+    let mut signals: Vec<SignalInput> = (0..rules.signals.len())
+        .map(|k| eval_signal(rules, k, &ctx))
+        .collect();
 
     // Baseline.
     let plan = match opts.baseline {
@@ -369,18 +381,41 @@ pub fn diagnose(rules: &RuleSet, data: &Dataset, opts: &Options) -> Result<Repor
                 step: Some(g.step),
                 ..Options::default()
             };
-            external_baseline(rules, bdata, &bopts, &mut signals, &mut warnings, BaselineKind::Range, "explicit range")?
+            external_baseline(
+                rules,
+                bdata,
+                &bopts,
+                &mut signals,
+                &mut warnings,
+                BaselineKind::Range,
+                "explicit range",
+            )?
         }
         BaselineSpec::Dataset(b) => {
             let bopts = Options::default();
-            external_baseline(rules, b, &bopts, &mut signals, &mut warnings, BaselineKind::Dataset, "separate capture")?
+            external_baseline(
+                rules,
+                b,
+                &bopts,
+                &mut signals,
+                &mut warnings,
+                BaselineKind::Dataset,
+                "separate capture",
+            )?
         }
     };
 
     // Sources and their evidence.
     let interval = data.typical_interval();
-    let (from, to) = (g.steps.first().copied().unwrap_or(0), g.steps.last().copied().unwrap_or(0));
-    let sources: Vec<SourceInfo> = data.targets.iter().map(|t| source_info(t, interval, from, to)).collect();
+    let (from, to) = (
+        g.steps.first().copied().unwrap_or(0),
+        g.steps.last().copied().unwrap_or(0),
+    );
+    let sources: Vec<SourceInfo> = data
+        .targets
+        .iter()
+        .map(|t| source_info(t, interval, from, to))
+        .collect();
     for s in &sources {
         for r in &s.restarts {
             warnings.push(format!(

@@ -43,7 +43,11 @@ impl fmt::Display for Diagnostic {
         if self.line == 0 {
             write!(f, "{}: {level}: {}", self.file, self.message)?;
         } else {
-            write!(f, "{}:{}:{}: {level}: {}", self.file, self.line, self.col, self.message)?;
+            write!(
+                f,
+                "{}:{}:{}: {level}: {}",
+                self.file, self.line, self.col, self.message
+            )?;
         }
         if !self.snippet.is_empty() {
             write!(f, "\n    | {}", self.snippet)?;
@@ -191,10 +195,15 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
     };
     let mut d = Vec::new();
     if file.version != FORMAT_VERSION {
-        d.push(loc.key(None, "version", Level::Error, format!(
-            "unsupported rule format version {} (this build reads version {FORMAT_VERSION})",
-            file.version
-        )));
+        d.push(loc.key(
+            None,
+            "version",
+            Level::Error,
+            format!(
+                "unsupported rule format version {} (this build reads version {FORMAT_VERSION})",
+                file.version
+            ),
+        ));
     }
 
     // Ids.
@@ -202,50 +211,101 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
     for (i, s) in file.signals.iter().enumerate() {
         check_id(&loc, "signals", &s.id, &mut d);
         if signal_index.insert(s.id.clone(), i).is_some() {
-            d.push(loc.entity("signals", &s.id, 2, Level::Error, format!("duplicate signal id `{}`", s.id)));
+            d.push(loc.entity(
+                "signals",
+                &s.id,
+                2,
+                Level::Error,
+                format!("duplicate signal id `{}`", s.id),
+            ));
         }
     }
     let mut node_index = HashMap::new();
     for (i, n) in file.nodes.iter().enumerate() {
         check_id(&loc, "nodes", &n.id, &mut d);
         if node_index.insert(n.id.clone(), i).is_some() {
-            d.push(loc.entity("nodes", &n.id, 2, Level::Error, format!("duplicate node id `{}`", n.id)));
+            d.push(loc.entity(
+                "nodes",
+                &n.id,
+                2,
+                Level::Error,
+                format!("duplicate node id `{}`", n.id),
+            ));
         }
     }
     let mut leaf_index = HashMap::new();
     for (i, l) in file.leaves.iter().enumerate() {
         check_id(&loc, "leaves", &l.id, &mut d);
         if leaf_index.insert(l.id.clone(), i).is_some() {
-            d.push(loc.entity("leaves", &l.id, 2, Level::Error, format!("duplicate leaf id `{}`", l.id)));
+            d.push(loc.entity(
+                "leaves",
+                &l.id,
+                2,
+                Level::Error,
+                format!("duplicate leaf id `{}`", l.id),
+            ));
         }
         if node_index.contains_key(&l.id) {
-            d.push(loc.entity("leaves", &l.id, 1, Level::Error, format!(
-                "leaf id `{}` is also a node id; children would be ambiguous", l.id
-            )));
+            d.push(loc.entity(
+                "leaves",
+                &l.id,
+                1,
+                Level::Error,
+                format!(
+                    "leaf id `{}` is also a node id; children would be ambiguous",
+                    l.id
+                ),
+            ));
         }
         if !is_kebab(&l.axis) {
-            d.push(loc.key(Some(("leaves", &l.id)), "axis", Level::Error, format!(
-                "axis `{}` must be lowercase kebab-case", l.axis
-            )));
+            d.push(loc.key(
+                Some(("leaves", &l.id)),
+                "axis",
+                Level::Error,
+                format!("axis `{}` must be lowercase kebab-case", l.axis),
+            ));
         }
         if let Some(sa) = &l.sub_axis {
             if !is_kebab(sa) {
-                d.push(loc.key(Some(("leaves", &l.id)), "sub_axis", Level::Error, format!(
-                    "sub-axis `{sa}` must be lowercase kebab-case"
-                )));
+                d.push(loc.key(
+                    Some(("leaves", &l.id)),
+                    "sub_axis",
+                    Level::Error,
+                    format!("sub-axis `{sa}` must be lowercase kebab-case"),
+                ));
             }
         }
         if l.falsifier.trim().is_empty() {
-            d.push(loc.key(Some(("leaves", &l.id)), "falsifier", Level::Error, format!("leaf `{}` has an empty falsifier", l.id)));
+            d.push(loc.key(
+                Some(("leaves", &l.id)),
+                "falsifier",
+                Level::Error,
+                format!("leaf `{}` has an empty falsifier", l.id),
+            ));
         }
         if l.runbook.is_empty() {
-            d.push(loc.key(Some(("leaves", &l.id)), "runbook", Level::Error, format!("leaf `{}` has no runbook steps", l.id)));
+            d.push(loc.key(
+                Some(("leaves", &l.id)),
+                "runbook",
+                Level::Error,
+                format!("leaf `{}` has no runbook steps", l.id),
+            ));
         }
     }
     for reserved in [HEALTHY] {
         if node_index.contains_key(reserved) || leaf_index.contains_key(reserved) {
-            let section = if node_index.contains_key(reserved) { "nodes" } else { "leaves" };
-            d.push(loc.entity(section, reserved, 1, Level::Error, format!("`{reserved}` is reserved for the healthy end of the walk")));
+            let section = if node_index.contains_key(reserved) {
+                "nodes"
+            } else {
+                "leaves"
+            };
+            d.push(loc.entity(
+                section,
+                reserved,
+                1,
+                Level::Error,
+                format!("`{reserved}` is reserved for the healthy end of the walk"),
+            ));
         }
     }
 
@@ -271,29 +331,54 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
         for s in n.when.signals() {
             used_signals.insert(s.to_string());
             if !signal_index.contains_key(s) {
-                d.push(loc.token(("nodes", &n.id), s, Level::Error, format!(
-                    "node `{}` uses unknown signal `{s}`", n.id
-                )));
+                d.push(loc.token(
+                    ("nodes", &n.id),
+                    s,
+                    Level::Error,
+                    format!("node `{}` uses unknown signal `{s}`", n.id),
+                ));
             }
         }
-        if matches!(&n.when, super::model::Condition::Any { any: v } | super::model::Condition::All { all: v } if v.is_empty()) {
-            d.push(loc.key(Some(("nodes", &n.id)), "when", Level::Error, format!("node `{}` has an empty condition", n.id)));
+        if matches!(&n.when, super::model::Condition::Any { any: v } | super::model::Condition::All { all: v } if v.is_empty())
+        {
+            d.push(loc.key(
+                Some(("nodes", &n.id)),
+                "when",
+                Level::Error,
+                format!("node `{}` has an empty condition", n.id),
+            ));
         }
         let mut child = |key: &str, id: &str| -> Child {
             resolve(id).unwrap_or_else(|| {
-                d.push(loc.key(Some(("nodes", &n.id)), key, Level::Error, format!(
-                    "node `{}` refers to unknown child `{id}` (not a node, a leaf or `healthy`)", n.id
-                )));
+                d.push(loc.key(
+                    Some(("nodes", &n.id)),
+                    key,
+                    Level::Error,
+                    format!(
+                        "node `{}` refers to unknown child `{id}` (not a node, a leaf or `healthy`)",
+                        n.id
+                    ),
+                ));
                 Child::Healthy
             })
         };
         let yes = child("yes", &n.yes);
         let no = child("no", &n.no);
-        nodes.push(Node { def: n.clone(), yes, no });
+        nodes.push(Node {
+            def: n.clone(),
+            yes,
+            no,
+        });
     }
     for s in &file.signals {
         if !used_signals.contains(&s.id) {
-            d.push(loc.entity("signals", &s.id, 1, Level::Warning, format!("signal `{}` is not used by any node", s.id)));
+            d.push(loc.entity(
+                "signals",
+                &s.id,
+                1,
+                Level::Warning,
+                format!("signal `{}` is not used by any node", s.id),
+            ));
         }
     }
 
@@ -301,7 +386,12 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
     let root = match node_index.get(&file.root) {
         Some(&r) => Some(r),
         None => {
-            d.push(loc.key(None, "root", Level::Error, format!("root `{}` is not a node id", file.root)));
+            d.push(loc.key(
+                None,
+                "root",
+                Level::Error,
+                format!("root `{}` is not a node id", file.root),
+            ));
             None
         }
     };
@@ -310,9 +400,13 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
         if let Some(cycle) = find_cycle(&nodes) {
             let names: Vec<&str> = cycle.iter().map(|&i| nodes[i].def.id.as_str()).collect();
             let first = &nodes[cycle[0]].def.id;
-            d.push(loc.entity("nodes", first, 1, Level::Error, format!(
-                "the tree has a cycle: {} → {}", names.join(" → "), names[0]
-            )));
+            d.push(loc.entity(
+                "nodes",
+                first,
+                1,
+                Level::Error,
+                format!("the tree has a cycle: {} → {}", names.join(" → "), names[0]),
+            ));
         } else {
             let mut seen_nodes = vec![false; nodes.len()];
             let mut seen_leaves = vec![false; file.leaves.len()];
@@ -320,13 +414,25 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
             for (i, seen) in seen_nodes.iter().enumerate() {
                 if !seen {
                     let id = &nodes[i].def.id;
-                    d.push(loc.entity("nodes", id, 1, Level::Error, format!("node `{id}` is unreachable from root `{}`", file.root)));
+                    d.push(loc.entity(
+                        "nodes",
+                        id,
+                        1,
+                        Level::Error,
+                        format!("node `{id}` is unreachable from root `{}`", file.root),
+                    ));
                 }
             }
             for (i, seen) in seen_leaves.iter().enumerate() {
                 if !seen {
                     let id = &file.leaves[i].id;
-                    d.push(loc.entity("leaves", id, 1, Level::Error, format!("leaf `{id}` is unreachable from root `{}`", file.root)));
+                    d.push(loc.entity(
+                        "leaves",
+                        id,
+                        1,
+                        Level::Error,
+                        format!("leaf `{id}` is unreachable from root `{}`", file.root),
+                    ));
                 }
             }
         }
@@ -358,7 +464,11 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
     let mut reads = Vec::new();
     for (i, text) in exprs.iter().enumerate() {
         let key = if i == 0 { "expr" } else { "alternatives" };
-        let what = if i == 0 { "expression".to_string() } else { format!("alternative {i}") };
+        let what = if i == 0 {
+            "expression".to_string()
+        } else {
+            format!("alternative {i}")
+        };
         match promql::parse_template(text) {
             Ok(e) => {
                 let r = promql::reads(&e);
@@ -368,70 +478,138 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
                     )));
                 }
                 if r.any_metric {
-                    d.push(loc.text_or_key(at, text, key, Level::Warning, format!(
-                        "signal `{}` {what} has a selector without a metric name", s.id
-                    )));
+                    d.push(loc.text_or_key(
+                        at,
+                        text,
+                        key,
+                        Level::Warning,
+                        format!("signal `{}` {what} has a selector without a metric name", s.id),
+                    ));
                 }
                 if r.needs_series && !text.contains(WINDOW_PLACEHOLDER) {
-                    d.push(loc.text_or_key(at, text, key, Level::Warning, format!(
-                        "signal `{}` {what} uses a fixed range instead of `{WINDOW_PLACEHOLDER}`", s.id
-                    )));
+                    d.push(loc.text_or_key(
+                        at,
+                        text,
+                        key,
+                        Level::Warning,
+                        format!(
+                            "signal `{}` {what} uses a fixed range instead of `{WINDOW_PLACEHOLDER}`",
+                            s.id
+                        ),
+                    ));
                 }
                 reads.push(r);
             }
             Err(e) => {
-                d.push(loc.text_or_key(at, text, key, Level::Error, format!("signal `{}` {what}: {e}", s.id)));
+                d.push(loc.text_or_key(
+                    at,
+                    text,
+                    key,
+                    Level::Error,
+                    format!("signal `{}` {what}: {e}", s.id),
+                ));
                 reads.push(Reads::default());
             }
         }
     }
     for m in &s.optional_metrics {
-        if !reads.iter().any(|r| r.metrics.iter().any(|x| x == m || promql::family_of(x) == m)) {
-            d.push(loc.token(("signals", &s.id), m, Level::Warning, format!(
-                "signal `{}` lists optional metric `{m}` that no expression reads", s.id
-            )));
+        if !reads
+            .iter()
+            .any(|r| r.metrics.iter().any(|x| x == m || promql::family_of(x) == m))
+        {
+            d.push(loc.token(
+                ("signals", &s.id),
+                m,
+                Level::Warning,
+                format!(
+                    "signal `{}` lists optional metric `{m}` that no expression reads",
+                    s.id
+                ),
+            ));
         }
     }
     let t = &s.threshold;
     let finite = |v: Option<f64>| v.is_none_or(|x| x.is_finite());
     if t.above.is_none() && t.below.is_none() && t.relative.is_none() {
-        d.push(loc.key(at, "threshold", Level::Error, format!(
-            "signal `{}` threshold needs `above`, `below` or `relative`", s.id
-        )));
+        d.push(loc.key(
+            at,
+            "threshold",
+            Level::Error,
+            format!("signal `{}` threshold needs `above`, `below` or `relative`", s.id),
+        ));
     }
     if t.above.is_some() && t.below.is_some() {
-        d.push(loc.key(at, "threshold", Level::Error, format!(
-            "signal `{}` threshold has both `above` and `below`; use two signals", s.id
-        )));
+        d.push(loc.key(
+            at,
+            "threshold",
+            Level::Error,
+            format!(
+                "signal `{}` threshold has both `above` and `below`; use two signals",
+                s.id
+            ),
+        ));
     }
     if !finite(t.above) || !finite(t.below) {
-        d.push(loc.key(at, "threshold", Level::Error, format!("signal `{}` threshold is not a finite number", s.id)));
+        d.push(loc.key(
+            at,
+            "threshold",
+            Level::Error,
+            format!("signal `{}` threshold is not a finite number", s.id),
+        ));
     }
     if let Some(r) = &t.relative {
         if !(r.factor.is_finite() && r.factor > 0.0 && r.floor.is_finite()) {
-            d.push(loc.key(at, "relative", Level::Error, format!(
-                "signal `{}` relative threshold needs a positive factor and a finite floor", s.id
-            )));
+            d.push(loc.key(
+                at,
+                "relative",
+                Level::Error,
+                format!(
+                    "signal `{}` relative threshold needs a positive factor and a finite floor",
+                    s.id
+                ),
+            ));
         }
         let clash = (r.direction == Direction::Above && t.below.is_some())
             || (r.direction == Direction::Below && t.above.is_some());
         if clash {
-            d.push(loc.key(at, "relative", Level::Error, format!(
-                "signal `{}` relative direction disagrees with the absolute threshold", s.id
-            )));
+            d.push(loc.key(
+                at,
+                "relative",
+                Level::Error,
+                format!(
+                    "signal `{}` relative direction disagrees with the absolute threshold",
+                    s.id
+                ),
+            ));
         }
         if r.direction == Direction::Above && r.factor <= 1.0 {
-            d.push(loc.key(at, "factor", Level::Warning, format!(
-                "signal `{}` relative factor {} ≤ 1 lights at or below the baseline", s.id, r.factor
-            )));
+            d.push(loc.key(
+                at,
+                "factor",
+                Level::Warning,
+                format!(
+                    "signal `{}` relative factor {} ≤ 1 lights at or below the baseline",
+                    s.id, r.factor
+                ),
+            ));
         }
         if r.direction == Direction::Below && r.factor >= 1.0 {
-            d.push(loc.key(at, "factor", Level::Warning, format!(
-                "signal `{}` relative factor {} ≥ 1 with direction below lights at or above the baseline", s.id, r.factor
-            )));
+            d.push(loc.key(
+                at,
+                "factor",
+                Level::Warning,
+                format!(
+                    "signal `{}` relative factor {} ≥ 1 with direction below lights at or above the baseline",
+                    s.id, r.factor
+                ),
+            ));
         }
     }
-    Signal { def: s.clone(), exprs, reads }
+    Signal {
+        def: s.clone(),
+        exprs,
+        reads,
+    }
 }
 
 fn check_id(loc: &Locator, section: &str, id: &str, d: &mut Vec<Diagnostic>) {
@@ -440,16 +618,21 @@ fn check_id(loc: &Locator, section: &str, id: &str, d: &mut Vec<Diagnostic>) {
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
     if !ok {
-        d.push(loc.entity(section, id, 1, Level::Error, format!(
-            "id `{id}` must use lowercase letters, digits, `_` and `-`"
-        )));
+        d.push(loc.entity(
+            section,
+            id,
+            1,
+            Level::Error,
+            format!("id `{id}` must use lowercase letters, digits, `_` and `-`"),
+        ));
     }
 }
 
 fn is_kebab(s: &str) -> bool {
     !s.is_empty()
         && !s.starts_with('-')
-        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
 /// Returns the nodes of a cycle, if any.
@@ -524,7 +707,10 @@ impl<'a> Locator<'a> {
     /// A diagnostic at 1-based `line`, `col` (0 = unknown).
     pub(crate) fn at(&self, line: usize, col: usize, level: Level, message: String) -> Diagnostic {
         let snippet = if line > 0 {
-            self.lines.get(line - 1).map(|l| l.trim().to_string()).unwrap_or_default()
+            self.lines
+                .get(line - 1)
+                .map(|l| l.trim().to_string())
+                .unwrap_or_default()
         } else {
             String::new()
         };
@@ -580,8 +766,18 @@ impl<'a> Locator<'a> {
 
     /// A diagnostic on the `id:` line of the `nth` entity with this id (0 = the
     /// first; duplicates are reported on their second occurrence).
-    pub(crate) fn entity(&self, section: &str, id: &str, nth: usize, level: Level, message: String) -> Diagnostic {
-        match self.block_nth(section, id, nth.saturating_sub(1)).or_else(|| self.block(section, id)) {
+    pub(crate) fn entity(
+        &self,
+        section: &str,
+        id: &str,
+        nth: usize,
+        level: Level,
+        message: String,
+    ) -> Diagnostic {
+        match self
+            .block_nth(section, id, nth.saturating_sub(1))
+            .or_else(|| self.block(section, id))
+        {
             Some((s, _)) => {
                 let col = self.lines[s].find(id).map(|c| c + 1).unwrap_or(1);
                 self.at(s + 1, col, level, message)
@@ -591,7 +787,13 @@ impl<'a> Locator<'a> {
     }
 
     /// A diagnostic on `key:` inside an entity (or at top level when `within` is None).
-    pub(crate) fn key(&self, within: Option<(&str, &str)>, key: &str, level: Level, message: String) -> Diagnostic {
+    pub(crate) fn key(
+        &self,
+        within: Option<(&str, &str)>,
+        key: &str,
+        level: Level,
+        message: String,
+    ) -> Diagnostic {
         let (s, e) = match within {
             Some((section, id)) => match self.block(section, id) {
                 Some(r) => r,
@@ -615,7 +817,13 @@ impl<'a> Locator<'a> {
     }
 
     /// A diagnostic on the first occurrence of `token` (as a word) inside an entity.
-    pub(crate) fn token(&self, within: (&str, &str), token: &str, level: Level, message: String) -> Diagnostic {
+    pub(crate) fn token(
+        &self,
+        within: (&str, &str),
+        token: &str,
+        level: Level,
+        message: String,
+    ) -> Diagnostic {
         if let Some((s, e)) = self.block(within.0, within.1) {
             for i in s..e {
                 if let Some(c) = find_word(self.lines[i], token) {
@@ -628,7 +836,14 @@ impl<'a> Locator<'a> {
 
     /// A diagnostic on the line holding the first line of `text` inside an
     /// entity, else on `key:`.
-    pub(crate) fn text_or_key(&self, within: Option<(&str, &str)>, text: &str, key: &str, level: Level, message: String) -> Diagnostic {
+    pub(crate) fn text_or_key(
+        &self,
+        within: Option<(&str, &str)>,
+        text: &str,
+        key: &str,
+        level: Level,
+        message: String,
+    ) -> Diagnostic {
         let first = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
         if let (Some((section, id)), false) = (within, first.is_empty()) {
             if let Some((s, e)) = self.block(section, id) {

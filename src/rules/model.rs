@@ -140,12 +140,8 @@ pub enum Combine {
 #[serde(untagged)]
 pub enum Condition {
     Signal(String),
-    Any {
-        any: Vec<Condition>,
-    },
-    All {
-        all: Vec<Condition>,
-    },
+    Any { any: Vec<Condition> },
+    All { all: Vec<Condition> },
 }
 
 impl Condition {
@@ -173,7 +169,11 @@ impl std::fmt::Display for Condition {
         match self {
             Condition::Signal(s) => f.write_str(s),
             Condition::Any { any: v } | Condition::All { all: v } => {
-                let op = if matches!(self, Condition::Any { .. }) { " or " } else { " and " };
+                let op = if matches!(self, Condition::Any { .. }) {
+                    " or "
+                } else {
+                    " and "
+                };
                 f.write_str("(")?;
                 for (i, c) in v.iter().enumerate() {
                     if i > 0 {

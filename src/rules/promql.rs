@@ -159,10 +159,9 @@ mod tests {
 
     #[test]
     fn role_is_injected_into_every_selector() {
-        let mut e = promql_parser::parser::parse(
-            "sum by (instance) (rate(a_total{x=\"1\"}[1m])) / on (instance) b",
-        )
-        .unwrap();
+        let mut e =
+            promql_parser::parser::parse("sum by (instance) (rate(a_total{x=\"1\"}[1m])) / on (instance) b")
+                .unwrap();
         inject_matcher(&mut e, "role", "etcd");
         let s = e.to_string();
         assert!(s.contains("a_total{x=\"1\",role=\"etcd\"}[1m]"), "{s}");

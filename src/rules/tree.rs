@@ -45,12 +45,21 @@ fn text_children(rules: &RuleSet, n: usize, prefix: &str, out: &mut String, visi
                 let _ = writeln!(out, "{prefix}{branch} {label} → {HEALTHY}");
             }
             Child::Leaf(l) => {
-                let _ = writeln!(out, "{prefix}{branch} {label} → [{}] {}", rules.leaves[l].id, leaf_label(rules, l));
+                let _ = writeln!(
+                    out,
+                    "{prefix}{branch} {label} → [{}] {}",
+                    rules.leaves[l].id,
+                    leaf_label(rules, l)
+                );
             }
             Child::Node(m) => {
                 let c = &rules.nodes[m];
                 let gate = if c.def.gate { " [gate]" } else { "" };
-                let _ = writeln!(out, "{prefix}{branch} {label} → {}{gate}: {}", c.def.id, c.def.question);
+                let _ = writeln!(
+                    out,
+                    "{prefix}{branch} {label} → {}{gate}: {}",
+                    c.def.id, c.def.question
+                );
                 let _ = writeln!(out, "{prefix}{cont}   when {}", c.def.when);
                 if visiting[m] {
                     continue;
@@ -68,7 +77,10 @@ fn esc(s: &str) -> String {
 }
 
 fn mid(prefix: &str, id: &str) -> String {
-    let clean: String = id.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    let clean: String = id
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
     format!("{prefix}_{clean}")
 }
 
@@ -80,7 +92,12 @@ pub fn render_mermaid(rules: &RuleSet) -> String {
         let _ = writeln!(out, "    {}{{\"{}\"}}", mid("n", &n.def.id), esc(&n.def.question));
     }
     for (l, leaf) in rules.leaves.iter().enumerate() {
-        let _ = writeln!(out, "    {}[\"{}\"]", mid("l", &leaf.id), esc(&leaf_label(rules, l)));
+        let _ = writeln!(
+            out,
+            "    {}[\"{}\"]",
+            mid("l", &leaf.id),
+            esc(&leaf_label(rules, l))
+        );
     }
     let _ = writeln!(out, "    {}([\"{HEALTHY}\"])", mid("h", HEALTHY));
     for n in &rules.nodes {
