@@ -48,6 +48,9 @@ fn prometheus_conformance_cases() {
                     failures.push(format!("{}:{}: `{}`\n    {why}", case.file, case.line, case.expr));
                 }
                 Outcome::Skip(why) => {
+                    if std::env::var_os("PROMQLTEST_VERBOSE").is_some() {
+                        println!("SKIP {}:{}: `{}` ({why})", case.file, case.line, case.expr);
+                    }
                     s += 1;
                     *reasons.entry(why).or_default() += 1;
                 }

@@ -58,20 +58,42 @@ pub(crate) fn eval_aggregate(ctx: &Ctx, a: &AggregateExpr) -> Result<Val, EvalEr
             let k = param.unwrap_or_default();
             topk(ctx, rows, &gs, &k, op == "topk")
         }
-        _ => {
+        "quantile" => {
             let mut out = Vec::with_capacity(gs.len());
             let mut buf: Vec<f64> = Vec::new();
+            let q = param.unwrap_or_else(|| vec![f64::NAN; ctx.n]);
             for (labels, members) in gs {
                 let mut vals = vec![None; ctx.n];
                 for (i, slot) in vals.iter_mut().enumerate() {
                     buf.clear();
                     buf.extend(members.iter().filter_map(|&m| rows[m].vals[i]));
-                    if buf.is_empty() {
-                        continue;
+                    if !buf.is_empty() {
+                        *slot = Some(quantile(q[i], &mut buf));
                     }
-                    let q = param.as_ref().map(|p| p[i]).unwrap_or(f64::NAN);
-                    *slot = Some(aggregate_values(&op, &mut buf, q)?);
                 }
+                if vals.iter().any(|v| v.is_some()) {
+                    out.push(Row { labels, vals });
+                }
+            }
+            Ok(Val::Vector(out))
+        }
+        _ => {
+            // Row-major accumulation: each member adds its values to the group's
+            // per-step state, in input order (the order Prometheus adds them).
+            let kind = AccOp::from_name(&op)?;
+            let mut out = Vec::with_capacity(gs.len());
+            let mut acc: Vec<Acc> = Vec::new();
+            for (labels, members) in gs {
+                acc.clear();
+                acc.resize(ctx.n, Acc::default());
+                for &m in &members {
+                    for (a, v) in acc.iter_mut().zip(&rows[m].vals) {
+                        if let Some(v) = *v {
+                            a.add(kind, v);
+                        }
+                    }
+                }
+                let vals: Vec<Option<f64>> = acc.iter().map(|a| a.finish(kind)).collect();
                 if vals.iter().any(|v| v.is_some()) {
                     out.push(Row { labels, vals });
                 }
@@ -81,73 +103,120 @@ pub(crate) fn eval_aggregate(ctx: &Ctx, a: &AggregateExpr) -> Result<Val, EvalEr
     }
 }
 
-/// One aggregation over the values of a group at one step (never empty).
-pub(crate) fn aggregate_values(op: &str, vals: &mut [f64], q: f64) -> Result<f64, EvalError> {
-    let first = vals[0];
-    Ok(match op {
-        "sum" => {
-            let (mut s, mut c) = (first, 0.0);
-            for &v in &vals[1..] {
-                (s, c) = kahan_inc(v, s, c);
+#[derive(Clone, Copy, PartialEq)]
+enum AccOp {
+    Sum,
+    Avg,
+    Count,
+    Group,
+    Min,
+    Max,
+    Stddev,
+    Stdvar,
+}
+
+impl AccOp {
+    fn from_name(op: &str) -> Result<Self, EvalError> {
+        Ok(match op {
+            "sum" => AccOp::Sum,
+            "avg" => AccOp::Avg,
+            "count" => AccOp::Count,
+            "group" => AccOp::Group,
+            "min" => AccOp::Min,
+            "max" => AccOp::Max,
+            "stddev" => AccOp::Stddev,
+            "stdvar" => AccOp::Stdvar,
+            other => return Err(EvalError::Unsupported(format!("aggregation `{other}`"))),
+        })
+    }
+}
+
+/// The running state of one group at one step, as Prometheus's
+/// `groupedAggregation`.
+#[derive(Clone, Copy, Default)]
+struct Acc {
+    count: f64,
+    value: f64,
+    comp: f64,
+    mean: f64,
+    incremental: bool,
+}
+
+impl Acc {
+    fn add(&mut self, op: AccOp, v: f64) {
+        if self.count == 0.0 {
+            self.count = 1.0;
+            self.value = v;
+            self.mean = v;
+            if matches!(op, AccOp::Stddev | AccOp::Stdvar) {
+                // A NaN or infinite first value makes the result NaN.
+                self.value = if v.is_finite() { 0.0 } else { f64::NAN };
             }
-            if s.is_infinite() {
-                s
-            } else {
-                s + c
-            }
+            return;
         }
-        "avg" => {
-            let (mut sum, mut c, mut count) = (first, 0.0, 1.0f64);
-            let mut mean = 0.0;
-            let mut incremental = false;
-            for &v in &vals[1..] {
-                count += 1.0;
-                if !incremental {
-                    let (ns, nc) = kahan_inc(v, sum, c);
+        self.count += 1.0;
+        match op {
+            AccOp::Sum => (self.value, self.comp) = kahan_inc(v, self.value, self.comp),
+            AccOp::Avg => {
+                if !self.incremental {
+                    let (ns, nc) = kahan_inc(v, self.value, self.comp);
                     if !ns.is_infinite() {
-                        sum = ns;
-                        c = nc;
-                        continue;
+                        self.value = ns;
+                        self.comp = nc;
+                        return;
                     }
-                    incremental = true;
-                    mean = sum / (count - 1.0);
-                    c /= count - 1.0;
+                    self.incremental = true;
+                    self.mean = self.value / (self.count - 1.0);
+                    self.comp /= self.count - 1.0;
                 }
-                let q = (count - 1.0) / count;
-                (mean, c) = kahan_inc(v / count, q * mean, q * c);
+                let q = (self.count - 1.0) / self.count;
+                (self.mean, self.comp) = kahan_inc(v / self.count, q * self.mean, q * self.comp);
             }
-            if incremental {
-                mean + c
-            } else {
-                sum / count + c / count
+            AccOp::Min => {
+                if self.value > v || self.value.is_nan() {
+                    self.value = v;
+                }
             }
+            AccOp::Max => {
+                if self.value < v || self.value.is_nan() {
+                    self.value = v;
+                }
+            }
+            AccOp::Stddev | AccOp::Stdvar => {
+                let delta = v - self.mean;
+                self.mean += delta / self.count;
+                self.value += delta * (v - self.mean);
+            }
+            AccOp::Count | AccOp::Group => {}
         }
-        "count" => vals.len() as f64,
-        "group" => 1.0,
-        "min" => vals[1..]
-            .iter()
-            .fold(first, |m, &v| if m > v || m.is_nan() { v } else { m }),
-        "max" => vals[1..]
-            .iter()
-            .fold(first, |m, &v| if m < v || m.is_nan() { v } else { m }),
-        "stddev" | "stdvar" => {
-            let (mut count, mut mean, mut m2) = (1.0f64, first, 0.0f64);
-            for &v in &vals[1..] {
-                count += 1.0;
-                let delta = v - mean;
-                mean += delta / count;
-                m2 += delta * (v - mean);
-            }
-            let var = m2 / count;
-            if op == "stddev" {
-                var.sqrt()
-            } else {
-                var
-            }
+    }
+
+    fn finish(&self, op: AccOp) -> Option<f64> {
+        if self.count == 0.0 {
+            return None;
         }
-        "quantile" => quantile(q, vals),
-        other => return Err(EvalError::Unsupported(format!("aggregation `{other}`"))),
-    })
+        Some(match op {
+            AccOp::Sum => {
+                if self.value.is_infinite() {
+                    self.value
+                } else {
+                    self.value + self.comp
+                }
+            }
+            AccOp::Avg => {
+                if self.incremental {
+                    self.mean + self.comp
+                } else {
+                    self.value / self.count + self.comp / self.count
+                }
+            }
+            AccOp::Count => self.count,
+            AccOp::Group => 1.0,
+            AccOp::Min | AccOp::Max => self.value,
+            AccOp::Stdvar => self.value / self.count,
+            AccOp::Stddev => (self.value / self.count).sqrt(),
+        })
+    }
 }
 
 /// Prometheus's `quantile()` over plain values (sorts `vals`).

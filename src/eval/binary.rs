@@ -265,12 +265,7 @@ fn vector_binop(
             let Some(o) = found else { continue };
             let ov = one[o].vals[i].unwrap_or(f64::NAN);
             let (fl, fr) = if swapped { (ov, mv) } else { (mv, ov) };
-            let (mut f, keep) = elem(op, fl, fr)?;
-            if return_bool {
-                f = if keep { 1.0 } else { 0.0 };
-            } else if !keep {
-                continue;
-            }
+            // One-to-one matching must be unique before any comparison filters.
             if one_to_one {
                 if matched_at[s] == i {
                     return Err(rt(
@@ -278,6 +273,12 @@ fn vector_binop(
                     ));
                 }
                 matched_at[s] = i;
+            }
+            let (mut f, keep) = elem(op, fl, fr)?;
+            if return_bool {
+                f = if keep { 1.0 } else { 0.0 };
+            } else if !keep {
+                continue;
             }
             let j = match out_index.get(&(k, o)) {
                 Some(&j) => j,

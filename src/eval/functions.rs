@@ -370,11 +370,25 @@ fn eval_range_function(ctx: &Ctx, name: &str, args: &[&Expr], mi: usize) -> Resu
         }]));
     }
     let keep_name = name == "last_over_time";
+    let f = RangeFn::from_name(name)?;
     let mut rows = Vec::with_capacity(input.series.len());
     for s in &input.series {
         let mut vals = vec![None; ctx.n];
+        let samples = &s.samples[..];
+        // Window ends never decrease from step to step, so both bounds slide forward.
+        let (mut lo, mut hi) = input.window(ctx, 0, samples);
         for (i, slot) in vals.iter_mut().enumerate() {
-            let (lo, hi) = input.window(ctx, i, &s.samples);
+            if i > 0 {
+                let end = input.end(ctx, i);
+                let start = end - input.range;
+                while lo < samples.len() && samples[lo].t <= start {
+                    lo += 1;
+                }
+                while hi < samples.len() && samples[hi].t <= end {
+                    hi += 1;
+                }
+                hi = hi.max(lo);
+            }
             if lo >= hi {
                 continue;
             }
@@ -386,7 +400,7 @@ fn eval_range_function(ctx: &Ctx, name: &str, args: &[&Expr], mi: usize) -> Resu
                 t: ctx.t(i),
                 param: param[i],
             };
-            *slot = range_fn(name, &s.samples[lo..hi], &w)?;
+            *slot = range_fn(f, &s.samples[lo..hi], &w);
         }
         rows.push(Row {
             labels: if keep_name { s.labels.clone() } else { s.labels.without_name() },
@@ -396,46 +410,101 @@ fn eval_range_function(ctx: &Ctx, name: &str, args: &[&Expr], mi: usize) -> Resu
     Ok(Val::Vector(no_same_labelset(rows)?))
 }
 
-fn range_fn(name: &str, w: &[Sample], c: &WindowCtx) -> Result<Option<f64>, EvalError> {
-    Ok(match name {
-        "rate" => extrapolated_rate(w, c, true, true),
-        "increase" => extrapolated_rate(w, c, true, false),
-        "delta" => extrapolated_rate(w, c, false, false),
-        "irate" => instant_value(w, true),
-        "idelta" => instant_value(w, false),
-        "resets" => Some(w.windows(2).filter(|p| p[1].v < p[0].v).count() as f64),
-        "changes" => Some(
+/// A range-vector function, resolved once per query.
+#[derive(Clone, Copy)]
+enum RangeFn {
+    Rate,
+    Increase,
+    Delta,
+    Irate,
+    Idelta,
+    Resets,
+    Changes,
+    Deriv,
+    PredictLinear,
+    Avg,
+    Sum,
+    Count,
+    Min,
+    Max,
+    Last,
+    First,
+    Present,
+    Stddev,
+    Stdvar,
+    Quantile,
+}
+
+impl RangeFn {
+    fn from_name(name: &str) -> Result<Self, EvalError> {
+        use RangeFn::*;
+        Ok(match name {
+            "rate" => Rate,
+            "increase" => Increase,
+            "delta" => Delta,
+            "irate" => Irate,
+            "idelta" => Idelta,
+            "resets" => Resets,
+            "changes" => Changes,
+            "deriv" => Deriv,
+            "predict_linear" => PredictLinear,
+            "avg_over_time" => Avg,
+            "sum_over_time" => Sum,
+            "count_over_time" => Count,
+            "min_over_time" => Min,
+            "max_over_time" => Max,
+            "last_over_time" => Last,
+            "first_over_time" => First,
+            "present_over_time" => Present,
+            "stddev_over_time" => Stddev,
+            "stdvar_over_time" => Stdvar,
+            "quantile_over_time" => Quantile,
+            other => return Err(EvalError::Unsupported(format!("function `{other}`"))),
+        })
+    }
+}
+
+/// One range function over a non-empty window.
+fn range_fn(f: RangeFn, w: &[Sample], c: &WindowCtx) -> Option<f64> {
+    use RangeFn::*;
+    match f {
+        Rate => extrapolated_rate(w, c, true, true),
+        Increase => extrapolated_rate(w, c, true, false),
+        Delta => extrapolated_rate(w, c, false, false),
+        Irate => instant_value(w, true),
+        Idelta => instant_value(w, false),
+        Resets => Some(w.windows(2).filter(|p| p[1].v < p[0].v).count() as f64),
+        Changes => Some(
             w.windows(2)
                 .filter(|p| p[1].v != p[0].v && !(p[1].v.is_nan() && p[0].v.is_nan()))
                 .count() as f64,
         ),
-        "deriv" => (w.len() >= 2).then(|| linear_regression(w, w[0].t).0),
-        "predict_linear" => (w.len() >= 2).then(|| {
+        Deriv => (w.len() >= 2).then(|| linear_regression(w, w[0].t).0),
+        PredictLinear => (w.len() >= 2).then(|| {
             let (slope, intercept) = linear_regression(w, c.t);
             slope * c.param + intercept
         }),
-        "avg_over_time" => Some(avg_over_time(w)),
-        "sum_over_time" => {
+        Avg => Some(avg_over_time(w)),
+        Sum => {
             let (mut s, mut comp) = (0.0, 0.0);
             for p in w {
                 (s, comp) = kahan_inc(p.v, s, comp);
             }
             Some(if s.is_infinite() { s } else { s + comp })
         }
-        "count_over_time" => Some(w.len() as f64),
-        "min_over_time" => Some(w[1..].iter().fold(w[0].v, |m, p| if p.v < m || m.is_nan() { p.v } else { m })),
-        "max_over_time" => Some(w[1..].iter().fold(w[0].v, |m, p| if p.v > m || m.is_nan() { p.v } else { m })),
-        "last_over_time" => w.last().map(|p| p.v),
-        "first_over_time" => w.first().map(|p| p.v),
-        "present_over_time" => Some(1.0),
-        "stddev_over_time" => Some(variance_over_time(w).sqrt()),
-        "stdvar_over_time" => Some(variance_over_time(w)),
-        "quantile_over_time" => {
+        Count => Some(w.len() as f64),
+        Min => Some(w[1..].iter().fold(w[0].v, |m, p| if p.v < m || m.is_nan() { p.v } else { m })),
+        Max => Some(w[1..].iter().fold(w[0].v, |m, p| if p.v > m || m.is_nan() { p.v } else { m })),
+        Last => w.last().map(|p| p.v),
+        First => w.first().map(|p| p.v),
+        Present => Some(1.0),
+        Stddev => Some(variance_over_time(w).sqrt()),
+        Stdvar => Some(variance_over_time(w)),
+        Quantile => {
             let mut vals: Vec<f64> = w.iter().map(|p| p.v).collect();
             Some(quantile(c.param, &mut vals))
         }
-        other => return Err(EvalError::Unsupported(format!("function `{other}`"))),
-    })
+    }
 }
 
 /// `rate`, `increase` and `delta` as Prometheus 3's `extrapolatedRate`.
@@ -589,5 +658,5 @@ pub(crate) fn window_ctx(t: Millis, range: Millis) -> WindowCtx {
 
 #[cfg(test)]
 pub(crate) fn eval_range_fn_for_test(name: &str, w: &[Sample], c: &WindowCtx) -> Option<f64> {
-    range_fn(name, w, c).ok().flatten()
+    RangeFn::from_name(name).ok().and_then(|f| range_fn(f, w, c))
 }

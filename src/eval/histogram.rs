@@ -122,7 +122,9 @@ pub(crate) fn eval_histogram_quantile(ctx: &Ctx, q: &[f64], rows: Vec<Row>) -> R
         let Some(le) = r.labels.get("le").and_then(parse_le) else {
             continue;
         };
-        let key = r.labels.drop_names(&["le", METRIC_NAME]);
+        // Buckets group by every label but `le` (the metric name included);
+        // the output drops the name too.
+        let key = r.labels.drop_names(&["le"]);
         let e = groups.entry(key.clone()).or_default();
         if e.is_empty() {
             order.push(key);
@@ -145,7 +147,10 @@ pub(crate) fn eval_histogram_quantile(ctx: &Ctx, q: &[f64], rows: Vec<Row>) -> R
                 *slot = Some(bucket_quantile(q[i], &mut buf));
             }
         }
-        out.push(Row { labels: key, vals });
+        out.push(Row {
+            labels: key.drop_names(&[METRIC_NAME]),
+            vals,
+        });
     }
-    Ok(out)
+    super::merge_same_labels(out)
 }

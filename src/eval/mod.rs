@@ -280,7 +280,7 @@ pub(crate) fn eval(ctx: &Ctx, expr: &Expr) -> Result<Val, EvalError> {
                         vals: r.vals.into_iter().map(|v| v.map(|x| -x)).collect(),
                     })
                     .collect();
-                Ok(Val::Vector(no_same_labelset(rows)?))
+                Ok(Val::Vector(merge_same_labels(rows)?))
             }
             Val::Str(_) => Err(rt("unary minus is not defined on strings")),
         },
