@@ -24,13 +24,16 @@ fn realdata() -> Option<PathBuf> {
     p.is_dir().then(|| p.to_path_buf())
 }
 
+/// One parsed sample line.
+type Sample = (String, Vec<(String, String)>, f64);
+
 /// `(name, labels, value)` of one sample line, `None` for anything else.
-fn sample(line: &str) -> Option<(String, Vec<(String, String)>, f64)> {
+fn sample(line: &str) -> Option<Sample> {
     let line = line.trim();
     if line.is_empty() || line.starts_with('#') {
         return None;
     }
-    let name_end = line.find(|c: char| c == '{' || c == ' ')?;
+    let name_end = line.find(['{', ' '])?;
     let name = line[..name_end].to_string();
     let mut labels = Vec::new();
     let mut rest = &line[name_end..];
