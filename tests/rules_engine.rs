@@ -564,3 +564,55 @@ fn default_rules_run_on_a_hand_built_cluster() {
         g.message
     );
 }
+
+/// An apiserver whose watch caches re-initialise: once because the process
+/// restarted at step 20 (`restart`), or once while it was up (`!restart`).
+fn reinit(restart: bool) -> Dataset {
+    let n = 40;
+    let mut s = Sim::new(n);
+    let a = s.target("apiserver-0", Role::Apiserver);
+    let t0s = (T0 / 1000) as f64;
+    let start = move |i: usize| if restart && i >= 20 { t0s + 300.0 } else { t0s - 3600.0 };
+    s.gauge(a, "process_start_time_seconds", &[], start);
+    let inits = move |i: usize| match (restart, i) {
+        (true, i) if i >= 20 => 60.0,
+        (false, i) if i >= 25 => 71.0,
+        _ => 70.0,
+    };
+    s.gauge(a, "apiserver_watch_cache_initializations_total", &[("resource", "pods")], inits);
+    let mut d = s.finish();
+    for t in &mut d.targets {
+        for (i, snap) in t.snapshots.iter_mut().enumerate() {
+            snap.process_start = Some(start(i));
+        }
+    }
+    d
+}
+
+#[test]
+fn watch_cache_reinits_after_a_restart_are_not_a_cacher_failure() {
+    let rules = RuleSet::default_rules().expect("default rules");
+    let r = diagnose(&rules, &reinit(true), &Options::default()).expect("diagnose");
+    let src = &r.sources[0];
+    assert_eq!(src.restarts, vec![T0 + 20 * IV]);
+    assert!(r.warnings.iter().any(|w| w.contains("apiserver-0 (apiserver) restarted at 2026-01-01T00:05:00Z")), "{:?}", r.warnings);
+    let wc = r.axes.iter().find(|a| a.leaf == "watch-cache").unwrap();
+    assert!(wc.onset.is_none(), "{:?}", wc.timeline);
+    let ev = wc.evidence.iter().find(|e| e.signal == "watch_cache_reinits").unwrap();
+    assert_eq!(ev.availability, Availability::Evaluated);
+    assert!(ev.series.iter().flatten().all(|v| *v == 0.0), "{:?}", ev.series);
+
+    // The same re-initialisation while the process has been up for an hour lights it.
+    let r = diagnose(&rules, &reinit(false), &Options::default()).expect("diagnose");
+    let wc = r.axes.iter().find(|a| a.leaf == "watch-cache").unwrap();
+    assert_eq!(wc.onset, Some(T0 + 25 * IV), "{:?}", wc.timeline);
+    // Lit while the re-init is inside the 1 m range, then back to 0; the leaf
+    // itself stays unknown rather than "recovered" because this dataset lacks
+    // the other watch signals (three-valued logic: unknown is not unlit).
+    let ev = wc.evidence.iter().find(|e| e.signal == "watch_cache_reinits").unwrap();
+    let positive: Vec<usize> = ev.series.iter().enumerate().filter(|(_, v)| v.is_some_and(|x| x > 0.0)).map(|(i, _)| i).collect();
+    // Ranges are left-open (Prometheus 3): the jump from step 24 to 25 is seen
+    // by the windows ending at steps 25–27 only.
+    assert_eq!(positive, vec![25, 26, 27]);
+    assert_eq!(wc.recovered, None);
+}
