@@ -572,14 +572,25 @@ fn reinit(restart: bool) -> Dataset {
     let mut s = Sim::new(n);
     let a = s.target("apiserver-0", Role::Apiserver);
     let t0s = (T0 / 1000) as f64;
-    let start = move |i: usize| if restart && i >= 20 { t0s + 300.0 } else { t0s - 3600.0 };
+    let start = move |i: usize| {
+        if restart && i >= 20 {
+            t0s + 300.0
+        } else {
+            t0s - 3600.0
+        }
+    };
     s.gauge(a, "process_start_time_seconds", &[], start);
     let inits = move |i: usize| match (restart, i) {
         (true, i) if i >= 20 => 60.0,
         (false, i) if i >= 25 => 71.0,
         _ => 70.0,
     };
-    s.gauge(a, "apiserver_watch_cache_initializations_total", &[("resource", "pods")], inits);
+    s.gauge(
+        a,
+        "apiserver_watch_cache_initializations_total",
+        &[("resource", "pods")],
+        inits,
+    );
     let mut d = s.finish();
     for t in &mut d.targets {
         for (i, snap) in t.snapshots.iter_mut().enumerate() {
@@ -595,10 +606,20 @@ fn watch_cache_reinits_after_a_restart_are_not_a_cacher_failure() {
     let r = diagnose(&rules, &reinit(true), &Options::default()).expect("diagnose");
     let src = &r.sources[0];
     assert_eq!(src.restarts, vec![T0 + 20 * IV]);
-    assert!(r.warnings.iter().any(|w| w.contains("apiserver-0 (apiserver) restarted at 2026-01-01T00:05:00Z")), "{:?}", r.warnings);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("apiserver-0 (apiserver) restarted at 2026-01-01T00:05:00Z")),
+        "{:?}",
+        r.warnings
+    );
     let wc = r.axes.iter().find(|a| a.leaf == "watch-cache").unwrap();
     assert!(wc.onset.is_none(), "{:?}", wc.timeline);
-    let ev = wc.evidence.iter().find(|e| e.signal == "watch_cache_reinits").unwrap();
+    let ev = wc
+        .evidence
+        .iter()
+        .find(|e| e.signal == "watch_cache_reinits")
+        .unwrap();
     assert_eq!(ev.availability, Availability::Evaluated);
     assert!(ev.series.iter().flatten().all(|v| *v == 0.0), "{:?}", ev.series);
 
@@ -609,10 +630,101 @@ fn watch_cache_reinits_after_a_restart_are_not_a_cacher_failure() {
     // Lit while the re-init is inside the 1 m range, then back to 0; the leaf
     // itself stays unknown rather than "recovered" because this dataset lacks
     // the other watch signals (three-valued logic: unknown is not unlit).
-    let ev = wc.evidence.iter().find(|e| e.signal == "watch_cache_reinits").unwrap();
-    let positive: Vec<usize> = ev.series.iter().enumerate().filter(|(_, v)| v.is_some_and(|x| x > 0.0)).map(|(i, _)| i).collect();
+    let ev = wc
+        .evidence
+        .iter()
+        .find(|e| e.signal == "watch_cache_reinits")
+        .unwrap();
+    let positive: Vec<usize> = ev
+        .series
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.is_some_and(|x| x > 0.0))
+        .map(|(i, _)| i)
+        .collect();
     // Ranges are left-open (Prometheus 3): the jump from step 24 to 25 is seen
     // by the windows ending at steps 25–27 only.
     assert_eq!(positive, vec![25, 26, 27]);
     assert_eq!(wc.recovered, None);
+}
+
+#[test]
+fn live_scrape_of_six_rounds_at_five_seconds_gets_a_20s_window_and_rates() {
+    let mut store = Store::new();
+    let mut target = Target {
+        name: "apiserver-0".into(),
+        role: Role::Apiserver,
+        role_reason: "given".into(),
+        version: None,
+        time_source: TimeSource::Scrape,
+        snapshots: Vec::new(),
+        families: ["apiserver_request_total".to_string()].into_iter().collect(),
+    };
+    let ok = store.labels([
+        ("__name__", "apiserver_request_total"),
+        ("instance", "apiserver-0"),
+        ("role", "apiserver"),
+        ("code", "200"),
+    ]);
+    let bad = store.labels([
+        ("__name__", "apiserver_request_total"),
+        ("instance", "apiserver-0"),
+        ("role", "apiserver"),
+        ("code", "503"),
+    ]);
+    for i in 0..6i64 {
+        let t = T0 + i * 5_000;
+        store.push(&ok, t, 1000.0 + 50.0 * i as f64);
+        store.push(&bad, t, 10.0 + 25.0 * i as f64);
+        target.snapshots.push(Snapshot {
+            time: t,
+            origin: "live".into(),
+            process_start: Some(1.0),
+        });
+    }
+    let data = Dataset {
+        store,
+        targets: vec![target],
+        warnings: Vec::new(),
+    };
+    let r = diagnose(&mini(), &data, &Options::default()).expect("diagnose");
+    assert_eq!(r.window.step, 5_000);
+    assert_eq!(r.window.range, 20_000);
+    let ev = r
+        .axes
+        .iter()
+        .find(|a| a.leaf == "joint")
+        .unwrap()
+        .evidence
+        .iter()
+        .find(|e| e.signal == "errors")
+        .unwrap();
+    // A third of the requests fail; every step but the first has a rate.
+    let known: Vec<f64> = ev.series.iter().flatten().copied().collect();
+    assert_eq!(known.len(), 5, "{:?}", ev.series);
+    // Early windows extrapolate each series differently at the start of the
+    // data (Prometheus's extrapolatedRate); full windows give the exact share.
+    assert!(known.iter().all(|v| (0.29..0.34).contains(v)), "{known:?}");
+    assert!(
+        known[3..].iter().all(|v| (v - 1.0 / 3.0).abs() < 1e-9),
+        "{known:?}"
+    );
+    let rc = r
+        .verdict
+        .root_cause
+        .as_ref()
+        .expect("joint: symptom without a lit axis");
+    assert_eq!(rc.axis, "joint");
+    assert_eq!(rc.onset, Some(T0 + 5_000));
+
+    let late = Options {
+        at: Some(T0 + 3_600_000),
+        ..Options::default()
+    };
+    let r = diagnose(&mini(), &data, &late).expect("diagnose");
+    assert!(
+        r.warnings.iter().any(|w| w.contains("after the last snapshot")),
+        "{:?}",
+        r.warnings
+    );
 }

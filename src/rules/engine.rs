@@ -97,6 +97,13 @@ pub fn grid(data: &Dataset, opts: &Options) -> Result<(Grid, Vec<String>), Engin
     let from = opts.from.unwrap_or(dfrom);
     let mut to = opts.to.unwrap_or(dto);
     if let Some(at) = opts.at {
+        if at > dto {
+            warnings.push(format!(
+                "the assessment time {} is after the last snapshot; assessing at {}",
+                fmt_time(at),
+                fmt_time(dto)
+            ));
+        }
         if at < from {
             return Err(EngineError::Window(format!(
                 "`at` ({at}) is before the start of the window ({from})"
