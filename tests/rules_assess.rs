@@ -110,7 +110,12 @@ fn bitter_zone_etcd_first_names_etcd_with_apf_downstream() {
     assert!(rc.instances.contains(&"etcd-2".to_string()), "{:?}", rc.instances);
     assert!(!rc.instances.contains(&"etcd-0".to_string()));
     let loc = rc.localisation.as_deref().unwrap_or("");
-    assert!(loc.starts_with("only etcd-2 1.2 s; others 6 ms–7 ms"), "{loc}");
+    assert_eq!(loc, "only etcd-2: p99 WAL fsync 1.2 s, others 6 ms–7 ms");
+    assert_eq!(
+        rc.instances,
+        ["etcd-2"],
+        "the disk leaf names the member, not the apiserver"
+    );
 
     assert_eq!(r.verdict.downstream.len(), 1, "{:?}", r.verdict.downstream);
     let d = &r.verdict.downstream[0];
@@ -337,7 +342,10 @@ fn a_single_snapshot_evaluates_gauges_and_says_onsets_need_a_series() {
     assert_eq!(rc.sub_axis.as_deref(), Some("raft"));
     assert_eq!(rc.onset, None);
     assert_eq!(rc.instances, vec!["etcd-1".to_string()]);
-    assert_eq!(rc.localisation.as_deref(), Some("only etcd-1 0; others 1"));
+    assert_eq!(
+        rc.localisation.as_deref(),
+        Some("only etcd-1: member has no leader 0, others 1")
+    );
     assert!(
         r.verdict
             .assumptions
@@ -405,7 +413,7 @@ fn all_instances_lit_points_at_load() {
     assert_eq!(rc.instances, ["etcd-0", "etcd-1", "etcd-2"]);
     assert_eq!(
         rc.localisation.as_deref(),
-        Some("all 3 instances lit: etcd-0 900 ms, etcd-1 800 ms, etcd-2 1.1 s")
+        Some("all 3 instances: p99 WAL fsync etcd-0 900 ms, etcd-1 800 ms, etcd-2 1.1 s")
     );
 }
 

@@ -728,3 +728,57 @@ fn live_scrape_of_six_rounds_at_five_seconds_gets_a_20s_window_and_rates() {
         r.warnings
     );
 }
+
+#[test]
+fn proposals_failing_while_watch_events_collapse_is_the_p0_compound() {
+    let n = 40;
+    let mut s = Sim::new(n);
+    let a = s.target("apiserver-0", Role::Apiserver);
+    let e: Vec<usize> = (0..3)
+        .map(|k| s.target(&format!("etcd-{k}"), Role::Etcd))
+        .collect();
+    s.counter(
+        a,
+        "apiserver_watch_events_total",
+        &[("resource", "pods")],
+        0,
+        |i| if i >= 20 { 0.0 } else { 50.0 },
+    );
+    for &t in &e {
+        s.counter(t, "etcd_server_proposals_failed_total", &[], 0, |i| {
+            if i >= 20 {
+                2.0
+            } else {
+                0.0
+            }
+        });
+        s.gauge(t, "etcd_server_has_leader", &[], |_| 1.0);
+    }
+    let data = s.finish();
+    let rules = RuleSet::default_rules().expect("default rules");
+    let r = diagnose(&rules, &data, &Options::default()).expect("diagnose");
+    // Failed proposals light raft at once; the watch-event rate needs most of a
+    // range window to fall below a fifth of its baseline, so the compound
+    // follows within a minute and is reported downstream, with its P0.
+    let rc = r.verdict.root_cause.as_ref().expect("root cause");
+    assert_eq!(
+        (rc.axis.as_str(), rc.sub_axis.as_deref()),
+        ("etcd", Some("raft")),
+        "{}",
+        r.verdict.summary
+    );
+    assert_eq!(rc.onset, Some(T0 + 20 * IV));
+    assert_eq!(rc.instances, ["etcd-0", "etcd-1", "etcd-2"]);
+    let stall = r
+        .verdict
+        .downstream
+        .iter()
+        .find(|d| d.sub_axis.as_deref() == Some("commit-stall"))
+        .expect("compound downstream");
+    assert!(stall.lag_ms > 0 && stall.lag_ms <= 60_000, "{}", stall.lag_ms);
+    let ax = r.axes.iter().find(|a| a.leaf == "etcd-commit-stall").unwrap();
+    assert_eq!(format!("{}", ax.severity), "P0");
+    assert!(
+        ax.instances.contains(&"apiserver-0".to_string()) && ax.instances.contains(&"etcd-1".to_string())
+    );
+}

@@ -669,16 +669,26 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         } else {
             Vec::new()
         };
-        let mut instances = BTreeSet::new();
-        for &k in &sigs {
-            for (inst, l) in &judged[k].lit {
-                if lit_steps
-                    .iter()
-                    .any(|&i| l.get(i).copied().flatten() == Some(true))
-                {
-                    instances.insert(inst.clone());
+        // Instances: those lit on the leaf's own question when it names any
+        // (etcd-2 for the disk leaf, not the apiserver that saw slow etcd),
+        // else those of every required question.
+        let lit_instances = |ks: &[usize]| -> BTreeSet<String> {
+            let mut out = BTreeSet::new();
+            for &k in ks {
+                for (inst, l) in &judged[k].lit {
+                    if lit_steps
+                        .iter()
+                        .any(|&i| l.get(i).copied().flatten() == Some(true))
+                    {
+                        out.insert(inst.clone());
+                    }
                 }
             }
+            out
+        };
+        let mut instances = lit_instances(&own);
+        if instances.is_empty() {
+            instances = lit_instances(&sigs);
         }
         let evidence: Vec<Evidence> = sigs
             .iter()
@@ -1025,7 +1035,7 @@ fn evidence(
         Some(StepState::Unlit) => Some(false),
         _ => None,
     };
-    let localisation = localise(def.unit, &instances);
+    let localisation = localise(def.unit, &def.description, &instances);
     Evidence {
         signal: def.id.clone(),
         description: def.description.clone(),
@@ -1050,7 +1060,7 @@ fn evidence(
 
 /// "only etcd-2: 1.2 s; others ≤ 7 ms" when some but not all instances are lit;
 /// "all 3 instances" when every instance with a value is lit.
-fn localise(unit: Unit, inst: &[InstanceValue]) -> Option<String> {
+fn localise(unit: Unit, what: &str, inst: &[InstanceValue]) -> Option<String> {
     let lit: Vec<&InstanceValue> = inst.iter().filter(|i| i.lit == Some(true)).collect();
     let unlit: Vec<&InstanceValue> = inst.iter().filter(|i| i.lit == Some(false)).collect();
     if lit.is_empty() {
@@ -1061,15 +1071,17 @@ fn localise(unit: Unit, inst: &[InstanceValue]) -> Option<String> {
             .map(|v| format_value(unit, v))
             .unwrap_or_else(|| "no data".into())
     };
-    let lits: Vec<String> = lit
-        .iter()
-        .map(|i| format!("{} {}", i.instance, fmt_v(i)))
-        .collect();
+    let names: Vec<&str> = lit.iter().map(|i| i.instance.as_str()).collect();
+    let values: Vec<String> = lit.iter().map(|i| fmt_v(i)).collect();
     if unlit.is_empty() {
         return Some(if lit.len() == 1 {
-            format!("{} (the only instance with data)", lits[0])
+            format!("{}: {what} {} (the only instance with data)", names[0], values[0])
         } else {
-            format!("all {} instances lit: {}", lit.len(), lits.join(", "))
+            let each: Vec<String> = lit
+                .iter()
+                .map(|i| format!("{} {}", i.instance, fmt_v(i)))
+                .collect();
+            format!("all {} instances: {what} {}", lit.len(), each.join(", "))
         });
     }
     let others: Vec<f64> = unlit.iter().filter_map(|i| i.value).collect();
@@ -1082,7 +1094,11 @@ fn localise(unit: Unit, inst: &[InstanceValue]) -> Option<String> {
     } else {
         format!("{}–{}", format_value(unit, lo), format_value(unit, hi))
     };
-    Some(format!("only {}; others {range}", lits.join(", ")))
+    Some(format!(
+        "only {}: {what} {}, others {range}",
+        names.join(", "),
+        values.join(", ")
+    ))
 }
 
 fn walk(
