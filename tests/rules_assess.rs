@@ -442,3 +442,40 @@ fn report_serialises_to_json_and_back() {
     let back: Report = serde_json::from_str(&j).expect("deserialise");
     assert_eq!(back, r);
 }
+
+#[test]
+fn an_any_question_leaves_out_signals_the_data_cannot_have() {
+    let n = 20;
+    let mut s = healthy(n);
+    s[ETCD_LAT] = SignalInput::unavailable(Availability::NotExposed, "not exposed");
+    let r = assess(&rules(), &input(n, s));
+    // "Is etcd slow?" is answered by wal_fsync and no_leader alone.
+    assert_eq!(axis(&r, "etcd-other").state, AxisState::Clear);
+    assert!(axis(&r, "etcd-other")
+        .timeline
+        .iter()
+        .all(|s| *s == StepState::Unlit));
+
+    // Every part unavailable: unknown, and the leaf is not checked.
+    let mut s = healthy(n);
+    for k in [ETCD_LAT, WAL, LEADER] {
+        s[k] = SignalInput::unavailable(Availability::RoleAbsent, "no etcd targets in the data");
+    }
+    s[ETCD_LAT] = SignalInput::unavailable(Availability::NotExposed, "not exposed");
+    let r = assess(&rules(), &input(n, s));
+    assert!(axis(&r, "etcd-other")
+        .timeline
+        .iter()
+        .all(|s| *s == StepState::Unknown));
+    assert_eq!(axis(&r, "etcd-other").state, AxisState::NotChecked);
+}
+
+#[test]
+fn nan_means_nothing_observed_and_is_unlit() {
+    let n = 20;
+    let mut s = healthy(n);
+    s[ERRORS] = sig(vec![("apiserver-0", flat(n, f64::NAN))]);
+    let r = assess(&rules(), &input(n, s));
+    assert_eq!(r.status, Status::Healthy);
+    assert_eq!(r.path[0].answer, Answer::No);
+}

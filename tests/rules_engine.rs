@@ -627,9 +627,9 @@ fn watch_cache_reinits_after_a_restart_are_not_a_cacher_failure() {
     let r = diagnose(&rules, &reinit(false), &Options::default()).expect("diagnose");
     let wc = r.axes.iter().find(|a| a.leaf == "watch-cache").unwrap();
     assert_eq!(wc.onset, Some(T0 + 25 * IV), "{:?}", wc.timeline);
-    // Lit while the re-init is inside the 1 m range, then back to 0; the leaf
-    // itself stays unknown rather than "recovered" because this dataset lacks
-    // the other watch signals (three-valued logic: unknown is not unlit).
+    // Lit while the re-init is inside the 1 m range, then back to 0. The other
+    // watch signals are not exposed here: they are left out of the questions,
+    // so the leaf recovers.
     let ev = wc
         .evidence
         .iter()
@@ -645,7 +645,7 @@ fn watch_cache_reinits_after_a_restart_are_not_a_cacher_failure() {
     // Ranges are left-open (Prometheus 3): the jump from step 24 to 25 is seen
     // by the windows ending at steps 25–27 only.
     assert_eq!(positive, vec![25, 26, 27]);
-    assert_eq!(wc.recovered, None);
+    assert_eq!(wc.recovered, Some(T0 + 28 * IV));
 }
 
 #[test]

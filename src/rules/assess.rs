@@ -139,11 +139,19 @@ struct Judged {
     lit: BTreeMap<String, Vec<Option<bool>>>,
     /// Aggregate per step.
     states: States,
+    /// Not exposed by this version, or no target of its role: an `any` list
+    /// skips it instead of becoming unknown.
+    unavailable: bool,
 }
 
-/// Judges one value against a threshold. `None` = cannot decide.
+/// Judges one value against a threshold. `None` = cannot decide (no value).
+/// NaN means the expression had nothing to measure in the window (0/0, the
+/// quantile of an empty histogram): nothing was observed, so it is unlit.
 pub fn judge(t: &Threshold, v: Option<f64>, baseline: Option<f64>) -> Option<bool> {
-    let v = v.filter(|x| !x.is_nan())?;
+    let v = v?;
+    if v.is_nan() {
+        return Some(false);
+    }
     let abs = match (t.above, t.below) {
         (Some(a), _) => Some(v > a),
         (None, Some(b)) => Some(v < b),
@@ -304,10 +312,15 @@ fn judge_signal(t: &Threshold, input: &SignalInput, plan: &BaselinePlan, nsteps:
             lit.insert(inst.clone(), l);
         }
     }
+    let unavailable = matches!(
+        input.availability,
+        Availability::NotExposed | Availability::RoleAbsent
+    );
     Judged {
         baseline,
         lit,
         states,
+        unavailable,
     }
 }
 
@@ -318,7 +331,19 @@ fn eval_condition(c: &Condition, rules: &RuleSet, judged: &[Judged], i: usize) -
             .map(|k| judged[k].states[i])
             .unwrap_or(StepState::Unknown),
         Condition::Any { any } => {
-            let v: Vec<StepState> = any.iter().map(|c| eval_condition(c, rules, judged, i)).collect();
+            // Signals this data cannot have (version, role) are left out of an
+            // `any`; if nothing is left, the answer is unknown.
+            let v: Vec<StepState> = any
+                .iter()
+                .filter(|c| match c {
+                    Condition::Signal(s) => !rules.signal(s).is_some_and(|k| judged[k].unavailable),
+                    _ => true,
+                })
+                .map(|c| eval_condition(c, rules, judged, i))
+                .collect();
+            if v.is_empty() {
+                return StepState::Unknown;
+            }
             if v.contains(&StepState::Lit) {
                 StepState::Lit
             } else if v.iter().all(|s| *s == StepState::Unlit) {
@@ -1222,7 +1247,7 @@ mod tests {
         assert_eq!(judge(&th, Some(0.004), Some(0.001)), Some(false));
         assert_eq!(judge(&th, Some(0.1), Some(0.01)), Some(true));
         assert_eq!(judge(&th, None, Some(0.01)), None);
-        assert_eq!(judge(&th, Some(f64::NAN), Some(0.01)), None);
+        assert_eq!(judge(&th, Some(f64::NAN), Some(0.01)), Some(false));
         let rel_only = t(None, Some((3.0, 0.05)));
         assert_eq!(judge(&rel_only, Some(1.0), None), None);
         let fall = Threshold {

@@ -177,11 +177,11 @@ fn per_instance(series: &[Series], steps: &[Millis], below: bool) -> BTreeMap<St
         let row = out.entry(inst).or_insert_with(|| vec![None; steps.len()]);
         for p in &s.samples {
             let Some(&i) = index.get(&p.t) else { continue };
-            if p.v.is_nan() {
-                continue;
-            }
+            // NaN (nothing observed) is kept only when no series has a number.
             row[i] = Some(match row[i] {
                 None => p.v,
+                Some(o) if o.is_nan() => p.v,
+                Some(_) if p.v.is_nan() => continue,
                 Some(o) if below => o.min(p.v),
                 Some(o) => o.max(p.v),
             });
