@@ -479,3 +479,28 @@ fn nan_means_nothing_observed_and_is_unlit() {
     assert_eq!(r.status, Status::Healthy);
     assert_eq!(r.path[0].answer, Answer::No);
 }
+
+#[test]
+fn a_fallback_says_which_specific_questions_it_could_not_ask() {
+    // Apiserver-only data: the apiserver sees slow etcd, etcd itself is absent.
+    let n = 30;
+    let mut s = healthy(n);
+    s[ETCD_LAT] = sig(vec![("apiserver-0", step_fn(n, 0.02, 0.9, 10, n))]);
+    s[WAL] = SignalInput::unavailable(Availability::RoleAbsent, "no etcd targets in the data");
+    s[LEADER] = SignalInput::unavailable(Availability::RoleAbsent, "no etcd targets in the data");
+    let r = assess(&rules(), &input(n, s));
+    let rc = r.verdict.root_cause.as_ref().expect("root cause");
+    assert_eq!((rc.axis.as_str(), rc.sub_axis.as_deref()), ("etcd", None));
+    assert_eq!(
+        axis(&r, "etcd-other").note.as_deref(),
+        Some("no more specific axis is lit, but these could not be checked: etcd-disk, etcd-raft")
+    );
+    assert!(
+        r.verdict
+            .assumptions
+            .iter()
+            .any(|a| a.starts_with("etcd: no more specific axis is lit")),
+        "{:?}",
+        r.verdict.assumptions
+    );
+}

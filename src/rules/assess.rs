@@ -765,7 +765,9 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
             .position(|&l| rules.leaves[l].id == leaf)
             .unwrap_or(usize::MAX)
     };
+    let state_of: BTreeMap<String, AxisState> = axes.iter().map(|a| (a.leaf.clone(), a.state)).collect();
     let mut candidates: Vec<usize> = Vec::new(); // indices into `axes`
+    let mut unchecked_notes: BTreeMap<usize, String> = BTreeMap::new();
     for (a, ax) in axes.iter_mut().enumerate() {
         if ax.state != AxisState::Lit {
             continue;
@@ -785,6 +787,25 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
                     superseded.join(", ")
                 ));
                 continue;
+            }
+            // A fallback is only as good as the questions it falls back from.
+            let unchecked: Vec<&str> = in_scope[l]
+                .iter()
+                .map(|&o| rules.leaves[o].id.as_str())
+                .filter(|id| {
+                    matches!(
+                        state_of.get(*id),
+                        Some(AxisState::NotChecked | AxisState::Unknown)
+                    )
+                })
+                .collect();
+            if !unchecked.is_empty() {
+                let note = format!(
+                    "no more specific axis is lit, but these could not be checked: {}",
+                    unchecked.join(", ")
+                );
+                ax.note = Some(note.clone());
+                unchecked_notes.insert(a, note);
             }
         }
         candidates.push(a);
@@ -879,6 +900,12 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
     } else {
         None
     };
+
+    if let Some((r, note)) = root_axis.and_then(|r| unchecked_notes.get(&r).map(|n| (r, n))) {
+        verdict
+            .assumptions
+            .push(format!("{}: {note}", axis_name(&axes[r].axis, &axes[r].sub_axis)));
+    }
 
     // 6. Symptom, walk.
     let root_node = &rules.nodes[rules.root];
