@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use promql_parser::parser::{AggregateExpr, Expr, LabelModifier};
 
+use super::functions::for_each_row;
 use super::{eval, eval_scalar, eval_vector, format_go_float, kahan_inc, rt, Ctx, EvalError, Row, Val};
 use crate::store::{Labels, METRIC_NAME};
 
@@ -48,9 +49,16 @@ pub(crate) fn eval_aggregate(ctx: &Ctx, a: &AggregateExpr) -> Result<Val, EvalEr
     }
     let param: Option<Vec<f64>> = match (&a.param, op.as_str()) {
         (Some(p), "topk" | "bottomk" | "quantile") => Some(eval_scalar(ctx, p)?),
-        (Some(_), other) => return Err(EvalError::Unsupported(format!("aggregation `{other}` with a parameter"))),
+        (Some(_), other) => {
+            return Err(EvalError::Unsupported(format!(
+                "aggregation `{other}` with a parameter"
+            )))
+        }
         (None, _) => None,
     };
+    if let Ok(kind) = AccOp::from_name(&op) {
+        return accumulate(ctx, a, kind);
+    }
     let rows = eval_vector(ctx, &a.expr)?;
     let gs = groups(&rows, &a.modifier);
     match op.as_str() {
@@ -77,30 +85,42 @@ pub(crate) fn eval_aggregate(ctx: &Ctx, a: &AggregateExpr) -> Result<Val, EvalEr
             }
             Ok(Val::Vector(out))
         }
-        _ => {
-            // Row-major accumulation: each member adds its values to the group's
-            // per-step state, in input order (the order Prometheus adds them).
-            let kind = AccOp::from_name(&op)?;
-            let mut out = Vec::with_capacity(gs.len());
-            let mut acc: Vec<Acc> = Vec::new();
-            for (labels, members) in gs {
-                acc.clear();
-                acc.resize(ctx.n, Acc::default());
-                for &m in &members {
-                    for (a, v) in acc.iter_mut().zip(&rows[m].vals) {
-                        if let Some(v) = *v {
-                            a.add(kind, v);
-                        }
-                    }
-                }
-                let vals: Vec<Option<f64>> = acc.iter().map(|a| a.finish(kind)).collect();
-                if vals.iter().any(|v| v.is_some()) {
-                    out.push(Row { labels, vals });
-                }
-            }
-            Ok(Val::Vector(out))
-        }
+        other => Err(EvalError::Unsupported(format!("aggregation `{other}`"))),
     }
+}
+
+/// `sum`, `avg`, `count`, `group`, `min`, `max`, `stddev`, `stdvar`: input rows
+/// stream into per-group, per-step accumulators (in input order, the order
+/// Prometheus adds them), so large inputs are never held in full.
+fn accumulate(ctx: &Ctx, a: &AggregateExpr, kind: AccOp) -> Result<Val, EvalError> {
+    let mut index: HashMap<Labels, usize> = HashMap::new();
+    let mut groups: Vec<(Labels, Vec<Acc>)> = Vec::new();
+    for_each_row(ctx, &a.expr, &mut |row: Row| {
+        let g = group_labels(&row.labels, &a.modifier);
+        let gi = match index.get(&g) {
+            Some(&gi) => gi,
+            None => {
+                index.insert(g.clone(), groups.len());
+                groups.push((g, vec![Acc::default(); ctx.n]));
+                groups.len() - 1
+            }
+        };
+        for (acc, v) in groups[gi].1.iter_mut().zip(&row.vals) {
+            if let Some(v) = *v {
+                acc.add(kind, v);
+            }
+        }
+        Ok(())
+    })?;
+    Ok(Val::Vector(
+        groups
+            .into_iter()
+            .filter_map(|(labels, acc)| {
+                let vals: Vec<Option<f64>> = acc.iter().map(|x| x.finish(kind)).collect();
+                vals.iter().any(|v| v.is_some()).then_some(Row { labels, vals })
+            })
+            .collect(),
+    ))
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -262,7 +282,11 @@ fn topk(
         if kf.is_nan() {
             return Err(rt("Parameter value is NaN"));
         }
-        let kk = if kf >= i64::MAX as f64 { i64::MAX } else { kf as i64 };
+        let kk = if kf >= i64::MAX as f64 {
+            i64::MAX
+        } else {
+            kf as i64
+        };
         if kk < 1 {
             continue;
         }
@@ -291,10 +315,17 @@ fn topk(
     let mut rows: Vec<Option<Row>> = rows
         .into_iter()
         .zip(out_vals)
-        .map(|(r, vals)| Some(Row { labels: r.labels, vals }))
+        .map(|(r, vals)| {
+            Some(Row {
+                labels: r.labels,
+                vals,
+            })
+        })
         .collect();
     if ctx.n == 1 {
-        return Ok(Val::Vector(order.into_iter().filter_map(|m| rows[m].take()).collect()));
+        return Ok(Val::Vector(
+            order.into_iter().filter_map(|m| rows[m].take()).collect(),
+        ));
     }
     Ok(Val::Vector(
         rows.into_iter()

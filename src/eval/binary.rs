@@ -48,7 +48,11 @@ pub(crate) fn eval_binary(ctx: &Ctx, b: &BinaryExpr) -> Result<Val, EvalError> {
             let mut out = Vec::with_capacity(ctx.n);
             for (x, y) in l.into_iter().zip(r) {
                 let (v, keep) = elem(&op, x, y)?;
-                out.push(if is_comparison(&op) { f64::from(u8::from(keep)) } else { v });
+                out.push(if is_comparison(&op) {
+                    f64::from(u8::from(keep))
+                } else {
+                    v
+                });
             }
             Ok(Val::Scalar(out))
         }
@@ -70,7 +74,13 @@ pub(crate) fn eval_binary(ctx: &Ctx, b: &BinaryExpr) -> Result<Val, EvalError> {
     }
 }
 
-fn vector_scalar(op: &str, rows: Vec<Row>, s: &[f64], swap: bool, return_bool: bool) -> Result<Val, EvalError> {
+fn vector_scalar(
+    op: &str,
+    rows: Vec<Row>,
+    s: &[f64],
+    swap: bool,
+    return_bool: bool,
+) -> Result<Val, EvalError> {
     let cmp = is_comparison(op);
     let drop = drops_name(op) || return_bool;
     let mut out = Vec::with_capacity(rows.len());

@@ -2,26 +2,28 @@
 //! `increase`, `*_over_time`, …) with Prometheus 3's extrapolation, instant
 //! functions (`abs`, `clamp`, `round`, …), label functions and `absent`.
 
+use std::collections::HashSet;
+
 use chrono::{DateTime, Datelike, Timelike};
 use promql_parser::label::MatchOp;
 use promql_parser::parser::{Call, Expr};
 
 use super::aggregate::quantile;
-use super::histogram::eval_histogram_quantile;
-use super::selector::{instant_points, range_input, RangeInput};
+use super::histogram::{eval_histogram_fraction, eval_histogram_quantile};
+use super::selector::{for_each_instant_row, instant_points, range_input, RangeInput};
 use super::{
-    eval_scalar, eval_vector, kahan_inc, merge_same_labels, no_same_labelset, rt, unparen, Ctx, EvalError,
-    Row, Val,
+    eval_scalar, eval_vector, kahan_inc, merge_same_labels, rt, same_labelset, unparen, Ctx, EvalError, Row,
+    Val,
 };
 use crate::store::{Labels, Millis, Sample, METRIC_NAME};
 
 /// Functions taking a range vector, with the index of that argument.
 fn matrix_arg(name: &str) -> Option<usize> {
     Some(match name {
-        "rate" | "increase" | "delta" | "irate" | "idelta" | "resets" | "changes" | "deriv" | "predict_linear"
-        | "avg_over_time" | "min_over_time" | "max_over_time" | "sum_over_time" | "count_over_time"
-        | "last_over_time" | "first_over_time" | "stddev_over_time" | "stdvar_over_time"
-        | "present_over_time" | "absent_over_time" => 0,
+        "rate" | "increase" | "delta" | "irate" | "idelta" | "resets" | "changes" | "deriv"
+        | "predict_linear" | "avg_over_time" | "min_over_time" | "max_over_time" | "sum_over_time"
+        | "count_over_time" | "last_over_time" | "first_over_time" | "stddev_over_time"
+        | "stdvar_over_time" | "present_over_time" | "absent_over_time" => 0,
         "quantile_over_time" => 1,
         _ => return None,
     })
@@ -34,7 +36,9 @@ pub(crate) fn eval_call(ctx: &Ctx, c: &Call) -> Result<Val, EvalError> {
         return eval_range_function(ctx, name, &args, mi);
     }
     match name {
-        "time" => Ok(Val::Scalar((0..ctx.n).map(|i| ctx.t(i) as f64 / 1000.0).collect())),
+        "time" => Ok(Val::Scalar(
+            (0..ctx.n).map(|i| ctx.t(i) as f64 / 1000.0).collect(),
+        )),
         "pi" => Ok(Val::Scalar(vec![std::f64::consts::PI; ctx.n])),
         "vector" => {
             let s = eval_scalar(ctx, arg(&args, 0, name)?)?;
@@ -57,8 +61,9 @@ pub(crate) fn eval_call(ctx: &Ctx, c: &Call) -> Result<Val, EvalError> {
                     .collect(),
             ))
         }
-        "abs" | "ceil" | "floor" | "exp" | "sqrt" | "ln" | "log2" | "log10" | "sgn" | "sin" | "cos" | "tan"
-        | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh" | "asinh" | "acosh" | "atanh" | "rad" | "deg" => {
+        "abs" | "ceil" | "floor" | "exp" | "sqrt" | "ln" | "log2" | "log10" | "sgn" | "sin" | "cos"
+        | "tan" | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh" | "asinh" | "acosh" | "atanh"
+        | "rad" | "deg" => {
             let f = simple_fn(name)?;
             let rows = eval_vector(ctx, arg(&args, 0, name)?)?;
             map_rows(rows, |_, v| Some(f(v)))
@@ -66,9 +71,18 @@ pub(crate) fn eval_call(ctx: &Ctx, c: &Call) -> Result<Val, EvalError> {
         "clamp" | "clamp_min" | "clamp_max" => {
             let rows = eval_vector(ctx, arg(&args, 0, name)?)?;
             let (lo, hi) = match name {
-                "clamp" => (eval_scalar(ctx, arg(&args, 1, name)?)?, eval_scalar(ctx, arg(&args, 2, name)?)?),
-                "clamp_min" => (eval_scalar(ctx, arg(&args, 1, name)?)?, vec![f64::INFINITY; ctx.n]),
-                _ => (vec![f64::NEG_INFINITY; ctx.n], eval_scalar(ctx, arg(&args, 1, name)?)?),
+                "clamp" => (
+                    eval_scalar(ctx, arg(&args, 1, name)?)?,
+                    eval_scalar(ctx, arg(&args, 2, name)?)?,
+                ),
+                "clamp_min" => (
+                    eval_scalar(ctx, arg(&args, 1, name)?)?,
+                    vec![f64::INFINITY; ctx.n],
+                ),
+                _ => (
+                    vec![f64::NEG_INFINITY; ctx.n],
+                    eval_scalar(ctx, arg(&args, 1, name)?)?,
+                ),
             };
             map_rows(rows, |i, v| (hi[i] >= lo[i]).then(|| lo[i].max(hi[i].min(v))))
         }
@@ -135,12 +149,19 @@ pub(crate) fn eval_call(ctx: &Ctx, c: &Call) -> Result<Val, EvalError> {
                 Vec::new()
             }))
         }
+        "histogram_fraction" => {
+            let lower = eval_scalar(ctx, arg(&args, 0, name)?)?;
+            let upper = eval_scalar(ctx, arg(&args, 1, name)?)?;
+            let rows = eval_vector(ctx, arg(&args, 2, name)?)?;
+            Ok(Val::Vector(eval_histogram_fraction(ctx, &lower, &upper, rows)?))
+        }
         "histogram_quantile" => {
             let q = eval_scalar(ctx, arg(&args, 0, name)?)?;
             let rows = eval_vector(ctx, arg(&args, 1, name)?)?;
             Ok(Val::Vector(eval_histogram_quantile(ctx, &q, rows)?))
         }
-        "minute" | "hour" | "day_of_week" | "day_of_month" | "day_of_year" | "days_in_month" | "month" | "year" => {
+        "minute" | "hour" | "day_of_week" | "day_of_month" | "day_of_year" | "days_in_month" | "month"
+        | "year" => {
             let f = date_fn(name)?;
             match args.first() {
                 None => Ok(Val::Vector(vec![Row {
@@ -259,7 +280,12 @@ fn absent_labels(e: &Expr) -> Labels {
     };
     let mut l = Labels::new();
     let mut has: Vec<&str> = Vec::new();
-    for m in vs.matchers.matchers.iter().chain(vs.matchers.or_matchers.iter().flatten()) {
+    for m in vs
+        .matchers
+        .matchers
+        .iter()
+        .chain(vs.matchers.or_matchers.iter().flatten())
+    {
         if m.name == METRIC_NAME {
             continue;
         }
@@ -293,7 +319,9 @@ fn label_replace(ctx: &Ctx, args: &[&Expr]) -> Result<Val, EvalError> {
     let re = regex::Regex::new(&format!("^(?s:{re_str})$"))
         .map_err(|_| rt(format!("invalid regular expression in label_replace(): {re_str}")))?;
     if !valid_label_name(&dst) {
-        return Err(rt(format!("invalid destination label name in label_replace(): {dst}")));
+        return Err(rt(format!(
+            "invalid destination label name in label_replace(): {dst}"
+        )));
     }
     let rows = eval_vector(ctx, arg(args, 0, name)?)?;
     let mut out = Vec::with_capacity(rows.len());
@@ -318,7 +346,9 @@ fn label_join(ctx: &Ctx, args: &[&Expr]) -> Result<Val, EvalError> {
         srcs.push(string_arg(a, "label_join source")?);
     }
     if !valid_label_name(&dst) {
-        return Err(rt(format!("invalid destination label name in label_join(): {dst}")));
+        return Err(rt(format!(
+            "invalid destination label name in label_join(): {dst}"
+        )));
     }
     let rows = eval_vector(ctx, arg(args, 0, name)?)?;
     let mut out = Vec::with_capacity(rows.len());
@@ -344,13 +374,8 @@ pub(crate) struct WindowCtx {
 }
 
 fn eval_range_function(ctx: &Ctx, name: &str, args: &[&Expr], mi: usize) -> Result<Val, EvalError> {
-    let input: RangeInput = range_input(ctx, arg(args, mi, name)?)?;
-    let param: Vec<f64> = match name {
-        "predict_linear" => eval_scalar(ctx, arg(args, 1, name)?)?,
-        "quantile_over_time" => eval_scalar(ctx, arg(args, 0, name)?)?,
-        _ => vec![f64::NAN; ctx.n],
-    };
     if name == "absent_over_time" {
+        let input: RangeInput = range_input(ctx, arg(args, mi, name)?)?;
         let mut present = vec![false; ctx.n];
         for s in &input.series {
             for (i, p) in present.iter_mut().enumerate() {
@@ -369,18 +394,42 @@ fn eval_range_function(ctx: &Ctx, name: &str, args: &[&Expr], mi: usize) -> Resu
             vals,
         }]));
     }
+    let mut out = Vec::new();
+    for_each_range_row(ctx, name, args, mi, &mut |r| {
+        out.push(r);
+        Ok(())
+    })?;
+    Ok(Val::Vector(out))
+}
+
+/// Calls `f` with each output row of a range-vector function (`rate(x[5m])`),
+/// one input series at a time. Two output rows with equal labels are an error.
+fn for_each_range_row(
+    ctx: &Ctx,
+    name: &str,
+    args: &[&Expr],
+    mi: usize,
+    f: &mut dyn FnMut(Row) -> Result<(), EvalError>,
+) -> Result<(), EvalError> {
+    let input: RangeInput = range_input(ctx, arg(args, mi, name)?)?;
+    let param: Vec<f64> = match name {
+        "predict_linear" => eval_scalar(ctx, arg(args, 1, name)?)?,
+        "quantile_over_time" => eval_scalar(ctx, arg(args, 0, name)?)?,
+        _ => vec![f64::NAN; ctx.n],
+    };
     let keep_name = name == "last_over_time";
-    let f = RangeFn::from_name(name)?;
-    let mut rows = Vec::with_capacity(input.series.len());
+    let rf = RangeFn::from_name(name)?;
+    let mut seen: HashSet<Labels> = HashSet::new();
     for s in &input.series {
         let mut vals = vec![None; ctx.n];
+        let mut any = false;
         let samples = &s.samples[..];
         // Window ends never decrease from step to step, so both bounds slide forward.
         let (mut lo, mut hi) = input.window(ctx, 0, samples);
         for (i, slot) in vals.iter_mut().enumerate() {
             if i > 0 {
                 let end = input.end(ctx, i);
-                let start = end - input.range;
+                let start = end.saturating_sub(input.range);
                 while lo < samples.len() && samples[lo].t <= start {
                     lo += 1;
                 }
@@ -394,20 +443,53 @@ fn eval_range_function(ctx: &Ctx, name: &str, args: &[&Expr], mi: usize) -> Resu
             }
             let end = input.end(ctx, i);
             let w = WindowCtx {
-                range_start: end - input.range,
+                range_start: end.saturating_sub(input.range),
                 range_end: end,
                 range: input.range,
                 t: ctx.t(i),
                 param: param[i],
             };
-            *slot = range_fn(f, &s.samples[lo..hi], &w);
+            *slot = range_fn(rf, &samples[lo..hi], &w);
+            any |= slot.is_some();
         }
-        rows.push(Row {
-            labels: if keep_name { s.labels.clone() } else { s.labels.without_name() },
-            vals,
-        });
+        if !any {
+            continue;
+        }
+        let labels = if keep_name {
+            s.labels.clone()
+        } else {
+            s.labels.without_name()
+        };
+        if !seen.insert(labels.clone()) {
+            return Err(same_labelset());
+        }
+        f(Row { labels, vals })?;
     }
-    Ok(Val::Vector(no_same_labelset(rows)?))
+    Ok(())
+}
+
+/// Calls `f` with each row of an instant-vector expression. Selectors and
+/// range-vector functions stream one series at a time; anything else is
+/// evaluated first.
+pub(crate) fn for_each_row(
+    ctx: &Ctx,
+    expr: &Expr,
+    f: &mut dyn FnMut(Row) -> Result<(), EvalError>,
+) -> Result<(), EvalError> {
+    match unparen(expr) {
+        Expr::VectorSelector(vs) => for_each_instant_row(ctx, vs, f),
+        Expr::Call(c) if c.func.name != "absent_over_time" && matrix_arg(c.func.name).is_some() => {
+            let args: Vec<&Expr> = c.args.args.iter().map(|a| unparen(a)).collect();
+            let mi = matrix_arg(c.func.name).unwrap_or(0);
+            for_each_range_row(ctx, c.func.name, &args, mi, f)
+        }
+        other => {
+            for r in eval_vector(ctx, other)? {
+                f(r)?;
+            }
+            Ok(())
+        }
+    }
 }
 
 /// A range-vector function, resolved once per query.
@@ -493,8 +575,16 @@ fn range_fn(f: RangeFn, w: &[Sample], c: &WindowCtx) -> Option<f64> {
             Some(if s.is_infinite() { s } else { s + comp })
         }
         Count => Some(w.len() as f64),
-        Min => Some(w[1..].iter().fold(w[0].v, |m, p| if p.v < m || m.is_nan() { p.v } else { m })),
-        Max => Some(w[1..].iter().fold(w[0].v, |m, p| if p.v > m || m.is_nan() { p.v } else { m })),
+        Min => Some(
+            w[1..]
+                .iter()
+                .fold(w[0].v, |m, p| if p.v < m || m.is_nan() { p.v } else { m }),
+        ),
+        Max => Some(
+            w[1..]
+                .iter()
+                .fold(w[0].v, |m, p| if p.v > m || m.is_nan() { p.v } else { m }),
+        ),
         Last => w.last().map(|p| p.v),
         First => w.first().map(|p| p.v),
         Present => Some(1.0),

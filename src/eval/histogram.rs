@@ -113,8 +113,107 @@ pub fn parse_le(s: &str) -> Option<f64> {
     t.parse::<f64>().ok()
 }
 
+/// The fraction of observations between `lower` and `upper` in classic buckets
+/// `(upper bound, cumulative count)`, as Prometheus's `BucketFraction`.
+///
+/// Linear interpolation inside a bucket; the lowest bucket starts at 0 when its
+/// bound is positive (else at -Inf, where no interpolation is possible). No
+/// `+Inf` bucket, zero observations or a NaN bound give NaN; `lower >= upper`
+/// gives 0.
+pub fn bucket_fraction(lower: f64, upper: f64, buckets: &mut [(f64, f64)]) -> f64 {
+    if buckets.is_empty() {
+        return f64::NAN;
+    }
+    buckets.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+    if buckets[buckets.len() - 1].0 != f64::INFINITY {
+        return f64::NAN;
+    }
+    let mut merged: Vec<(f64, f64)> = Vec::with_capacity(buckets.len());
+    for &(ub, c) in buckets.iter() {
+        match merged.last_mut() {
+            Some(last) if last.0 == ub => last.1 += c,
+            _ => merged.push((ub, c)),
+        }
+    }
+    let count = merged[merged.len() - 1].1;
+    if count == 0.0 || lower.is_nan() || upper.is_nan() {
+        return f64::NAN;
+    }
+    if lower >= upper {
+        return 0.0;
+    }
+    let (mut rank, mut lower_rank, mut upper_rank) = (0.0, 0.0, 0.0);
+    let (mut lower_set, mut upper_set) = (false, false);
+    let mut lower_bound = if merged[0].0 <= 0.0 {
+        f64::NEG_INFINITY
+    } else {
+        0.0
+    };
+    for (i, &(upper_bound, cum)) in merged.iter().enumerate() {
+        if i > 0 {
+            lower_bound = merged[i - 1].0;
+        }
+        let interpolate = |v: f64| {
+            if lower_bound == f64::NEG_INFINITY {
+                cum
+            } else {
+                rank + (cum - rank) * (v - lower_bound) / (upper_bound - lower_bound)
+            }
+        };
+        if !lower_set && lower_bound >= lower {
+            lower_rank = rank;
+            lower_set = true;
+        }
+        if !upper_set && lower_bound >= upper {
+            upper_rank = rank;
+            upper_set = true;
+        }
+        if lower_set && upper_set {
+            break;
+        }
+        if !lower_set && lower_bound < lower && upper_bound > lower {
+            lower_rank = interpolate(lower);
+            lower_set = true;
+        }
+        if !upper_set && lower_bound < upper && upper_bound > upper {
+            upper_rank = interpolate(upper);
+            upper_set = true;
+        }
+        if lower_set && upper_set {
+            break;
+        }
+        rank = cum;
+    }
+    if !lower_set || lower_rank > count {
+        lower_rank = count;
+    }
+    if !upper_set || upper_rank > count {
+        upper_rank = count;
+    }
+    (upper_rank - lower_rank) / count
+}
+
 /// `histogram_quantile(q, buckets)` over every step.
 pub(crate) fn eval_histogram_quantile(ctx: &Ctx, q: &[f64], rows: Vec<Row>) -> Result<Vec<Row>, EvalError> {
+    eval_over_buckets(ctx, rows, |i, b| bucket_quantile(q[i], b))
+}
+
+/// `histogram_fraction(lower, upper, buckets)` over every step.
+pub(crate) fn eval_histogram_fraction(
+    ctx: &Ctx,
+    lower: &[f64],
+    upper: &[f64],
+    rows: Vec<Row>,
+) -> Result<Vec<Row>, EvalError> {
+    eval_over_buckets(ctx, rows, |i, b| bucket_fraction(lower[i], upper[i], b))
+}
+
+/// Groups bucket series into histograms once, then applies `f(step, buckets)`.
+fn eval_over_buckets(
+    ctx: &Ctx,
+    rows: Vec<Row>,
+    f: impl Fn(usize, &mut Vec<(f64, f64)>) -> f64,
+) -> Result<Vec<Row>, EvalError> {
     // Group the bucket series once: signature = labels without `le` and name.
     let mut groups: HashMap<Labels, Vec<(f64, usize)>> = HashMap::new();
     let mut order: Vec<Labels> = Vec::new();
@@ -144,7 +243,7 @@ pub(crate) fn eval_histogram_quantile(ctx: &Ctx, q: &[f64], rows: Vec<Row>) -> R
                 }
             }
             if !buf.is_empty() {
-                *slot = Some(bucket_quantile(q[i], &mut buf));
+                *slot = Some(f(i, &mut buf));
             }
         }
         out.push(Row {

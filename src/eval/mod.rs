@@ -1,5 +1,5 @@
 //! The PromQL evaluator: the subset of PromQL cptriage's rules use, evaluated over
-//! the [`Store`](crate::store::Store) with Prometheus 3 semantics.
+//! the [`Store`] with Prometheus 3 semantics.
 //!
 //! Expressions are parsed with the `promql-parser` crate; [`check_supported`]
 //! rejects anything outside the subset before evaluation, naming the construct.
@@ -28,7 +28,7 @@ use std::collections::{BTreeSet, HashMap};
 pub use promql_parser::parser::Expr;
 
 pub use check::{check_supported, referenced_metrics};
-pub use histogram::{almost_equal, bucket_quantile, parse_le};
+pub use histogram::{almost_equal, bucket_fraction, bucket_quantile, parse_le};
 
 use crate::store::{Labels, Millis, Sample, Series, Store};
 
@@ -100,16 +100,16 @@ pub fn parse(text: &str) -> Result<Expr, EvalError> {
 
 /// Evaluates `expr` at time `t`.
 ///
-/// A matrix selector at the top level yields [`Value::Matrix`] with the raw
-/// points of its window; everything else yields a scalar, string or vector.
+/// A matrix selector or subquery at the top level yields [`Value::Matrix`]
+/// with the points of its window; everything else yields a scalar, string or vector.
 /// Vector elements come in Prometheus's output order (selection order sorted by
 /// labels, or the order `sort`, `sort_desc`, `sort_by_label`, `topk` and
 /// `bottomk` impose).
 pub fn instant(store: &Store, expr: &Expr, t: Millis, opts: &EvalOptions) -> Result<Value, EvalError> {
     check_supported(expr)?;
     let ctx = Ctx::new(store, t, t, 1, opts);
-    if let Expr::MatrixSelector(ms) = unparen(expr) {
-        let input = selector::range_input_for_selector(&ctx, ms)?;
+    if matches!(unparen(expr), Expr::MatrixSelector(_) | Expr::Subquery(_)) {
+        let input = selector::range_input(&ctx, expr)?;
         let mut out = Vec::new();
         for s in &input.series {
             let (lo, hi) = input.window(&ctx, 0, &s.samples);
@@ -160,7 +160,7 @@ pub fn range(
             "invalid range query: end timestamp must not be before start time".into(),
         ));
     }
-    let n = ((end - start) / step + 1) as usize;
+    let n = check_resolution(start, end, step)?;
     let ctx = Ctx::new(store, start, step, n, opts);
     let rows = match eval(&ctx, expr)? {
         Val::Scalar(v) => vec![Row {
@@ -193,6 +193,21 @@ pub fn range(
     Ok(out)
 }
 
+/// Prometheus's limit on points per series in one query.
+pub const MAX_POINTS_PER_SERIES: i64 = 11_000;
+
+/// The number of steps from `start` to `end`, refused beyond
+/// [`MAX_POINTS_PER_SERIES`] as Prometheus does.
+pub(crate) fn check_resolution(start: Millis, end: Millis, step: Millis) -> Result<usize, EvalError> {
+    let n = end.saturating_sub(start) / step + 1;
+    if n > MAX_POINTS_PER_SERIES {
+        return Err(rt(
+            "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)",
+        ));
+    }
+    Ok(n.max(0) as usize)
+}
+
 /// The evaluation frame: the step times being computed.
 pub(crate) struct Ctx<'a> {
     pub store: &'a Store,
@@ -207,7 +222,7 @@ pub(crate) struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     fn new(store: &'a Store, start: Millis, step: Millis, n: usize, opts: &EvalOptions) -> Self {
-        let end = start + step * (n as i64 - 1);
+        let end = start.saturating_add(step.saturating_mul(n as i64 - 1));
         Ctx {
             store,
             start,
@@ -221,7 +236,7 @@ impl<'a> Ctx<'a> {
 
     /// The time of step `i`.
     pub fn t(&self, i: usize) -> Millis {
-        self.start + self.step * i as i64
+        self.start.saturating_add(self.step.saturating_mul(i as i64))
     }
 
     /// The same frame over other step times (subqueries).
@@ -285,10 +300,9 @@ pub(crate) fn eval(ctx: &Ctx, expr: &Expr) -> Result<Val, EvalError> {
             Val::Str(_) => Err(rt("unary minus is not defined on strings")),
         },
         Expr::VectorSelector(vs) => Ok(Val::Vector(selector::eval_instant_selector(ctx, vs)?)),
-        Expr::MatrixSelector(_) => Err(rt(
-            "a range vector (matrix selector) can only be evaluated as a function argument",
+        Expr::MatrixSelector(_) | Expr::Subquery(_) => Err(rt(
+            "invalid expression type \"range vector\" for range query, must be Scalar or instant Vector",
         )),
-        Expr::Subquery(_) => Err(rt("a subquery can only be evaluated as a function argument")),
         Expr::Call(c) => functions::eval_call(ctx, c),
         Expr::Aggregate(a) => aggregate::eval_aggregate(ctx, a),
         Expr::Binary(b) => binary::eval_binary(ctx, b),
@@ -341,19 +355,6 @@ pub(crate) fn merge_same_labels(rows: Vec<Row>) -> Result<Vec<Row>, EvalError> {
         }
     }
     Ok(out)
-}
-
-/// Like [`merge_same_labels`], but any two rows with equal labels are an error,
-/// whether or not their steps overlap (Prometheus's check on range-vector
-/// function results and unary minus).
-pub(crate) fn no_same_labelset(rows: Vec<Row>) -> Result<Vec<Row>, EvalError> {
-    let mut seen: std::collections::HashSet<&Labels> = std::collections::HashSet::with_capacity(rows.len());
-    for r in &rows {
-        if r.vals.iter().any(|v| v.is_some()) && !seen.insert(&r.labels) {
-            return Err(same_labelset());
-        }
-    }
-    Ok(rows.into_iter().filter(|r| r.vals.iter().any(|v| v.is_some())).collect())
 }
 
 pub(crate) fn same_labelset() -> EvalError {

@@ -77,7 +77,11 @@ pub(crate) fn fixed_name(vs: &VectorSelector) -> Option<&str> {
 /// The series a selector selects, sorted by labels (storage order in Prometheus).
 pub(crate) fn select<'a>(ctx: &Ctx<'a>, vs: &VectorSelector) -> Vec<&'a Series> {
     let mut out: Vec<&'a Series> = match fixed_name(vs) {
-        Some(n) => ctx.store.by_name(n).filter(|s| selector_matches(vs, &s.labels)).collect(),
+        Some(n) => ctx
+            .store
+            .by_name(n)
+            .filter(|s| selector_matches(vs, &s.labels))
+            .collect(),
         None => ctx
             .store
             .series()
@@ -103,13 +107,13 @@ pub(crate) fn instant_points<'a>(
         .map(|s| {
             let pts = (0..ctx.n)
                 .map(|i| {
-                    let t = at.unwrap_or_else(|| ctx.t(i)) - off;
+                    let t = at.unwrap_or_else(|| ctx.t(i)).saturating_sub(off);
                     let idx = s.samples.partition_point(|p| p.t <= t);
                     if idx == 0 {
                         return None;
                     }
                     let p = s.samples[idx - 1];
-                    (p.t > t - ctx.lookback && !is_stale(p.v)).then_some(p)
+                    (p.t > t.saturating_sub(ctx.lookback) && !is_stale(p.v)).then_some(p)
                 })
                 .collect();
             (s, pts)
@@ -117,16 +121,61 @@ pub(crate) fn instant_points<'a>(
         .collect()
 }
 
+/// The row an instant selector yields for one series, `None` if it has no
+/// value at any step. Step times never decrease, so the lookup slides forward.
+fn instant_row(ctx: &Ctx, s: &Series, off: Millis, at: Option<Millis>) -> Option<Row> {
+    let samples = &s.samples;
+    let mut vals = Vec::with_capacity(ctx.n);
+    let mut any = false;
+    let mut idx = 0usize;
+    for i in 0..ctx.n {
+        let t = at.unwrap_or_else(|| ctx.t(i)).saturating_sub(off);
+        if i == 0 || at.is_some() {
+            idx = samples.partition_point(|p| p.t <= t);
+        } else {
+            while idx < samples.len() && samples[idx].t <= t {
+                idx += 1;
+            }
+        }
+        let v = if idx == 0 {
+            None
+        } else {
+            let p = samples[idx - 1];
+            (p.t > t.saturating_sub(ctx.lookback) && !is_stale(p.v)).then_some(p.v)
+        };
+        any |= v.is_some();
+        vals.push(v);
+    }
+    any.then(|| Row {
+        labels: s.labels.clone(),
+        vals,
+    })
+}
+
+/// Calls `f` with the row of every selected series that has a value at some step.
+pub(crate) fn for_each_instant_row(
+    ctx: &Ctx,
+    vs: &VectorSelector,
+    f: &mut dyn FnMut(Row) -> Result<(), EvalError>,
+) -> Result<(), EvalError> {
+    let off = offset_ms(&vs.offset);
+    let at = at_ms(ctx, &vs.at);
+    for s in select(ctx, vs) {
+        if let Some(r) = instant_row(ctx, s, off, at) {
+            f(r)?;
+        }
+    }
+    Ok(())
+}
+
 /// Evaluates an instant vector selector at every step.
 pub(crate) fn eval_instant_selector(ctx: &Ctx, vs: &VectorSelector) -> Result<Vec<Row>, EvalError> {
-    Ok(instant_points(ctx, vs)
-        .into_iter()
-        .filter(|(_, pts)| pts.iter().any(|p| p.is_some()))
-        .map(|(s, pts)| Row {
-            labels: s.labels.clone(),
-            vals: pts.into_iter().map(|p| p.map(|p| p.v)).collect(),
-        })
-        .collect())
+    let mut out = Vec::new();
+    for_each_instant_row(ctx, vs, &mut |r| {
+        out.push(r);
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 /// One series of a range input with staleness markers removed.
@@ -147,13 +196,13 @@ pub(crate) struct RangeInput<'a> {
 impl RangeInput<'_> {
     /// The window end (inclusive) at step `i`.
     pub fn end(&self, ctx: &Ctx, i: usize) -> Millis {
-        self.at.unwrap_or_else(|| ctx.t(i)) - self.offset
+        self.at.unwrap_or_else(|| ctx.t(i)).saturating_sub(self.offset)
     }
 
     /// Index bounds of the points in `(end - range, end]` at step `i`.
     pub fn window(&self, ctx: &Ctx, i: usize, samples: &[Sample]) -> (usize, usize) {
         let end = self.end(ctx, i);
-        let start = end - self.range;
+        let start = end.saturating_sub(self.range);
         let lo = samples.partition_point(|p| p.t <= start);
         let hi = samples.partition_point(|p| p.t <= end);
         (lo, hi.max(lo))
@@ -197,21 +246,26 @@ pub(crate) fn range_input_for_subquery<'a>(
     let range = duration_ms(&sq.range);
     let offset = offset_ms(&sq.offset);
     let at = at_ms(ctx, &sq.at);
-    let step = sq.step.as_ref().map(duration_ms).unwrap_or(DEFAULT_SUBQUERY_STEP).max(1);
+    let step = sq
+        .step
+        .as_ref()
+        .map(duration_ms)
+        .unwrap_or(DEFAULT_SUBQUERY_STEP)
+        .max(1);
     let (outer_start, outer_end) = match at {
         Some(a) => (a, a),
         None => (ctx.start, ctx.t(ctx.n.saturating_sub(1))),
     };
-    let lower = outer_start - offset - range;
+    let lower = outer_start.saturating_sub(offset).saturating_sub(range);
     let mut start = step * (lower / step);
     if start <= lower {
-        start += step;
+        start = start.saturating_add(step);
     }
-    let end = outer_end - offset;
+    let end = outer_end.saturating_sub(offset);
     let series = if end < start {
         Vec::new()
     } else {
-        let n = ((end - start) / step + 1) as usize;
+        let n = super::check_resolution(start, end, step)?;
         let inner = ctx.sub(start, step, n);
         eval_vector(&inner, &sq.expr)?
             .into_iter()

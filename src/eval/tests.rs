@@ -6,11 +6,16 @@ use crate::store::stale_nan;
 
 const S: Millis = 1000;
 
+type Points = Vec<(Millis, f64)>;
+type SeriesSpec<'a> = (&'a [(&'a str, &'a str)], &'a [(Millis, f64)]);
+type RateCase = (&'static str, Millis, Millis, Points, Option<f64>);
+type QuantileCase = (f64, Vec<(f64, f64)>, f64);
+
 fn pts(p: &[(Millis, f64)]) -> Vec<Sample> {
     p.iter().map(|&(t, v)| Sample { t: t * S, v }).collect()
 }
 
-fn store(series: &[(&[(&str, &str)], &[(Millis, f64)])]) -> Store {
+fn store(series: &[SeriesSpec]) -> Store {
     let mut st = Store::new();
     for (labels, points) in series {
         let l = st.labels(labels.iter().copied());
@@ -42,7 +47,7 @@ fn extrapolation_edge_cases() {
     let late: Vec<(Millis, f64)> = (0..6).map(|i| (150 + i * 30, 10.0 + i as f64)).collect();
     let near_zero: Vec<(Millis, f64)> = (0..9).map(|i| (60 + i * 30, 1.0 + 10.0 * i as f64)).collect();
     let falling: Vec<(Millis, f64)> = (0..10).map(|i| (30 + i * 30, 10.0 - i as f64)).collect();
-    let cases: Vec<(&str, Millis, Millis, Vec<(Millis, f64)>, Option<f64>)> = vec![
+    let cases: Vec<RateCase> = vec![
         // Samples cover the window: extrapolated by the full 30 s gap at the start.
         ("increase", 300, 300, even.clone(), Some(10.0)),
         ("rate", 300, 300, even.clone(), Some(10.0 / 300.0)),
@@ -64,9 +69,27 @@ fn extrapolation_edge_cases() {
         ("rate", 300, 300, vec![(100, 1.0)], None),
         ("irate", 300, 300, vec![(240, 10.0), (270, 2.0)], Some(2.0 / 30.0)),
         ("idelta", 300, 300, vec![(240, 10.0), (270, 2.0)], Some(-8.0)),
-        ("resets", 300, 300, vec![(30, 5.0), (60, 1.0), (90, 3.0), (120, 0.0)], Some(2.0)),
-        ("changes", 300, 300, vec![(30, 5.0), (60, 5.0), (90, 3.0), (120, 3.0)], Some(1.0)),
-        ("deriv", 300, 300, vec![(0, 0.0), (60, 60.0), (120, 120.0)], Some(1.0)),
+        (
+            "resets",
+            300,
+            300,
+            vec![(30, 5.0), (60, 1.0), (90, 3.0), (120, 0.0)],
+            Some(2.0),
+        ),
+        (
+            "changes",
+            300,
+            300,
+            vec![(30, 5.0), (60, 5.0), (90, 3.0), (120, 3.0)],
+            Some(1.0),
+        ),
+        (
+            "deriv",
+            300,
+            300,
+            vec![(0, 0.0), (60, 60.0), (120, 120.0)],
+            Some(1.0),
+        ),
     ];
     for (f, t, range, p, want) in cases {
         let got = eval_range_fn_for_test(f, &pts(&p), &window_ctx(t * S, range * S));
@@ -83,9 +106,15 @@ fn rate_through_the_store_matches_prometheus_windows() {
     // 0+10x40 every 10 s: rate over [1m] is exactly 1/s anywhere inside.
     let p: Vec<(Millis, f64)> = (0..=40).map(|i| (i * 10, i as f64 * 10.0)).collect();
     let st = store(&[(&[("__name__", "c_total"), ("job", "a")], &p)]);
-    assert_eq!(inst(&st, "rate(c_total[1m])", 200), vec![("{job=\"a\"}".into(), 1.0)]);
+    assert_eq!(
+        inst(&st, "rate(c_total[1m])", 200),
+        vec![("{job=\"a\"}".into(), 1.0)]
+    );
     // Left-open window: (140 s, 200 s] holds 6 points, not 7.
-    assert_eq!(inst(&st, "count_over_time(c_total[1m])", 200), vec![("{job=\"a\"}".into(), 6.0)]);
+    assert_eq!(
+        inst(&st, "count_over_time(c_total[1m])", 200),
+        vec![("{job=\"a\"}".into(), 6.0)]
+    );
     // Offset moves the window back.
     assert_eq!(
         inst(&st, "max_over_time(c_total[1m] offset 100s)", 200),
@@ -99,22 +128,47 @@ fn histogram_quantile_le_spellings_and_edge_cases() {
     // that differs from string order: 2.5 < 10).
     let st = store(&[
         (&[("__name__", "h_bucket"), ("v", "a"), ("le", "1")], &[(0, 5.0)]),
-        (&[("__name__", "h_bucket"), ("v", "a"), ("le", "2.5")], &[(0, 8.0)]),
-        (&[("__name__", "h_bucket"), ("v", "a"), ("le", "10")], &[(0, 10.0)]),
-        (&[("__name__", "h_bucket"), ("v", "a"), ("le", "+Inf")], &[(0, 10.0)]),
-        (&[("__name__", "h_bucket"), ("v", "b"), ("le", "1.0")], &[(0, 5.0)]),
-        (&[("__name__", "h_bucket"), ("v", "b"), ("le", "2.5e0")], &[(0, 8.0)]),
-        (&[("__name__", "h_bucket"), ("v", "b"), ("le", "10.0")], &[(0, 10.0)]),
-        (&[("__name__", "h_bucket"), ("v", "b"), ("le", "+Inf")], &[(0, 10.0)]),
+        (
+            &[("__name__", "h_bucket"), ("v", "a"), ("le", "2.5")],
+            &[(0, 8.0)],
+        ),
+        (
+            &[("__name__", "h_bucket"), ("v", "a"), ("le", "10")],
+            &[(0, 10.0)],
+        ),
+        (
+            &[("__name__", "h_bucket"), ("v", "a"), ("le", "+Inf")],
+            &[(0, 10.0)],
+        ),
+        (
+            &[("__name__", "h_bucket"), ("v", "b"), ("le", "1.0")],
+            &[(0, 5.0)],
+        ),
+        (
+            &[("__name__", "h_bucket"), ("v", "b"), ("le", "2.5e0")],
+            &[(0, 8.0)],
+        ),
+        (
+            &[("__name__", "h_bucket"), ("v", "b"), ("le", "10.0")],
+            &[(0, 10.0)],
+        ),
+        (
+            &[("__name__", "h_bucket"), ("v", "b"), ("le", "+Inf")],
+            &[(0, 10.0)],
+        ),
     ]);
     let mut got = inst(&st, "histogram_quantile(0.5, h_bucket)", 0);
     got.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(got, vec![("{v=\"a\"}".into(), 1.0), ("{v=\"b\"}".into(), 1.0)]);
-    let got = inst(&st, "histogram_quantile(0.65, sum by (le) (h_bucket{v=\"a\"}))", 0);
+    let got = inst(
+        &st,
+        "histogram_quantile(0.65, sum by (le) (h_bucket{v=\"a\"}))",
+        0,
+    );
     assert!(close(got[0].1, 1.75), "{got:?}");
 
     // (q, buckets, expected)
-    let cases: Vec<(f64, Vec<(f64, f64)>, f64)> = vec![
+    let cases: Vec<QuantileCase> = vec![
         (-0.1, vec![(1.0, 1.0), (f64::INFINITY, 2.0)], f64::NEG_INFINITY),
         (1.1, vec![(1.0, 1.0), (f64::INFINITY, 2.0)], f64::INFINITY),
         (f64::NAN, vec![(1.0, 1.0), (f64::INFINITY, 2.0)], f64::NAN),
@@ -138,12 +192,37 @@ fn histogram_quantile_le_spellings_and_edge_cases() {
 }
 
 #[test]
+fn bucket_fraction_cases() {
+    let b = || vec![(1.0, 2.0), (2.0, 6.0), (f64::INFINITY, 8.0)];
+    // (lower, upper, expected)
+    let cases: Vec<(f64, f64, f64)> = vec![
+        (0.0, 1.0, 0.25),
+        (0.0, 1.5, 0.5),
+        (1.0, 2.0, 0.5),
+        (f64::NEG_INFINITY, f64::INFINITY, 1.0),
+        (2.0, 1.0, 0.0),
+        (f64::NAN, 1.0, f64::NAN),
+    ];
+    for (lo, hi, want) in cases {
+        let got = bucket_fraction(lo, hi, &mut b());
+        assert!(
+            almost_equal(want, got, 1e-9),
+            "({lo}, {hi}): expected {want}, got {got}"
+        );
+    }
+    assert!(bucket_fraction(0.0, 1.0, &mut [(1.0, 2.0), (2.0, 6.0)]).is_nan());
+}
+
+#[test]
 fn histogram_quantile_survives_le_respelling_across_steps() {
     // The same bucket scraped as `le="1"` first and `le="1.0"` later (a
     // client-library change): every step still sees one consistent histogram.
     let st = store(&[
         (&[("__name__", "h_bucket"), ("le", "1")], &[(0, 4.0)]),
-        (&[("__name__", "h_bucket"), ("le", "+Inf")], &[(0, 8.0), (600, 8.0)]),
+        (
+            &[("__name__", "h_bucket"), ("le", "+Inf")],
+            &[(0, 8.0), (600, 8.0)],
+        ),
         (&[("__name__", "h_bucket"), ("le", "1.0")], &[(600, 4.0)]),
     ]);
     let e = parse("histogram_quantile(0.25, h_bucket)").unwrap();
@@ -157,7 +236,10 @@ fn histogram_quantile_survives_le_respelling_across_steps() {
 #[test]
 fn staleness_marker_ends_a_series_and_lookback_is_left_open() {
     let st = store(&[
-        (&[("__name__", "m")], &[(0, 1.0), (10, 2.0), (20, stale_nan()), (30, 3.0)]),
+        (
+            &[("__name__", "m")],
+            &[(0, 1.0), (10, 2.0), (20, stale_nan()), (30, 3.0)],
+        ),
         (&[("__name__", "once")], &[(0, 7.0)]),
     ]);
     // (query, t in s, expected values)
@@ -178,21 +260,32 @@ fn staleness_marker_ends_a_series_and_lookback_is_left_open() {
     // A shorter lookback ends the series earlier.
     let e = parse("once").unwrap();
     let opts = EvalOptions { lookback: 60 * S };
-    assert_eq!(instant(&st, &e, 59 * S, &opts).unwrap(), instant(&st, &e, 0, &opts).unwrap());
+    assert_eq!(
+        instant(&st, &e, 59 * S, &opts).unwrap(),
+        instant(&st, &e, 0, &opts).unwrap()
+    );
     assert_eq!(instant(&st, &e, 60 * S, &opts).unwrap(), Value::Vector(vec![]));
 }
 
 #[test]
 fn range_query_points_sorted_series_and_gaps() {
     let st = store(&[
-        (&[("__name__", "x"), ("i", "b")], &[(0, 1.0), (60, 2.0), (120, 3.0)]),
+        (
+            &[("__name__", "x"), ("i", "b")],
+            &[(0, 1.0), (60, 2.0), (120, 3.0)],
+        ),
         (&[("__name__", "x"), ("i", "a")], &[(120, 5.0)]),
     ]);
     let e = parse("x * 2").unwrap();
     let r = range(&st, &e, 0, 120 * S, 60 * S, &EvalOptions::default()).unwrap();
     let got: Vec<(String, Vec<(Millis, f64)>)> = r
         .iter()
-        .map(|s| (s.labels.to_string(), s.samples.iter().map(|p| (p.t / S, p.v)).collect()))
+        .map(|s| {
+            (
+                s.labels.to_string(),
+                s.samples.iter().map(|p| (p.t / S, p.v)).collect(),
+            )
+        })
         .collect();
     assert_eq!(
         got,
@@ -207,7 +300,10 @@ fn range_query_points_sorted_series_and_gaps() {
 fn binary_matching_and_errors() {
     let st = store(&[
         (&[("__name__", "req"), ("job", "a"), ("code", "500")], &[(0, 5.0)]),
-        (&[("__name__", "req"), ("job", "a"), ("code", "200")], &[(0, 95.0)]),
+        (
+            &[("__name__", "req"), ("job", "a"), ("code", "200")],
+            &[(0, 95.0)],
+        ),
         (&[("__name__", "tot"), ("job", "a")], &[(0, 100.0)]),
         (&[("__name__", "info"), ("job", "a"), ("team", "x")], &[(0, 1.0)]),
     ]);
@@ -215,7 +311,10 @@ fn binary_matching_and_errors() {
     got.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(
         got,
-        vec![("{code=\"200\", job=\"a\"}".into(), 0.95), ("{code=\"500\", job=\"a\"}".into(), 0.05)]
+        vec![
+            ("{code=\"200\", job=\"a\"}".into(), 0.95),
+            ("{code=\"500\", job=\"a\"}".into(), 0.05)
+        ]
     );
     assert_eq!(
         inst(&st, "tot * on(job) group_left(team) info", 0),
@@ -233,7 +332,10 @@ fn binary_matching_and_errors() {
     );
     let e = parse("req + on(job) tot").unwrap();
     let err = instant(&st, &e, 0, &EvalOptions::default()).unwrap_err();
-    assert!(err.to_string().starts_with("multiple matches for labels"), "{err}");
+    assert!(
+        err.to_string().starts_with("multiple matches for labels"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -251,7 +353,11 @@ fn absent_and_aggregations() {
     assert_eq!(inst(&st, "count(up == 1)", 0), vec![("{}".into(), 1.0)]);
     assert_eq!(inst(&st, "topk(1, up)", 0), vec![("up{job=\"a\"}".into(), 1.0)]);
     assert_eq!(
-        inst(&st, "label_replace(up{job=\"a\"}, \"svc\", \"s-$1\", \"job\", \"(.*)\")", 0),
+        inst(
+            &st,
+            "label_replace(up{job=\"a\"}, \"svc\", \"s-$1\", \"job\", \"(.*)\")",
+            0
+        ),
         vec![("up{job=\"a\", svc=\"s-a\"}".into(), 1.0)]
     );
     assert_eq!(inst(&st, "clamp_max(up, 0.5)", 0).len(), 2);
@@ -270,11 +376,48 @@ fn subquery_and_at_modifier() {
 }
 
 #[test]
+fn subquery_step_alignment_and_lookback() {
+    // Prometheus's subquery.test: `metric 1 2` loaded every 10 s.
+    let st = store(&[(&[("__name__", "metric")], &[(0, 1.0), (10, 2.0)])]);
+    // (query, t in ms, expected)
+    let cases: Vec<(&str, Millis, f64)> = vec![
+        ("sum_over_time(metric[50s:10s])", 10_000, 3.0),
+        ("sum_over_time(metric[50s:5s])", 10_000, 4.0),
+        ("sum_over_time(metric[50s:10s])", 300_000, 10.0),
+        // The last sample leaves the lookback window at 5m10s.
+        ("sum_over_time(metric[60s:10s])", 359_000, 2.0),
+        ("sum_over_time(metric[60s:5s] offset 10s)", 359_000, 8.0),
+    ];
+    for (q, t, want) in cases {
+        let e = parse(q).unwrap();
+        match instant(&st, &e, t, &EvalOptions::default()).unwrap() {
+            Value::Vector(v) if v.len() == 1 => assert_eq!(v[0].v, want, "{q} at {t}ms"),
+            other => panic!("{q} at {t}ms: {other:?}"),
+        }
+    }
+    // A top-level subquery yields its points.
+    let e = parse("metric[20s:10s]").unwrap();
+    let Value::Matrix(m) = instant(&st, &e, 20_000, &EvalOptions::default()).unwrap() else {
+        panic!("expected a matrix");
+    };
+    assert_eq!(m[0].samples, pts(&[(10, 2.0), (20, 2.0)]));
+}
+
+#[test]
 fn check_supported_names_the_construct() {
     let cases: Vec<(&str, &str)> = vec![
-        ("mad_over_time(x[5m])", "unsupported PromQL construct: experimental function `mad_over_time`"),
-        ("histogram_count(x)", "unsupported PromQL construct: native-histogram function `histogram_count`"),
-        ("sort_by_label(x, \"a\")", "unsupported PromQL construct: experimental function `sort_by_label`"),
+        (
+            "mad_over_time(x[5m])",
+            "unsupported PromQL construct: experimental function `mad_over_time`",
+        ),
+        (
+            "histogram_count(x)",
+            "unsupported PromQL construct: native-histogram function `histogram_count`",
+        ),
+        (
+            "sort_by_label(x, \"a\")",
+            "unsupported PromQL construct: experimental function `sort_by_label`",
+        ),
     ];
     for (q, want) in cases {
         let e = promql_parser::parser::parse(q).unwrap();
@@ -291,4 +434,33 @@ fn referenced_metrics_finds_names_and_wildcards() {
     assert_eq!(r.names.into_iter().collect::<Vec<_>>(), vec!["a_total", "b", "c"]);
     let e = parse("count({__name__=~\"etcd_.*\"})").unwrap();
     assert!(referenced_metrics(&e).all);
+}
+
+#[test]
+fn extreme_inputs_error_or_evaluate_without_panicking() {
+    let st = store(&[(&[("__name__", "x")], &[(0, 1.0), (10, 2.0)])]);
+    let opts = EvalOptions::default();
+    let queries = [
+        "rate(x[5m])",
+        "x offset -1000y",
+        "x @ 100000000000",
+        "max_over_time(x[1000y:1s])",
+        "topk(1e300, x)",
+        "round(x, 0)",
+        "histogram_quantile(0.5, x)",
+        "count_values(\"v\", x)",
+        "x / on() group_left x",
+    ];
+    for q in queries {
+        let e = parse(q).unwrap();
+        for t in [i64::MIN / 2, -1, 0, i64::MAX / 2] {
+            let _ = instant(&st, &e, t, &opts);
+        }
+        let _ = range(&st, &e, i64::MIN / 2, i64::MAX / 2, i64::MAX / 4, &opts);
+    }
+    let e = parse("max_over_time(x[1000y:1s])").unwrap();
+    assert!(matches!(instant(&st, &e, 0, &opts), Err(EvalError::Runtime(m)) if m.contains("11,000 points")));
+    let e = parse("x").unwrap();
+    assert!(range(&st, &e, 0, 10, 0, &opts).is_err());
+    assert!(range(&st, &e, 10, 0, 1, &opts).is_err());
 }

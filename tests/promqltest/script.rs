@@ -39,7 +39,9 @@ pub fn parse_duration(s: &str) -> Result<Millis, String> {
         if digits == 0 {
             return Err(format!("bad duration `{s}`"));
         }
-        let n: i64 = rest[..digits].parse().map_err(|_| format!("bad duration `{s}`"))?;
+        let n: i64 = rest[..digits]
+            .parse()
+            .map_err(|_| format!("bad duration `{s}`"))?;
         rest = &rest[digits..];
         let unit_len = rest.chars().take_while(|c| c.is_ascii_alphabetic()).count();
         let unit = &rest[..unit_len];
@@ -66,9 +68,7 @@ fn parse_value(tok: &str) -> Result<f64, String> {
         "Inf" | "+Inf" | "inf" | "+inf" => Ok(f64::INFINITY),
         "-Inf" | "-inf" => Ok(f64::NEG_INFINITY),
         "NaN" | "nan" => Ok(f64::NAN),
-        _ => {
-            tok.parse::<f64>().map_err(|_| format!("bad value `{tok}`"))
-        }
+        _ => tok.parse::<f64>().map_err(|_| format!("bad value `{tok}`")),
     }
 }
 
@@ -87,9 +87,14 @@ pub fn expand_values(s: &str) -> Result<Vec<Point>, String> {
         }
         // `a`, `axN`, `a+bxN`, `a-bxN`.
         let (base, times) = match tok.rfind('x') {
-            Some(i) if tok[i + 1..].chars().all(|c| c.is_ascii_digit()) && i + 1 < tok.len() => {
-                (&tok[..i], Some(tok[i + 1..].parse::<usize>().map_err(|_| format!("bad repeat `{tok}`"))?))
-            }
+            Some(i) if tok[i + 1..].chars().all(|c| c.is_ascii_digit()) && i + 1 < tok.len() => (
+                &tok[..i],
+                Some(
+                    tok[i + 1..]
+                        .parse::<usize>()
+                        .map_err(|_| format!("bad repeat `{tok}`"))?,
+                ),
+            ),
             _ => (tok, None),
         };
         let Some(times) = times else {
@@ -120,7 +125,10 @@ pub fn expand_values(s: &str) -> Result<Vec<Point>, String> {
 /// Splits `name{a="b"} values` into the label set and the values text.
 pub fn parse_series_line(line: &str) -> Result<(Labels, String), String> {
     let line = line.trim();
-    let end = if let Some(open) = line.find('{').filter(|&i| !line[..i].contains(char::is_whitespace)) {
+    let end = if let Some(open) = line
+        .find('{')
+        .filter(|&i| !line[..i].contains(char::is_whitespace))
+    {
         let mut in_str = false;
         let mut esc = false;
         let mut close = None;
@@ -188,7 +196,11 @@ pub struct Expect {
 #[derive(Debug)]
 pub enum Query {
     Instant(Millis),
-    Range { start: Millis, end: Millis, step: Millis },
+    Range {
+        start: Millis,
+        end: Millis,
+        step: Millis,
+    },
 }
 
 #[derive(Debug)]
@@ -217,7 +229,8 @@ pub struct Env {
 
 fn unquote(s: &str) -> String {
     let s = s.trim();
-    if s.len() >= 2 && ((s.starts_with('"') && s.ends_with('"')) || (s.starts_with('`') && s.ends_with('`'))) {
+    if s.len() >= 2 && ((s.starts_with('"') && s.ends_with('"')) || (s.starts_with('`') && s.ends_with('`')))
+    {
         let inner = &s[1..s.len() - 1];
         if s.starts_with('"') {
             return inner.replace("\\\"", "\"").replace("\\\\", "\\");
@@ -267,14 +280,16 @@ pub fn run_file(name: &str, text: &str) -> Vec<(Case, Outcome)> {
                 if lt.starts_with('#') {
                     continue;
                 }
-                load_series(&mut env, lt, interval, nhcb).unwrap_or_else(|e| panic!("{name}:{}: {e}", start + 1));
+                load_series(&mut env, lt, interval, nhcb)
+                    .unwrap_or_else(|e| panic!("{name}:{}: {e}", start + 1));
             }
             env.store.finish();
             continue;
         }
         if t.starts_with("eval") {
             let case_line = i + 1;
-            let (query, expr, mut expect) = parse_eval_header(t).unwrap_or_else(|e| panic!("{name}:{case_line}: {e}"));
+            let (query, expr, mut expect) =
+                parse_eval_header(t).unwrap_or_else(|e| panic!("{name}:{case_line}: {e}"));
             i += 1;
             while i < lines.len() && !lines[i].trim().is_empty() && !is_command(lines[i]) {
                 let l = lines[i].trim();
@@ -317,7 +332,10 @@ fn load_series(env: &mut Env, line: &str, interval: Millis, nhcb: bool) -> Resul
         env.histogram_series.push(labels);
         return Ok(());
     }
-    let pairs: Vec<(String, String)> = labels.iter().map(|l| (l.name.to_string(), l.value.to_string())).collect();
+    let pairs: Vec<(String, String)> = labels
+        .iter()
+        .map(|l| (l.name.to_string(), l.value.to_string()))
+        .collect();
     let labels = env.store.labels(pairs);
     for (k, p) in expand_values(&rest)?.into_iter().enumerate() {
         if let Point::Value(v) = p {
@@ -339,8 +357,15 @@ fn parse_eval_header(t: &str) -> Result<(Query, String, Expect), String> {
     }
     let rest = rest.trim_start();
     if let Some(r) = rest.strip_prefix("instant at ") {
-        let (at, expr) = r.trim_start().split_once(char::is_whitespace).ok_or("bad eval instant")?;
-        Ok((Query::Instant(parse_duration(at)?), expr.trim().to_string(), expect))
+        let (at, expr) = r
+            .trim_start()
+            .split_once(char::is_whitespace)
+            .ok_or("bad eval instant")?;
+        Ok((
+            Query::Instant(parse_duration(at)?),
+            expr.trim().to_string(),
+            expect,
+        ))
     } else if let Some(r) = rest.strip_prefix("range from ") {
         let toks: Vec<&str> = r.splitn(6, char::is_whitespace).collect();
         if toks.len() < 6 || toks[1] != "to" || toks[3] != "step" {
@@ -379,8 +404,17 @@ fn parse_expect_line(l: &str, e: &mut Expect) -> Result<(), String> {
             "range" => {
                 // `expect range vector from A to B step C`
                 let toks: Vec<&str> = tail.split_whitespace().collect();
-                if toks.len() == 7 && toks[0] == "vector" && toks[1] == "from" && toks[3] == "to" && toks[5] == "step" {
-                    e.range_vector = Some((parse_duration(toks[2])?, parse_duration(toks[4])?, parse_duration(toks[6])?));
+                if toks.len() == 7
+                    && toks[0] == "vector"
+                    && toks[1] == "from"
+                    && toks[3] == "to"
+                    && toks[5] == "step"
+                {
+                    e.range_vector = Some((
+                        parse_duration(toks[2])?,
+                        parse_duration(toks[4])?,
+                        parse_duration(toks[6])?,
+                    ));
                 } else {
                     return Err(format!("bad `expect range` line `{l}`"));
                 }
@@ -412,10 +446,16 @@ fn reads_histogram_series(e: &Expr, hs: &[Labels]) -> bool {
     let sel = |vs: &promql_parser::parser::VectorSelector| {
         hs.iter().any(|l| {
             let get = |n: &str| l.get(n).unwrap_or("").to_string();
-            vs.name.as_ref().is_none_or(|n| l.metric_name() == Some(n.as_str()))
+            vs.name
+                .as_ref()
+                .is_none_or(|n| l.metric_name() == Some(n.as_str()))
                 && vs.matchers.matchers.iter().all(|m| m.is_match(&get(&m.name)))
                 && (vs.matchers.or_matchers.is_empty()
-                    || vs.matchers.or_matchers.iter().any(|g| g.iter().all(|m| m.is_match(&get(&m.name)))))
+                    || vs
+                        .matchers
+                        .or_matchers
+                        .iter()
+                        .any(|g| g.iter().all(|m| m.is_match(&get(&m.name)))))
         })
     };
     match e {
@@ -425,7 +465,8 @@ fn reads_histogram_series(e: &Expr, hs: &[Labels]) -> bool {
         Expr::Unary(u) => reads_histogram_series(&u.expr, hs),
         Expr::Subquery(s) => reads_histogram_series(&s.expr, hs),
         Expr::Aggregate(a) => {
-            a.param.as_ref().is_some_and(|p| reads_histogram_series(p, hs)) || reads_histogram_series(&a.expr, hs)
+            a.param.as_ref().is_some_and(|p| reads_histogram_series(p, hs))
+                || reads_histogram_series(&a.expr, hs)
         }
         Expr::Binary(b) => reads_histogram_series(&b.lhs, hs) || reads_histogram_series(&b.rhs, hs),
         Expr::Call(c) => c.args.args.iter().any(|a| reads_histogram_series(a, hs)),
@@ -442,7 +483,9 @@ fn run_case(env: &Env, case: &Case) -> Outcome {
         return Outcome::Skip("native histograms ({{...}}) in the expected result".into());
     }
     if case.expr.contains("\\x") {
-        return Outcome::Skip("Go byte escape (`\\xNN`) makes invalid UTF-8, which Rust strings cannot hold".into());
+        return Outcome::Skip(
+            "Go byte escape (`\\xNN`) makes invalid UTF-8, which Rust strings cannot hold".into(),
+        );
     }
     let parsed = match promql_parser::parser::parse(&case.expr) {
         Ok(e) => e,
@@ -457,12 +500,16 @@ fn run_case(env: &Env, case: &Case) -> Outcome {
         return Outcome::Skip(format!("unsupported: {what}"));
     }
     if reads_histogram_series(&parsed, &env.histogram_series) {
-        return Outcome::Skip("reads series with native-histogram samples (`{{...}}` or `_with_nhcb`)".into());
+        return Outcome::Skip(
+            "reads series with native-histogram samples (`{{...}}` or `_with_nhcb`)".into(),
+        );
     }
     let opts = EvalOptions::default();
     let result = match case.query {
         Query::Instant(t) => eval::instant(&env.store, &parsed, t, &opts),
-        Query::Range { start, end, step } => eval::range(&env.store, &parsed, start, end, step, &opts).map(Value::Matrix),
+        Query::Range { start, end, step } => {
+            eval::range(&env.store, &parsed, start, end, step, &opts).map(Value::Matrix)
+        }
     };
     let e = &case.expect;
     if e.fail {
@@ -501,7 +548,10 @@ fn run_case(env: &Env, case: &Case) -> Outcome {
             Some(want) if float_eq(want, got) => Outcome::Pass,
             want => Outcome::Fail(format!("expected scalar {want:?}, got {got}")),
         },
-        (Query::Instant(_), Value::Vector(vec)) => compare_vector(e, &vec),
+        (Query::Instant(t), Value::Vector(vec)) => match compare_vector(e, &vec) {
+            Outcome::Pass => range_consistency(env, &parsed, &case.expr, *t, &vec),
+            other => other,
+        },
         (Query::Instant(_), Value::Matrix(m)) => match e.range_vector {
             Some((from, to, step)) => compare_matrix(e, &m, from, to, step),
             None => Outcome::Fail("got a range vector without `expect range vector`".into()),
@@ -521,6 +571,41 @@ fn run_case(env: &Env, case: &Case) -> Outcome {
     }
 }
 
+/// The same expression as a range query ending at `t` (five 1-minute steps)
+/// must give the instant result at its last step: this checks the sliding
+/// windows of range evaluation against single-step evaluation.
+fn range_consistency(env: &Env, e: &Expr, text: &str, t: Millis, want: &[eval::VectorSample]) -> Outcome {
+    // `start()`/`end()` mean different times in the two query kinds.
+    if text.contains("start()") || text.contains("end()") {
+        return Outcome::Pass;
+    }
+    let step = 60_000;
+    let got = match eval::range(&env.store, e, t - 4 * step, t, step, &EvalOptions::default()) {
+        Ok(m) => m,
+        Err(err) => {
+            return Outcome::Fail(format!(
+                "range form failed where the instant query did not: {err}"
+            ))
+        }
+    };
+    let at_t: Vec<(&Labels, f64)> = got
+        .iter()
+        .filter_map(|s| s.samples.last().filter(|p| p.t == t).map(|p| (&s.labels, p.v)))
+        .collect();
+    let same = at_t.len() == want.len()
+        && want
+            .iter()
+            .all(|w| at_t.iter().any(|(l, v)| **l == w.labels && float_eq(w.v, *v)));
+    if same {
+        Outcome::Pass
+    } else {
+        Outcome::Fail(format!(
+            "range form disagrees with the instant result at its last step: {}",
+            show_value(&Value::Matrix(got))
+        ))
+    }
+}
+
 fn first_words(s: &str) -> String {
     s.split_whitespace().take(6).collect::<Vec<_>>().join(" ")
 }
@@ -529,7 +614,11 @@ fn show_value(v: &Value) -> String {
     match v {
         Value::Scalar(f) => format!("scalar {f}"),
         Value::String(s) => format!("string {s:?}"),
-        Value::Vector(v) => v.iter().map(|s| format!("{} {}", s.labels, s.v)).collect::<Vec<_>>().join("; "),
+        Value::Vector(v) => v
+            .iter()
+            .map(|s| format!("{} {}", s.labels, s.v))
+            .collect::<Vec<_>>()
+            .join("; "),
         Value::Matrix(m) => m
             .iter()
             .map(|s| {
@@ -543,7 +632,10 @@ fn show_value(v: &Value) -> String {
 
 fn compare_vector(e: &Expect, got: &[eval::VectorSample]) -> Outcome {
     if e.scalar.is_some() {
-        return Outcome::Fail(format!("expected a scalar, got vector {}", show_value(&Value::Vector(got.to_vec()))));
+        return Outcome::Fail(format!(
+            "expected a scalar, got vector {}",
+            show_value(&Value::Vector(got.to_vec()))
+        ));
     }
     let exp: Vec<(&Labels, f64)> = e
         .series
@@ -559,7 +651,10 @@ fn compare_vector(e: &Expect, got: &[eval::VectorSample]) -> Outcome {
     let detail = || {
         format!(
             "expected [{}], got [{}]",
-            exp.iter().map(|(l, v)| format!("{l} {v}")).collect::<Vec<_>>().join("; "),
+            exp.iter()
+                .map(|(l, v)| format!("{l} {v}"))
+                .collect::<Vec<_>>()
+                .join("; "),
             show_value(&Value::Vector(got.to_vec()))
         )
     };
@@ -598,7 +693,13 @@ fn compare_matrix(e: &Expect, got: &[Series], start: Millis, end: Millis, step: 
         format!(
             "expected [{}], got [{}]",
             exp.iter()
-                .map(|(l, v)| format!("{l} {}", v.iter().map(|(t, v)| format!("{v}@{t}")).collect::<Vec<_>>().join(" ")))
+                .map(|(l, v)| format!(
+                    "{l} {}",
+                    v.iter()
+                        .map(|(t, v)| format!("{v}@{t}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ))
                 .collect::<Vec<_>>()
                 .join("; "),
             show_value(&Value::Matrix(got.to_vec()))
@@ -612,7 +713,10 @@ fn compare_matrix(e: &Expect, got: &[Series], start: Millis, end: Millis, step: 
             return Outcome::Fail(format!("unexpected series {}: {}", s.labels, detail()));
         };
         if want.len() != s.samples.len()
-            || want.iter().zip(&s.samples).any(|((t, v), p)| *t != p.t || !float_eq(*v, p.v))
+            || want
+                .iter()
+                .zip(&s.samples)
+                .any(|((t, v), p)| *t != p.t || !float_eq(*v, p.v))
         {
             return Outcome::Fail(format!("points differ for {}: {}", s.labels, detail()));
         }
