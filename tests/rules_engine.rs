@@ -782,3 +782,63 @@ fn proposals_failing_while_watch_events_collapse_is_the_p0_compound() {
         ax.instances.contains(&"apiserver-0".to_string()) && ax.instances.contains(&"etcd-1".to_string())
     );
 }
+
+#[test]
+fn explicit_baseline_range_of_the_same_data() {
+    let data = bitter(40, Some(20), Some(26));
+    let opts = Options {
+        baseline: BaselineSpec::Range {
+            from: T0,
+            to: T0 + 10 * IV,
+        },
+        ..Options::default()
+    };
+    let r = diagnose(&mini(), &data, &opts).expect("diagnose");
+    assert_eq!(r.window.baseline.kind, BaselineKind::Range);
+    assert_eq!(
+        (r.window.baseline.from, r.window.baseline.to),
+        (Some(T0), Some(T0 + 10 * IV))
+    );
+    let rc = r.verdict.root_cause.as_ref().expect("root cause");
+    assert_eq!(rc.sub_axis.as_deref(), Some("disk"));
+    let ev = r
+        .axes
+        .iter()
+        .find(|a| a.leaf == "etcd-disk")
+        .unwrap()
+        .evidence
+        .iter()
+        .find(|e| e.signal == "wal_fsync")
+        .unwrap();
+    let b = ev
+        .instances
+        .iter()
+        .find(|i| i.instance == "etcd-0")
+        .and_then(|i| i.baseline)
+        .expect("baseline");
+    assert!(b > 0.0 && b < 0.01, "{b}");
+
+    let bad = Options {
+        baseline: BaselineSpec::Range {
+            from: T0 + 10 * IV,
+            to: T0,
+        },
+        ..Options::default()
+    };
+    let err = diagnose(&mini(), &data, &bad).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("invalid baseline (explicit range): the window ends"),
+        "{err}"
+    );
+    let empty = Dataset::default();
+    let none = Options {
+        baseline: BaselineSpec::Dataset(&empty),
+        ..Options::default()
+    };
+    let err = diagnose(&mini(), &data, &none).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid baseline (separate capture): it has no snapshots"
+    );
+}

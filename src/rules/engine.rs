@@ -78,6 +78,8 @@ pub enum EngineError {
     NoData,
     #[error("invalid window: {0}")]
     Window(String),
+    #[error("invalid baseline ({what}): {message}")]
+    Baseline { what: String, message: String },
 }
 
 /// The resolved time grid.
@@ -515,7 +517,14 @@ fn external_baseline(
     kind: BaselineKind,
     what: &str,
 ) -> Result<BaselinePlan, EngineError> {
-    let (bg, _) = grid(bdata, bopts).map_err(|e| EngineError::Window(format!("baseline ({what}): {e}")))?;
+    let (bg, _) = grid(bdata, bopts).map_err(|e| EngineError::Baseline {
+        what: what.to_string(),
+        message: match e {
+            EngineError::Window(m) => m,
+            EngineError::NoData => "it has no snapshots".to_string(),
+            other => other.to_string(),
+        },
+    })?;
     let bctx = Ctx {
         data: bdata,
         steps: &bg.steps,
