@@ -563,6 +563,15 @@ fn default_rules_run_on_a_hand_built_cluster() {
         "{}",
         g.message
     );
+    // The other way round: APF saturates while etcd stays in its baseline.
+    let r = diagnose(&rules, &bitter(40, None, Some(20)), &Options::default()).expect("diagnose");
+    let rc = r.verdict.root_cause.as_ref().expect("root cause");
+    assert_eq!(rc.axis, "apf", "{}", r.verdict.summary);
+    assert!(
+        r.verdict.downstream.iter().all(|d| d.axis != "etcd"),
+        "{:?}",
+        r.verdict.downstream
+    );
 }
 
 /// An apiserver whose watch caches re-initialise: once because the process
