@@ -110,7 +110,12 @@ fn bitter_zone_etcd_first_names_etcd_with_apf_downstream() {
     assert!(rc.instances.contains(&"etcd-2".to_string()), "{:?}", rc.instances);
     assert!(!rc.instances.contains(&"etcd-0".to_string()));
     let loc = rc.localisation.as_deref().unwrap_or("");
-    assert!(loc.starts_with("only etcd-2 1.2 s; others 6 ms–7 ms"), "{loc}");
+    assert_eq!(loc, "only etcd-2: p99 WAL fsync 1.2 s, others 6 ms–7 ms");
+    assert_eq!(
+        rc.instances,
+        ["etcd-2"],
+        "the disk leaf names the member, not the apiserver"
+    );
 
     assert_eq!(r.verdict.downstream.len(), 1, "{:?}", r.verdict.downstream);
     let d = &r.verdict.downstream[0];
@@ -337,7 +342,10 @@ fn a_single_snapshot_evaluates_gauges_and_says_onsets_need_a_series() {
     assert_eq!(rc.sub_axis.as_deref(), Some("raft"));
     assert_eq!(rc.onset, None);
     assert_eq!(rc.instances, vec!["etcd-1".to_string()]);
-    assert_eq!(rc.localisation.as_deref(), Some("only etcd-1 0; others 1"));
+    assert_eq!(
+        rc.localisation.as_deref(),
+        Some("only etcd-1: member has no leader 0, others 1")
+    );
     assert!(
         r.verdict
             .assumptions
@@ -405,7 +413,7 @@ fn all_instances_lit_points_at_load() {
     assert_eq!(rc.instances, ["etcd-0", "etcd-1", "etcd-2"]);
     assert_eq!(
         rc.localisation.as_deref(),
-        Some("all 3 instances lit: etcd-0 900 ms, etcd-1 800 ms, etcd-2 1.1 s")
+        Some("all 3 instances: p99 WAL fsync etcd-0 900 ms, etcd-1 800 ms, etcd-2 1.1 s")
     );
 }
 
@@ -433,4 +441,66 @@ fn report_serialises_to_json_and_back() {
     assert!(j.contains("\"status\":\"healthy\""));
     let back: Report = serde_json::from_str(&j).expect("deserialise");
     assert_eq!(back, r);
+}
+
+#[test]
+fn an_any_question_leaves_out_signals_the_data_cannot_have() {
+    let n = 20;
+    let mut s = healthy(n);
+    s[ETCD_LAT] = SignalInput::unavailable(Availability::NotExposed, "not exposed");
+    let r = assess(&rules(), &input(n, s));
+    // "Is etcd slow?" is answered by wal_fsync and no_leader alone.
+    assert_eq!(axis(&r, "etcd-other").state, AxisState::Clear);
+    assert!(axis(&r, "etcd-other")
+        .timeline
+        .iter()
+        .all(|s| *s == StepState::Unlit));
+
+    // Every part unavailable: unknown, and the leaf is not checked.
+    let mut s = healthy(n);
+    for k in [ETCD_LAT, WAL, LEADER] {
+        s[k] = SignalInput::unavailable(Availability::RoleAbsent, "no etcd targets in the data");
+    }
+    s[ETCD_LAT] = SignalInput::unavailable(Availability::NotExposed, "not exposed");
+    let r = assess(&rules(), &input(n, s));
+    assert!(axis(&r, "etcd-other")
+        .timeline
+        .iter()
+        .all(|s| *s == StepState::Unknown));
+    assert_eq!(axis(&r, "etcd-other").state, AxisState::NotChecked);
+}
+
+#[test]
+fn nan_means_nothing_observed_and_is_unlit() {
+    let n = 20;
+    let mut s = healthy(n);
+    s[ERRORS] = sig(vec![("apiserver-0", flat(n, f64::NAN))]);
+    let r = assess(&rules(), &input(n, s));
+    assert_eq!(r.status, Status::Healthy);
+    assert_eq!(r.path[0].answer, Answer::No);
+}
+
+#[test]
+fn a_fallback_says_which_specific_questions_it_could_not_ask() {
+    // Apiserver-only data: the apiserver sees slow etcd, etcd itself is absent.
+    let n = 30;
+    let mut s = healthy(n);
+    s[ETCD_LAT] = sig(vec![("apiserver-0", step_fn(n, 0.02, 0.9, 10, n))]);
+    s[WAL] = SignalInput::unavailable(Availability::RoleAbsent, "no etcd targets in the data");
+    s[LEADER] = SignalInput::unavailable(Availability::RoleAbsent, "no etcd targets in the data");
+    let r = assess(&rules(), &input(n, s));
+    let rc = r.verdict.root_cause.as_ref().expect("root cause");
+    assert_eq!((rc.axis.as_str(), rc.sub_axis.as_deref()), ("etcd", None));
+    assert_eq!(
+        axis(&r, "etcd-other").note.as_deref(),
+        Some("no more specific axis is lit, but these could not be checked: etcd-disk, etcd-raft")
+    );
+    assert!(
+        r.verdict
+            .assumptions
+            .iter()
+            .any(|a| a.starts_with("etcd: no more specific axis is lit")),
+        "{:?}",
+        r.verdict.assumptions
+    );
 }

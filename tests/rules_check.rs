@@ -192,3 +192,34 @@ fn default_tree_has_every_axis_of_the_design() {
     let text = render_text(&rules);
     assert!(text.lines().count() > 40);
 }
+
+#[test]
+fn truncated_or_garbled_rule_files_never_panic() {
+    let src = cptriage::rules::load::DEFAULT_RULES;
+    let mut cut = 0;
+    let mut checked = 0;
+    while cut < src.len() {
+        if src.is_char_boundary(cut) {
+            let d = check_str(&src[..cut], "cut.yaml");
+            // Every truncation either still parses or reports at least one error.
+            if !has_errors(&d) {
+                assert!(load_str(&src[..cut], "cut.yaml").is_ok());
+            }
+            checked += 1;
+        }
+        cut += 397;
+    }
+    assert!(checked > 50);
+    for junk in [
+        "\u{0}\u{1}\u{2}",
+        "signals: [",
+        "- - -",
+        "version: 1\nroot: x\nsignals: {}\n",
+        "{{{{",
+        "\t\t:",
+    ] {
+        let d = check_str(junk, "junk.yaml");
+        assert!(has_errors(&d), "{junk:?}");
+        assert!(d[0].to_string().starts_with("junk.yaml"), "{}", d[0]);
+    }
+}

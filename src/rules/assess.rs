@@ -139,11 +139,19 @@ struct Judged {
     lit: BTreeMap<String, Vec<Option<bool>>>,
     /// Aggregate per step.
     states: States,
+    /// Not exposed by this version, or no target of its role: an `any` list
+    /// skips it instead of becoming unknown.
+    unavailable: bool,
 }
 
-/// Judges one value against a threshold. `None` = cannot decide.
+/// Judges one value against a threshold. `None` = cannot decide (no value).
+/// NaN means the expression had nothing to measure in the window (0/0, the
+/// quantile of an empty histogram): nothing was observed, so it is unlit.
 pub fn judge(t: &Threshold, v: Option<f64>, baseline: Option<f64>) -> Option<bool> {
-    let v = v.filter(|x| !x.is_nan())?;
+    let v = v?;
+    if v.is_nan() {
+        return Some(false);
+    }
     let abs = match (t.above, t.below) {
         (Some(a), _) => Some(v > a),
         (None, Some(b)) => Some(v < b),
@@ -304,10 +312,15 @@ fn judge_signal(t: &Threshold, input: &SignalInput, plan: &BaselinePlan, nsteps:
             lit.insert(inst.clone(), l);
         }
     }
+    let unavailable = matches!(
+        input.availability,
+        Availability::NotExposed | Availability::RoleAbsent
+    );
     Judged {
         baseline,
         lit,
         states,
+        unavailable,
     }
 }
 
@@ -318,7 +331,19 @@ fn eval_condition(c: &Condition, rules: &RuleSet, judged: &[Judged], i: usize) -
             .map(|k| judged[k].states[i])
             .unwrap_or(StepState::Unknown),
         Condition::Any { any } => {
-            let v: Vec<StepState> = any.iter().map(|c| eval_condition(c, rules, judged, i)).collect();
+            // Signals this data cannot have (version, role) are left out of an
+            // `any`; if nothing is left, the answer is unknown.
+            let v: Vec<StepState> = any
+                .iter()
+                .filter(|c| match c {
+                    Condition::Signal(s) => !rules.signal(s).is_some_and(|k| judged[k].unavailable),
+                    _ => true,
+                })
+                .map(|c| eval_condition(c, rules, judged, i))
+                .collect();
+            if v.is_empty() {
+                return StepState::Unknown;
+            }
             if v.contains(&StepState::Lit) {
                 StepState::Lit
             } else if v.iter().all(|s| *s == StepState::Unlit) {
@@ -669,16 +694,26 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         } else {
             Vec::new()
         };
-        let mut instances = BTreeSet::new();
-        for &k in &sigs {
-            for (inst, l) in &judged[k].lit {
-                if lit_steps
-                    .iter()
-                    .any(|&i| l.get(i).copied().flatten() == Some(true))
-                {
-                    instances.insert(inst.clone());
+        // Instances: those lit on the leaf's own question when it names any
+        // (etcd-2 for the disk leaf, not the apiserver that saw slow etcd),
+        // else those of every required question.
+        let lit_instances = |ks: &[usize]| -> BTreeSet<String> {
+            let mut out = BTreeSet::new();
+            for &k in ks {
+                for (inst, l) in &judged[k].lit {
+                    if lit_steps
+                        .iter()
+                        .any(|&i| l.get(i).copied().flatten() == Some(true))
+                    {
+                        out.insert(inst.clone());
+                    }
                 }
             }
+            out
+        };
+        let mut instances = lit_instances(&own);
+        if instances.is_empty() {
+            instances = lit_instances(&sigs);
         }
         let evidence: Vec<Evidence> = sigs
             .iter()
@@ -730,7 +765,9 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
             .position(|&l| rules.leaves[l].id == leaf)
             .unwrap_or(usize::MAX)
     };
+    let state_of: BTreeMap<String, AxisState> = axes.iter().map(|a| (a.leaf.clone(), a.state)).collect();
     let mut candidates: Vec<usize> = Vec::new(); // indices into `axes`
+    let mut unchecked_notes: BTreeMap<usize, String> = BTreeMap::new();
     for (a, ax) in axes.iter_mut().enumerate() {
         if ax.state != AxisState::Lit {
             continue;
@@ -750,6 +787,25 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
                     superseded.join(", ")
                 ));
                 continue;
+            }
+            // A fallback is only as good as the questions it falls back from.
+            let unchecked: Vec<&str> = in_scope[l]
+                .iter()
+                .map(|&o| rules.leaves[o].id.as_str())
+                .filter(|id| {
+                    matches!(
+                        state_of.get(*id),
+                        Some(AxisState::NotChecked | AxisState::Unknown)
+                    )
+                })
+                .collect();
+            if !unchecked.is_empty() {
+                let note = format!(
+                    "no more specific axis is lit, but these could not be checked: {}",
+                    unchecked.join(", ")
+                );
+                ax.note = Some(note.clone());
+                unchecked_notes.insert(a, note);
             }
         }
         candidates.push(a);
@@ -844,6 +900,12 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
     } else {
         None
     };
+
+    if let Some((r, note)) = root_axis.and_then(|r| unchecked_notes.get(&r).map(|n| (r, n))) {
+        verdict
+            .assumptions
+            .push(format!("{}: {note}", axis_name(&axes[r].axis, &axes[r].sub_axis)));
+    }
 
     // 6. Symptom, walk.
     let root_node = &rules.nodes[rules.root];
@@ -1025,7 +1087,7 @@ fn evidence(
         Some(StepState::Unlit) => Some(false),
         _ => None,
     };
-    let localisation = localise(def.unit, &instances);
+    let localisation = localise(def.unit, &def.description, &instances);
     Evidence {
         signal: def.id.clone(),
         description: def.description.clone(),
@@ -1050,7 +1112,7 @@ fn evidence(
 
 /// "only etcd-2: 1.2 s; others ≤ 7 ms" when some but not all instances are lit;
 /// "all 3 instances" when every instance with a value is lit.
-fn localise(unit: Unit, inst: &[InstanceValue]) -> Option<String> {
+fn localise(unit: Unit, what: &str, inst: &[InstanceValue]) -> Option<String> {
     let lit: Vec<&InstanceValue> = inst.iter().filter(|i| i.lit == Some(true)).collect();
     let unlit: Vec<&InstanceValue> = inst.iter().filter(|i| i.lit == Some(false)).collect();
     if lit.is_empty() {
@@ -1061,15 +1123,17 @@ fn localise(unit: Unit, inst: &[InstanceValue]) -> Option<String> {
             .map(|v| format_value(unit, v))
             .unwrap_or_else(|| "no data".into())
     };
-    let lits: Vec<String> = lit
-        .iter()
-        .map(|i| format!("{} {}", i.instance, fmt_v(i)))
-        .collect();
+    let names: Vec<&str> = lit.iter().map(|i| i.instance.as_str()).collect();
+    let values: Vec<String> = lit.iter().map(|i| fmt_v(i)).collect();
     if unlit.is_empty() {
         return Some(if lit.len() == 1 {
-            format!("{} (the only instance with data)", lits[0])
+            format!("{}: {what} {} (the only instance with data)", names[0], values[0])
         } else {
-            format!("all {} instances lit: {}", lit.len(), lits.join(", "))
+            let each: Vec<String> = lit
+                .iter()
+                .map(|i| format!("{} {}", i.instance, fmt_v(i)))
+                .collect();
+            format!("all {} instances: {what} {}", lit.len(), each.join(", "))
         });
     }
     let others: Vec<f64> = unlit.iter().filter_map(|i| i.value).collect();
@@ -1082,7 +1146,11 @@ fn localise(unit: Unit, inst: &[InstanceValue]) -> Option<String> {
     } else {
         format!("{}–{}", format_value(unit, lo), format_value(unit, hi))
     };
-    Some(format!("only {}; others {range}", lits.join(", ")))
+    Some(format!(
+        "only {}: {what} {}, others {range}",
+        names.join(", "),
+        values.join(", ")
+    ))
 }
 
 fn walk(
@@ -1206,7 +1274,7 @@ mod tests {
         assert_eq!(judge(&th, Some(0.004), Some(0.001)), Some(false));
         assert_eq!(judge(&th, Some(0.1), Some(0.01)), Some(true));
         assert_eq!(judge(&th, None, Some(0.01)), None);
-        assert_eq!(judge(&th, Some(f64::NAN), Some(0.01)), None);
+        assert_eq!(judge(&th, Some(f64::NAN), Some(0.01)), Some(false));
         let rel_only = t(None, Some((3.0, 0.05)));
         assert_eq!(judge(&rel_only, Some(1.0), None), None);
         let fall = Threshold {

@@ -78,6 +78,8 @@ pub enum EngineError {
     NoData,
     #[error("invalid window: {0}")]
     Window(String),
+    #[error("invalid baseline ({what}): {message}")]
+    Baseline { what: String, message: String },
 }
 
 /// The resolved time grid.
@@ -97,6 +99,13 @@ pub fn grid(data: &Dataset, opts: &Options) -> Result<(Grid, Vec<String>), Engin
     let from = opts.from.unwrap_or(dfrom);
     let mut to = opts.to.unwrap_or(dto);
     if let Some(at) = opts.at {
+        if at > dto {
+            warnings.push(format!(
+                "the assessment time {} is after the last snapshot; assessing at {}",
+                fmt_time(at),
+                fmt_time(dto)
+            ));
+        }
         if at < from {
             return Err(EngineError::Window(format!(
                 "`at` ({at}) is before the start of the window ({from})"
@@ -170,11 +179,11 @@ fn per_instance(series: &[Series], steps: &[Millis], below: bool) -> BTreeMap<St
         let row = out.entry(inst).or_insert_with(|| vec![None; steps.len()]);
         for p in &s.samples {
             let Some(&i) = index.get(&p.t) else { continue };
-            if p.v.is_nan() {
-                continue;
-            }
+            // NaN (nothing observed) is kept only when no series has a number.
             row[i] = Some(match row[i] {
                 None => p.v,
+                Some(o) if o.is_nan() => p.v,
+                Some(_) if p.v.is_nan() => continue,
                 Some(o) if below => o.min(p.v),
                 Some(o) => o.max(p.v),
             });
@@ -508,7 +517,14 @@ fn external_baseline(
     kind: BaselineKind,
     what: &str,
 ) -> Result<BaselinePlan, EngineError> {
-    let (bg, _) = grid(bdata, bopts).map_err(|e| EngineError::Window(format!("baseline ({what}): {e}")))?;
+    let (bg, _) = grid(bdata, bopts).map_err(|e| EngineError::Baseline {
+        what: what.to_string(),
+        message: match e {
+            EngineError::Window(m) => m,
+            EngineError::NoData => "it has no snapshots".to_string(),
+            other => other.to_string(),
+        },
+    })?;
     let bctx = Ctx {
         data: bdata,
         steps: &bg.steps,

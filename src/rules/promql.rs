@@ -163,9 +163,14 @@ mod tests {
             promql_parser::parser::parse("sum by (instance) (rate(a_total{x=\"1\"}[1m])) / on (instance) b")
                 .unwrap();
         inject_matcher(&mut e, "role", "etcd");
-        let s = e.to_string();
-        assert!(s.contains("a_total{x=\"1\",role=\"etcd\"}[1m]"), "{s}");
-        assert!(s.contains("b{role=\"etcd\"}"), "{s}");
+        assert_eq!(
+            e.to_string(),
+            "sum by (instance) (rate(a_total{role=\"etcd\",x=\"1\"}[1m])) / on (instance) b{role=\"etcd\"}"
+        );
+        // A matcher on the same label is replaced, not duplicated.
+        let mut e = promql_parser::parser::parse("up{role=\"x\"}").unwrap();
+        inject_matcher(&mut e, "role", "etcd");
+        assert_eq!(e.to_string(), "up{role=\"etcd\"}");
     }
 
     #[test]
