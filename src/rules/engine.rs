@@ -503,7 +503,73 @@ pub fn diagnose(rules: &RuleSet, data: &Dataset, opts: &Options) -> Result<Repor
         warnings,
         gaps,
     };
-    Ok(assess::assess(rules, &input))
+    let mut report = assess::assess(rules, &input);
+    attach_absent_targets(&mut report);
+    Ok(report)
+}
+
+/// A target of a lit axis's role that stopped answering (no snapshots) or
+/// restarted while the axis was lit is evidence: an unreachable etcd member is
+/// often the member at fault. Such targets join the axis's instances, and the
+/// localisation says what happened to them.
+fn attach_absent_targets(report: &mut Report) {
+    let range = report.window.range;
+    let end = report.window.to;
+    let mut notes_by_leaf: BTreeMap<String, (Vec<String>, Vec<String>)> = BTreeMap::new();
+    for axis in &mut report.axes {
+        let Some(onset) = axis.onset else { continue };
+        let until = axis.recovered.unwrap_or(end);
+        let roles: BTreeSet<&str> = axis.evidence.iter().map(|e| e.role.as_str()).collect();
+        let mut notes = Vec::new();
+        let mut added = Vec::new();
+        for s in report.sources.iter().filter(|s| roles.contains(s.role.as_str())) {
+            let mut hit = false;
+            for [a, b] in &s.missing {
+                if *a <= until && *b >= onset - range {
+                    notes.push(format!(
+                        "{} did not answer from {} to {}",
+                        s.target,
+                        fmt_time(*a),
+                        fmt_time(*b)
+                    ));
+                    hit = true;
+                }
+            }
+            for r in &s.restarts {
+                if *r >= onset - range && *r <= until {
+                    notes.push(format!("{} restarted at {}", s.target, fmt_time(*r)));
+                    hit = true;
+                }
+            }
+            if hit && !axis.instances.contains(&s.target) {
+                axis.instances.push(s.target.clone());
+                added.push(s.target.clone());
+            }
+        }
+        if notes.is_empty() {
+            continue;
+        }
+        let text = notes.join("; ");
+        axis.localisation = Some(match axis.localisation.take() {
+            Some(l) => format!("{l}; {text}"),
+            None => text.clone(),
+        });
+        notes_by_leaf.insert(axis.leaf.clone(), (added, vec![text]));
+    }
+    if let Some(rc) = report.verdict.root_cause.as_mut() {
+        if let Some((added, texts)) = notes_by_leaf.get(&rc.leaf) {
+            for a in added {
+                if !rc.instances.contains(a) {
+                    rc.instances.push(a.clone());
+                }
+            }
+            let text = texts.join("; ");
+            rc.localisation = Some(match rc.localisation.take() {
+                Some(l) => format!("{l}; {text}"),
+                None => text,
+            });
+        }
+    }
 }
 
 /// Evaluates the chosen expressions over a baseline range or dataset and stores
