@@ -245,6 +245,7 @@ fn check_exposition(input: &[u8]) -> Result<(), ParseError> {
     let (mut examined, mut invalid) = (0usize, 0usize);
     let (mut first_invalid, mut first_binary) = (None, None);
     let mut labels = Vec::new();
+    let mut scratch = lex::Scratch::default();
     let mut no = 0;
     while pos < input.len() && no < PROBE_LINES {
         let end = memchr::memchr(b'\n', &input[pos..]).map_or(input.len(), |o| pos + o);
@@ -255,12 +256,16 @@ fn check_exposition(input: &[u8]) -> Result<(), ParseError> {
             continue;
         }
         examined += 1;
-        let binary = std::str::from_utf8(line).is_err() || line.iter().any(|&b| b < 0x20 && b != b'\t');
-        let ok = !binary
-            && (line[0] == b'#' || {
+        let text = std::str::from_utf8(line)
+            .ok()
+            .filter(|t| !t.bytes().any(|b| b < 0x20 && b != b'\t'));
+        let binary = text.is_none();
+        let ok = text.is_some_and(|t| {
+            t.starts_with('#') || {
                 labels.clear();
-                lex::lex_sample(line, &mut labels).is_ok()
-            });
+                lex::lex_sample(t, &mut labels, &mut scratch).is_ok()
+            }
+        });
         if !ok {
             invalid += 1;
             first_invalid.get_or_insert(no);
@@ -317,6 +322,16 @@ fn belongs(name: &str, fam: &str, ty: MetricType) -> bool {
     }
 }
 
+/// Describes where a sample line stops being UTF-8.
+fn invalid_utf8_message(line: &[u8], valid_up_to: usize) -> String {
+    let prefix = std::str::from_utf8(&line[..valid_up_to]).unwrap_or_default();
+    let mut labels = Vec::new();
+    match lex::lex_sample(prefix, &mut labels, &mut lex::Scratch::default()) {
+        Err(lex::LexError::Unterminated("label value")) => "invalid UTF-8 in label value".into(),
+        _ => format!("invalid UTF-8 at byte {} of the line", valid_up_to + 1),
+    }
+}
+
 fn type_word(word: &[u8]) -> Option<MetricType> {
     Some(match word {
         b"counter" => MetricType::Counter,
@@ -362,7 +377,7 @@ struct HistSeries<'a> {
     fam: usize,
     key: u64,
     first_line: usize,
-    raw: &'a [u8],
+    raw: &'a str,
     last_le: f64,
     last_count: f64,
     saw_inf: bool,
@@ -374,6 +389,7 @@ struct Parser<'a> {
     by_name: HashMap<String, usize>,
     cur: Option<usize>,
     labels: Vec<LabelRef<'a>>,
+    scratch: lex::Scratch,
     seen: HashMap<u64, usize, hash::BuildIdentity>,
     hist: Option<HistSeries<'a>>,
     kept: usize,
@@ -389,6 +405,7 @@ impl<'a> Parser<'a> {
             by_name: HashMap::new(),
             cur: None,
             labels: Vec::with_capacity(16),
+            scratch: lex::Scratch::default(),
             seen: HashMap::default(),
             hist: None,
             kept: 0,
@@ -598,7 +615,15 @@ impl<'a> Parser<'a> {
 
     fn sample(&mut self, line: &'a [u8], no: usize, keep: &mut dyn FnMut(&str) -> bool, sink: &mut dyn Sink) {
         self.labels.clear();
-        let s = match lex::lex_sample(line, &mut self.labels) {
+        let text = match std::str::from_utf8(line) {
+            Ok(t) => t,
+            Err(e) => {
+                let message = invalid_utf8_message(line, e.valid_up_to());
+                self.error(no, message);
+                return;
+            }
+        };
+        let s = match lex::lex_sample(text, &mut self.labels, &mut self.scratch) {
             Ok(s) => s,
             Err(e) => {
                 self.error(no, e.message());
@@ -619,7 +644,8 @@ impl<'a> Parser<'a> {
                 let Some(le) = self.bound(no, s.name, "le") else {
                     return;
                 };
-                self.bucket(fi, le, s.value, no, line);
+                let key = s.labels_hash.wrapping_sub(s.le_hash);
+                self.bucket(fi, key, le, s.value, no, text);
             }
             MetricType::Histogram => {
                 self.finish_hist();
@@ -645,7 +671,7 @@ impl<'a> Parser<'a> {
             }
             _ => {}
         }
-        let key = hash::series_hash(s.name, &self.labels, None);
+        let key = hash::series_key(s.name, s.labels_hash);
         if let Some(first) = self.seen.insert(key, no) {
             let series = render_series(s.name, &self.labels, None);
             self.warn(
@@ -671,7 +697,7 @@ impl<'a> Parser<'a> {
     /// reports an error (the line is dropped) when it is missing or not a number.
     fn bound(&mut self, no: usize, name: &str, label: &str) -> Option<f64> {
         let found = self.labels.iter().find(|l| l.name == label);
-        let parsed = found.and_then(|l| lex::parse_value(l.value.as_bytes()));
+        let parsed = found.and_then(|l| lex::parse_value(&l.value));
         if parsed.is_none() {
             let series = render_series(name, &self.labels, None);
             let what = if found.is_some() { "a non-numeric" } else { "no" };
@@ -681,8 +707,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Follows one histogram series through its buckets.
-    fn bucket(&mut self, fam: usize, le: f64, count: f64, no: usize, raw: &'a [u8]) {
-        let key = hash::series_hash("", &self.labels, Some("le"));
+    fn bucket(&mut self, fam: usize, key: u64, le: f64, count: f64, no: usize, raw: &'a str) {
         if self.hist.as_ref().is_some_and(|h| h.fam != fam || h.key != key) {
             self.finish_hist();
         }
@@ -726,7 +751,7 @@ impl<'a> Parser<'a> {
             return;
         }
         let mut labels = Vec::new();
-        let series = match lex::lex_sample(h.raw, &mut labels) {
+        let series = match lex::lex_sample(h.raw, &mut labels, &mut lex::Scratch::default()) {
             Ok(_) => render_series(&self.fams[h.fam].name, &labels, Some("le")),
             Err(_) => self.fams[h.fam].name.clone(),
         };

@@ -5,8 +5,6 @@
 
 use std::hash::{BuildHasherDefault, Hasher};
 
-use super::LabelRef;
-
 const P0: u64 = 0xa076_1d64_78bd_642f;
 const P1: u64 = 0xe703_7ed1_a0b4_28db;
 const P2: u64 = 0x8ebc_6af0_9c88_c6e3;
@@ -19,7 +17,7 @@ fn mum(a: u64, b: u64) -> u64 {
 
 /// Hashes `bytes` with `seed`.
 pub(super) fn hash_bytes(bytes: &[u8], seed: u64) -> u64 {
-    let mut h = seed ^ mum(bytes.len() as u64 ^ P0, P1);
+    let mut h = seed ^ (bytes.len() as u64).wrapping_mul(P1);
     let mut chunks = bytes.chunks_exact(8);
     for c in &mut chunks {
         let mut w = [0u8; 8];
@@ -35,19 +33,17 @@ pub(super) fn hash_bytes(bytes: &[u8], seed: u64) -> u64 {
     mum(h ^ P0, P2)
 }
 
-/// Identity of the series `name{labels}`, leaving out the label `skip` (e.g.
-/// `le`, to group the buckets of one histogram series).
-pub(super) fn series_hash(name: &str, labels: &[LabelRef<'_>], skip: Option<&str>) -> u64 {
-    let mut acc: u64 = 0;
-    for l in labels {
-        if Some(l.name) == skip {
-            continue;
-        }
-        let hn = hash_bytes(l.name.as_bytes(), P0);
-        let hv = hash_bytes(l.value.as_bytes(), hn);
-        acc = acc.wrapping_add(hv);
-    }
-    mum(hash_bytes(name.as_bytes(), P2) ^ acc, P1)
+/// Hash of one label pair in its canonical spelling `name="raw value"` (raw:
+/// still escaped). Pair hashes are summed, so the label order does not matter.
+#[inline]
+pub(super) fn pair_hash(canonical: &[u8]) -> u64 {
+    hash_bytes(canonical, P0)
+}
+
+/// Identity of the series `name{labels}` given the sum of its pair hashes.
+#[inline]
+pub(super) fn series_key(name: &str, labels_hash: u64) -> u64 {
+    mum(hash_bytes(name.as_bytes(), P2) ^ labels_hash, P1)
 }
 
 /// A hasher for keys that already are good 64-bit hashes.
@@ -73,32 +69,23 @@ pub(super) type BuildIdentity = BuildHasherDefault<IdentityHasher>;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::borrow::Cow;
 
-    fn l<'a>(n: &'a str, v: &'a str) -> LabelRef<'a> {
-        LabelRef {
-            name: n,
-            value: Cow::Borrowed(v),
-        }
+    #[test]
+    fn sums_of_pairs_identify_series_regardless_of_order() {
+        let a = pair_hash(b"a=\"1\"").wrapping_add(pair_hash(b"b=\"2\""));
+        let b = pair_hash(b"b=\"2\"").wrapping_add(pair_hash(b"a=\"1\""));
+        assert_eq!(series_key("m", a), series_key("m", b));
+        let c = pair_hash(b"a=\"2\"").wrapping_add(pair_hash(b"b=\"1\""));
+        assert_ne!(series_key("m", a), series_key("m", c));
+        assert_ne!(series_key("m", a), series_key("n", a));
     }
 
     #[test]
-    fn label_order_does_not_matter_but_content_does() {
-        let a = series_hash("m", &[l("a", "1"), l("b", "2")], None);
-        let b = series_hash("m", &[l("b", "2"), l("a", "1")], None);
-        assert_eq!(a, b);
-        assert_ne!(a, series_hash("m", &[l("a", "2"), l("b", "1")], None));
-        assert_ne!(a, series_hash("n", &[l("a", "1"), l("b", "2")], None));
-        assert_ne!(
-            series_hash("m", &[l("ab", "")], None),
-            series_hash("m", &[l("a", "b")], None)
-        );
-    }
-
-    #[test]
-    fn skipped_label_is_ignored() {
-        let a = series_hash("h", &[l("x", "1"), l("le", "0.5")], Some("le"));
-        let b = series_hash("h", &[l("le", "+Inf"), l("x", "1")], Some("le"));
-        assert_eq!(a, b);
+    fn every_byte_and_the_length_count() {
+        let base = hash_bytes(b"abcdefghijk", 1);
+        assert_ne!(base, hash_bytes(b"abcdefghijl", 1));
+        assert_ne!(base, hash_bytes(b"bbcdefghijk", 1));
+        assert_ne!(hash_bytes(b"a", 1), hash_bytes(b"a\0", 1));
+        assert_ne!(base, hash_bytes(b"abcdefghijk", 2));
     }
 }

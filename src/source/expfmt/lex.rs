@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 
+use super::hash;
 use super::LabelRef;
 
 /// Longest piece of input quoted verbatim in a message.
@@ -12,8 +13,8 @@ const SNIPPET_MAX: usize = 48;
 /// Why a sample line was rejected.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum LexError {
-    /// Bytes that are not UTF-8 where text is required.
-    InvalidUtf8(&'static str),
+    /// The line ended inside a quoted string (`what` names it).
+    Unterminated(&'static str),
     /// Any other syntax error.
     Syntax(String),
 }
@@ -21,7 +22,9 @@ pub(super) enum LexError {
 impl LexError {
     pub(super) fn message(&self) -> String {
         match self {
-            LexError::InvalidUtf8(what) => format!("invalid UTF-8 in {what}"),
+            LexError::Unterminated(what) => {
+                format!("unterminated {what} (missing closing `\"`)")
+            }
             LexError::Syntax(m) => m.clone(),
         }
     }
@@ -37,6 +40,17 @@ pub(super) struct LexedSample<'a> {
     pub name: &'a str,
     pub value: f64,
     pub timestamp_ms: Option<i64>,
+    /// Order-independent hash of the label set (see [`hash::pair_hash`]).
+    pub labels_hash: u64,
+    /// The share of `labels_hash` contributed by the `le` label (0 without one).
+    pub le_hash: u64,
+}
+
+/// Reusable buffers for [`lex_sample`].
+#[derive(Default)]
+pub(super) struct Scratch {
+    /// Canonical `name="raw value"` text of a label written in another form.
+    canon: Vec<u8>,
 }
 
 /// A lexed `#` line.
@@ -64,7 +78,7 @@ fn is_name_start(b: u8) -> bool {
 
 #[inline]
 fn is_name_char(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_' || b == b':'
+    CLASS[usize::from(b)] & NAME_CHAR != 0
 }
 
 #[inline]
@@ -74,7 +88,47 @@ fn is_label_start(b: u8) -> bool {
 
 #[inline]
 fn is_label_char(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
+    CLASS[usize::from(b)] & LABEL_CHAR != 0
+}
+
+const NAME_CHAR: u8 = 1;
+const LABEL_CHAR: u8 = 2;
+const QUOTE_OR_ESCAPE: u8 = 4;
+
+/// Byte classes, one table lookup per byte in the hot scanning loops.
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        if c.is_ascii_alphanumeric() || c == b'_' {
+            t[b] = NAME_CHAR | LABEL_CHAR;
+        } else if c == b':' {
+            t[b] = NAME_CHAR;
+        } else if c == b'"' || c == b'\\' {
+            t[b] = QUOTE_OR_ESCAPE;
+        }
+        b += 1;
+    }
+    t
+};
+
+/// Offset of the first `"` or `\\` in `bytes`: a plain loop for the short
+/// values that dominate real input, `memchr2` beyond.
+#[inline]
+fn find_quote_or_escape(bytes: &[u8]) -> Option<usize> {
+    const SHORT: usize = 32;
+    let head = &bytes[..bytes.len().min(SHORT)];
+    if let Some(k) = head
+        .iter()
+        .position(|&b| CLASS[usize::from(b)] & QUOTE_OR_ESCAPE != 0)
+    {
+        return Some(k);
+    }
+    if bytes.len() <= SHORT {
+        return None;
+    }
+    memchr::memchr2(b'"', b'\\', &bytes[SHORT..]).map(|k| k + SHORT)
 }
 
 #[inline]
@@ -122,28 +176,32 @@ fn scan_name(line: &[u8], i: usize) -> usize {
     j
 }
 
-fn ascii_str(bytes: &[u8]) -> Result<&str, LexError> {
-    std::str::from_utf8(bytes).map_err(|_| LexError::InvalidUtf8("a name"))
+/// `line[a..b]`, or a syntax error if that is not a `str` boundary (which the
+/// lexer never asks for: it cuts only next to ASCII delimiters).
+#[inline]
+fn sub(line: &str, a: usize, b: usize) -> Result<&str, LexError> {
+    line.get(a..b)
+        .ok_or_else(|| syntax("unexpected byte sequence (not at a character boundary)"))
 }
 
-/// Lexes a quoted string whose opening `"` is at `line[i - 1]`. Returns the
+/// Lexes a quoted string whose opening `"` is at `line[start - 1]`. Returns the
 /// unescaped text (borrowed when it holds no escapes) and the index after the
 /// closing quote. Accepted escapes are those of the Go parser: `\\`, `\"`, `\n`.
 fn lex_quoted<'a>(
-    line: &'a [u8],
+    line: &'a str,
     start: usize,
     what: &'static str,
 ) -> Result<(Cow<'a, str>, usize), LexError> {
+    let bytes = line.as_bytes();
     let mut i = start;
     let mut owned: Option<String> = None;
     loop {
-        let Some(off) = memchr::memchr2(b'"', b'\\', &line[i..]) else {
-            return Err(syntax(format!("unterminated {what} (missing closing `\"`)")));
+        let Some(off) = find_quote_or_escape(&bytes[i..]) else {
+            return Err(LexError::Unterminated(what));
         };
-        let chunk = &line[i..i + off];
-        let text = std::str::from_utf8(chunk).map_err(|_| LexError::InvalidUtf8(what))?;
         let at = i + off;
-        if line[at] == b'"' {
+        let text = sub(line, i, at)?;
+        if bytes[at] == b'"' {
             let value = match owned {
                 Some(mut s) => {
                     s.push_str(text);
@@ -153,9 +211,9 @@ fn lex_quoted<'a>(
             };
             return Ok((value, at + 1));
         }
-        let s = owned.get_or_insert_with(|| String::with_capacity(chunk.len() + 16));
+        let s = owned.get_or_insert_with(|| String::with_capacity(text.len() + 16));
         s.push_str(text);
-        match line.get(at + 1) {
+        match bytes.get(at + 1) {
             Some(b'\\') => s.push('\\'),
             Some(b'"') => s.push('"'),
             Some(b'n') => s.push('\n'),
@@ -169,44 +227,46 @@ fn lex_quoted<'a>(
                     "invalid escape sequence `{shown}` in {what} (only `\\\\`, `\\\"` and `\\n` are allowed)"
                 )));
             }
-            None => {
-                return Err(syntax(format!("unterminated {what} (missing closing `\"`)")));
-            }
+            None => return Err(LexError::Unterminated(what)),
         }
         i = at + 2;
     }
 }
 
-/// Lexes one sample line (already trimmed of leading blanks, non-empty, not a
-/// comment). Labels are appended to `labels`, which the caller clears.
+/// Lexes one sample line (UTF-8, already trimmed of leading blanks, non-empty,
+/// not a comment). Labels are appended to `labels`, which the caller clears.
 pub(super) fn lex_sample<'a>(
-    line: &'a [u8],
+    line: &'a str,
     labels: &mut Vec<LabelRef<'a>>,
+    scratch: &mut Scratch,
 ) -> Result<LexedSample<'a>, LexError> {
+    let bytes = line.as_bytes();
     let mut i = 0;
     let mut name: Option<&'a str> = None;
-    if line.first().copied().is_some_and(is_name_start) {
-        let end = scan_name(line, 0);
-        name = Some(ascii_str(&line[..end])?);
+    let (mut labels_hash, mut le_hash) = (0u64, 0u64);
+    if bytes.first().copied().is_some_and(is_name_start) {
+        let end = scan_name(bytes, 0);
+        name = Some(sub(line, 0, end)?);
         i = end;
-    } else if line.first() != Some(&b'{') {
+    } else if bytes.first() != Some(&b'{') {
         return Err(syntax(format!(
             "expected a metric name at the start of `{}`",
-            snippet(line)
+            snippet(bytes)
         )));
     }
-    i = skip_blanks(line, i);
-    if line.get(i) == Some(&b'{') {
+    i = skip_blanks(bytes, i);
+    if bytes.get(i) == Some(&b'{') {
         i += 1;
         loop {
-            i = skip_blanks(line, i);
-            let Some(&c) = line.get(i) else {
+            i = skip_blanks(bytes, i);
+            let Some(&c) = bytes.get(i) else {
                 return Err(syntax("label set not closed (missing `}`)"));
             };
             if c == b'}' {
                 i += 1;
                 break;
             }
+            let name_start = i;
             let (lname, quoted) = if c == b'"' {
                 let (q, next) = lex_quoted(line, i + 1, "quoted name")?;
                 i = next;
@@ -219,16 +279,19 @@ pub(super) fn lex_sample<'a>(
                     }
                 }
             } else if is_label_start(c) {
-                let start = i;
-                while i < line.len() && is_label_char(line[i]) {
+                while i < bytes.len() && is_label_char(bytes[i]) {
                     i += 1;
                 }
-                (ascii_str(&line[start..i])?, false)
+                (sub(line, name_start, i)?, false)
             } else {
-                return Err(syntax(format!("invalid label name at `{}`", snippet(&line[i..]))));
+                return Err(syntax(format!(
+                    "invalid label name at `{}`",
+                    snippet(&bytes[i..])
+                )));
             };
-            i = skip_blanks(line, i);
-            let next = line.get(i).copied();
+            let name_end = i;
+            i = skip_blanks(bytes, i);
+            let next = bytes.get(i).copied();
             if quoted && name.is_none() && labels.is_empty() && matches!(next, Some(b',' | b'}')) {
                 // `{"my.metric", …}`: the metric name quoted inside the braces.
                 name = Some(lname);
@@ -236,18 +299,34 @@ pub(super) fn lex_sample<'a>(
                 if next != Some(b'=') {
                     return Err(syntax(format!("expected `=` after label name `{lname}`")));
                 }
-                i = skip_blanks(line, i + 1);
-                if line.get(i) != Some(&b'"') {
+                i = skip_blanks(bytes, i + 1);
+                if bytes.get(i) != Some(&b'"') {
                     return Err(syntax(format!(
                         "expected `\"` to open the value of label `{lname}`"
                     )));
                 }
+                let open = i;
                 let (value, next) = lex_quoted(line, i + 1, "label value")?;
                 i = next;
+                // Hash the pair in its canonical spelling `name="raw value"`.
+                let h = if !quoted && open == name_end + 1 {
+                    hash::pair_hash(&bytes[name_start..i])
+                } else {
+                    let canon = &mut scratch.canon;
+                    canon.clear();
+                    canon.extend_from_slice(lname.as_bytes());
+                    canon.extend_from_slice(b"=");
+                    canon.extend_from_slice(&bytes[open..i]);
+                    hash::pair_hash(canon)
+                };
+                labels_hash = labels_hash.wrapping_add(h);
+                if lname == "le" {
+                    le_hash = h;
+                }
                 labels.push(LabelRef { name: lname, value });
             }
-            i = skip_blanks(line, i);
-            match line.get(i) {
+            i = skip_blanks(bytes, i);
+            match bytes.get(i) {
                 Some(b',') => i += 1,
                 Some(b'}') => {
                     i += 1;
@@ -256,7 +335,7 @@ pub(super) fn lex_sample<'a>(
                 Some(_) => {
                     return Err(syntax(format!(
                         "expected `,` or `}}` after label `{lname}`, found `{}`",
-                        snippet(&line[i..])
+                        snippet(&bytes[i..])
                     )));
                 }
                 None => return Err(syntax("label set not closed (missing `}`)")),
@@ -267,40 +346,41 @@ pub(super) fn lex_sample<'a>(
         return Err(syntax("missing metric name"));
     };
     check_duplicate_labels(labels)?;
-    i = skip_blanks(line, i);
+    i = skip_blanks(bytes, i);
     let vstart = i;
-    while i < line.len() && !is_blank(line[i]) {
+    while i < bytes.len() && !is_blank(bytes[i]) {
         i += 1;
     }
-    let vtok = &line[vstart..i];
+    let vtok = sub(line, vstart, i)?;
     if vtok.is_empty() {
         return Err(syntax(format!("missing value for `{name}`")));
     }
-    let value =
-        parse_value(vtok).ok_or_else(|| syntax(format!("invalid value `{}` for `{name}`", snippet(vtok))))?;
-    i = skip_blanks(line, i);
+    let value = parse_value(vtok).ok_or_else(|| {
+        syntax(format!(
+            "invalid value `{}` for `{name}`",
+            snippet(vtok.as_bytes())
+        ))
+    })?;
+    i = skip_blanks(bytes, i);
     let mut timestamp_ms = None;
-    if i < line.len() {
+    if i < bytes.len() {
         let tstart = i;
-        while i < line.len() && !is_blank(line[i]) {
+        while i < bytes.len() && !is_blank(bytes[i]) {
             i += 1;
         }
-        let ttok = &line[tstart..i];
-        let ts = std::str::from_utf8(ttok)
-            .ok()
-            .and_then(|t| t.parse::<i64>().ok())
-            .ok_or_else(|| {
-                syntax(format!(
-                    "invalid timestamp `{}` for `{name}` (expected integer milliseconds)",
-                    snippet(ttok)
-                ))
-            })?;
+        let ttok = sub(line, tstart, i)?;
+        let ts = ttok.parse::<i64>().map_err(|_| {
+            syntax(format!(
+                "invalid timestamp `{}` for `{name}` (expected integer milliseconds)",
+                snippet(ttok.as_bytes())
+            ))
+        })?;
         timestamp_ms = Some(ts);
-        i = skip_blanks(line, i);
-        if i < line.len() {
+        i = skip_blanks(bytes, i);
+        if i < bytes.len() {
             return Err(syntax(format!(
                 "unexpected text `{}` after the timestamp",
-                snippet(&line[i..])
+                snippet(&bytes[i..])
             )));
         }
     }
@@ -308,12 +388,18 @@ pub(super) fn lex_sample<'a>(
         name,
         value,
         timestamp_ms,
+        labels_hash,
+        le_hash,
     })
 }
 
 /// Rejects a label set that names the same label twice (the Go parser does too).
-/// Quadratic for small sets (the common case), sort-based for large ones.
+/// Linear when the names are sorted (as encoders write them), quadratic for
+/// small unsorted sets, sort-based for large ones.
 fn check_duplicate_labels(labels: &[LabelRef<'_>]) -> Result<(), LexError> {
+    if labels.windows(2).all(|w| w[0].name < w[1].name) {
+        return Ok(());
+    }
     let dup = if labels.len() <= 32 {
         labels
             .iter()
@@ -333,12 +419,18 @@ fn check_duplicate_labels(labels: &[LabelRef<'_>]) -> Result<(), LexError> {
 
 /// Parses a sample value as Go's `strconv.ParseFloat` would for what encoders
 /// write: decimal and exponent forms, `NaN`, `+Inf`, `-Inf`, `Inf` (any case).
-pub(super) fn parse_value(tok: &[u8]) -> Option<f64> {
-    let s = std::str::from_utf8(tok).ok()?;
-    // Rust also accepts `infinity`/`nan` in any case and a sign before `nan`,
-    // as Go mostly does; hex floats and `_` separators are not produced by any
-    // encoder and are rejected.
-    s.parse::<f64>().ok()
+/// Rust also accepts `infinity`/`nan` in any case and a sign before `nan`, as Go
+/// mostly does; hex floats and `_` separators, which no encoder writes, are
+/// rejected.
+pub(super) fn parse_value(tok: &str) -> Option<f64> {
+    let b = tok.as_bytes();
+    // Fast path: short plain integers (exact in f64 below 2^53).
+    let digits = b.strip_prefix(b"-").unwrap_or(b);
+    if !digits.is_empty() && digits.len() <= 15 && digits.iter().all(u8::is_ascii_digit) {
+        let n = digits.iter().fold(0u64, |n, &d| n * 10 + u64::from(d - b'0')) as f64;
+        return Some(if digits.len() < b.len() { -n } else { n });
+    }
+    tok.parse::<f64>().ok()
 }
 
 /// Lexes a line starting with `#`.
@@ -361,8 +453,11 @@ pub(super) fn lex_comment(line: &[u8]) -> CommentLine<'_> {
     }
     i = skip_blanks(line, i);
     let name = match line.get(i) {
-        Some(b'"') => match lex_quoted(line, i + 1, "quoted name") {
-            Ok((Cow::Borrowed(n), next)) => {
+        Some(b'"') => match std::str::from_utf8(line)
+            .ok()
+            .map(|text| lex_quoted(text, i + 1, "quoted name"))
+        {
+            Some(Ok((Cow::Borrowed(n), next))) => {
                 i = next;
                 n
             }
@@ -436,7 +531,7 @@ mod tests {
 
     fn lex(line: &str) -> Result<(LexedSample<'_>, Vec<LabelRef<'_>>), LexError> {
         let mut labels = Vec::new();
-        let s = lex_sample(line.as_bytes(), &mut labels)?;
+        let s = lex_sample(line, &mut labels, &mut Scratch::default())?;
         Ok((s, labels))
     }
 
@@ -480,6 +575,45 @@ mod tests {
         }
         line.push_str("l7=\"v\"} 1");
         assert!(lex(&line).unwrap_err().message().contains("duplicate label `l7`"));
+    }
+
+    #[test]
+    fn label_hash_ignores_order_and_spelling_but_not_content() {
+        let h = |s: &str| lex(s).unwrap().0.labels_hash;
+        let base = h(r#"m{a="1",b="x\"y"} 1"#);
+        assert_eq!(base, h(r#"m{b="x\"y",a="1"} 1"#));
+        assert_eq!(base, h(r#"m{ a = "1" , "b"="x\"y", } 1"#));
+        assert_ne!(base, h(r#"m{a="1",b="x\\y"} 1"#));
+        assert_ne!(base, h(r#"m{a="1"} 1"#));
+        let (s, _) = lex(r#"m{a="1",le="0.5"} 1"#).unwrap();
+        let (t, _) = lex(r#"m{le="+Inf",a="1"} 1"#).unwrap();
+        assert_ne!(s.labels_hash, t.labels_hash);
+        assert_eq!(
+            s.labels_hash.wrapping_sub(s.le_hash),
+            t.labels_hash.wrapping_sub(t.le_hash)
+        );
+    }
+
+    #[test]
+    fn value_fast_path_agrees_with_the_general_parser() {
+        for t in [
+            "0",
+            "-0",
+            "7",
+            "-1",
+            "123456789012345",
+            "1234567890123456",
+            "00012",
+        ] {
+            assert_eq!(parse_value(t), t.parse::<f64>().ok(), "{t}");
+            assert_eq!(
+                parse_value(t).map(|v| v.is_sign_negative()),
+                t.parse::<f64>().ok().map(|v| v.is_sign_negative()),
+                "{t}"
+            );
+        }
+        assert_eq!(parse_value("-"), None);
+        assert_eq!(parse_value(""), None);
     }
 
     #[test]
