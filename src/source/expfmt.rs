@@ -644,7 +644,7 @@ impl<'a> Parser<'a> {
                 let Some(le) = self.bound(no, s.name, "le") else {
                     return;
                 };
-                let key = s.labels_hash.wrapping_sub(s.le_hash);
+                let key = s.bucket_key.unwrap_or(s.series_key);
                 self.bucket(fi, key, le, s.value, no, text);
             }
             MetricType::Histogram => {
@@ -671,7 +671,7 @@ impl<'a> Parser<'a> {
             }
             _ => {}
         }
-        let key = hash::series_key(s.name, s.labels_hash);
+        let key = s.series_key;
         if let Some(first) = self.seen.insert(key, no) {
             let series = render_series(s.name, &self.labels, None);
             self.warn(
@@ -696,7 +696,8 @@ impl<'a> Parser<'a> {
     /// The numeric value of the `le` or `quantile` label of the current sample;
     /// reports an error (the line is dropped) when it is missing or not a number.
     fn bound(&mut self, no: usize, name: &str, label: &str) -> Option<f64> {
-        let found = self.labels.iter().find(|l| l.name == label);
+        // Encoders write `le` and `quantile` last.
+        let found = self.labels.iter().rev().find(|l| l.name == label);
         let parsed = found.and_then(|l| lex::parse_value(&l.value));
         if parsed.is_none() {
             let series = render_series(name, &self.labels, None);

@@ -40,17 +40,37 @@ pub(super) struct LexedSample<'a> {
     pub name: &'a str,
     pub value: f64,
     pub timestamp_ms: Option<i64>,
-    /// Order-independent hash of the label set (see [`hash::pair_hash`]).
-    pub labels_hash: u64,
-    /// The share of `labels_hash` contributed by the `le` label (0 without one).
-    pub le_hash: u64,
+    /// Hash of the series identity (name and label set, see [`hash`]).
+    pub series_key: u64,
+    /// With an `le` label: hash of the identity without it, shared by the
+    /// buckets of one histogram series.
+    pub bucket_key: Option<u64>,
 }
 
 /// Reusable buffers for [`lex_sample`].
 #[derive(Default)]
 pub(super) struct Scratch {
-    /// Canonical `name="raw value"` text of a label written in another form.
+    /// Canonical text of a series written in another form.
     canon: Vec<u8>,
+    /// Label indices in canonical order.
+    order: Vec<usize>,
+}
+
+/// Whether a label name is a bucket or quantile bound (written last).
+#[inline]
+fn is_bound(name: &str) -> bool {
+    matches!(name.as_bytes(), b"le" | b"quantile")
+}
+
+/// `a < b` for short label names, without a `memcmp` call.
+#[inline]
+fn name_less(a: &[u8], b: &[u8]) -> bool {
+    for (x, y) in a.iter().zip(b) {
+        if x != y {
+            return x < y;
+        }
+    }
+    a.len() < b.len()
 }
 
 /// A lexed `#` line.
@@ -118,12 +138,13 @@ static CLASS: [u8; 256] = {
 #[inline]
 fn find_quote_or_escape(bytes: &[u8]) -> Option<usize> {
     const SHORT: usize = 32;
-    let head = &bytes[..bytes.len().min(SHORT)];
-    if let Some(k) = head
-        .iter()
-        .position(|&b| CLASS[usize::from(b)] & QUOTE_OR_ESCAPE != 0)
-    {
-        return Some(k);
+    let n = bytes.len().min(SHORT);
+    let mut k = 0;
+    while k < n {
+        if CLASS[usize::from(bytes[k])] & QUOTE_OR_ESCAPE != 0 {
+            return Some(k);
+        }
+        k += 1;
     }
     if bytes.len() <= SHORT {
         return None;
@@ -131,8 +152,16 @@ fn find_quote_or_escape(bytes: &[u8]) -> Option<usize> {
     memchr::memchr2(b'"', b'\\', &bytes[SHORT..]).map(|k| k + SHORT)
 }
 
-#[inline]
-fn skip_blanks(line: &[u8], mut i: usize) -> usize {
+#[inline(always)]
+fn skip_blanks(line: &[u8], i: usize) -> usize {
+    match line.get(i) {
+        Some(&b) if is_blank(b) => skip_blanks_slow(line, i),
+        _ => i,
+    }
+}
+
+#[inline(never)]
+fn skip_blanks_slow(line: &[u8], mut i: usize) -> usize {
     while i < line.len() && is_blank(line[i]) {
         i += 1;
     }
@@ -187,6 +216,7 @@ fn sub(line: &str, a: usize, b: usize) -> Result<&str, LexError> {
 /// Lexes a quoted string whose opening `"` is at `line[start - 1]`. Returns the
 /// unescaped text (borrowed when it holds no escapes) and the index after the
 /// closing quote. Accepted escapes are those of the Go parser: `\\`, `\"`, `\n`.
+#[inline]
 fn lex_quoted<'a>(
     line: &'a str,
     start: usize,
@@ -243,7 +273,12 @@ pub(super) fn lex_sample<'a>(
     let bytes = line.as_bytes();
     let mut i = 0;
     let mut name: Option<&'a str> = None;
-    let (mut labels_hash, mut le_hash) = (0u64, 0u64);
+    // Whether the raw text is the canonical series text (see `hash`), and
+    // where the last `le` pair starts in it.
+    let mut canonical = true;
+    let mut prev_name = "";
+    let mut bound_seen = false;
+    let mut le_start = None;
     if bytes.first().copied().is_some_and(is_name_start) {
         let end = scan_name(bytes, 0);
         name = Some(sub(line, 0, end)?);
@@ -254,15 +289,22 @@ pub(super) fn lex_sample<'a>(
             snippet(bytes)
         )));
     }
+    let after_name = i;
+    let mut series_end = i;
     i = skip_blanks(bytes, i);
     if bytes.get(i) == Some(&b'{') {
+        canonical &= i == after_name && name.is_some();
         i += 1;
         loop {
+            let pair_start = i;
             i = skip_blanks(bytes, i);
+            canonical &= i == pair_start;
             let Some(&c) = bytes.get(i) else {
                 return Err(syntax("label set not closed (missing `}`)"));
             };
             if c == b'}' {
+                // `{}` or a trailing comma.
+                canonical = false;
                 i += 1;
                 break;
             }
@@ -308,24 +350,19 @@ pub(super) fn lex_sample<'a>(
                 let open = i;
                 let (value, next) = lex_quoted(line, i + 1, "label value")?;
                 i = next;
-                // Hash the pair in its canonical spelling `name="raw value"`.
-                let h = if !quoted && open == name_end + 1 {
-                    hash::pair_hash(&bytes[name_start..i])
+                canonical &= !quoted && open == name_end + 1 && !bound_seen;
+                if is_bound(lname) {
+                    bound_seen = true;
+                    le_start = (lname.len() == 2).then_some(name_start);
                 } else {
-                    let canon = &mut scratch.canon;
-                    canon.clear();
-                    canon.extend_from_slice(lname.as_bytes());
-                    canon.extend_from_slice(b"=");
-                    canon.extend_from_slice(&bytes[open..i]);
-                    hash::pair_hash(canon)
-                };
-                labels_hash = labels_hash.wrapping_add(h);
-                if lname == "le" {
-                    le_hash = h;
+                    canonical &= name_less(prev_name.as_bytes(), lname.as_bytes());
+                    prev_name = lname;
                 }
                 labels.push(LabelRef { name: lname, value });
             }
+            let pair_end = i;
             i = skip_blanks(bytes, i);
+            canonical &= i == pair_end;
             match bytes.get(i) {
                 Some(b',') => i += 1,
                 Some(b'}') => {
@@ -341,11 +378,21 @@ pub(super) fn lex_sample<'a>(
                 None => return Err(syntax("label set not closed (missing `}`)")),
             }
         }
+        series_end = i;
+        canonical &= !labels.is_empty();
     }
     let Some(name) = name else {
         return Err(syntax("missing metric name"));
     };
-    check_duplicate_labels(labels)?;
+
+    let (series_key, bucket_key) = if canonical {
+        // Sorted, bound last, so no label can repeat.
+        let (prefix, full) = hash::hash_split(&bytes[..series_end], le_start.unwrap_or(0));
+        (full, le_start.map(|_| prefix))
+    } else {
+        check_duplicate_labels(labels)?;
+        canonical_keys(name, labels, scratch)
+    };
     i = skip_blanks(bytes, i);
     let vstart = i;
     while i < bytes.len() && !is_blank(bytes[i]) {
@@ -388,18 +435,58 @@ pub(super) fn lex_sample<'a>(
         name,
         value,
         timestamp_ms,
-        labels_hash,
-        le_hash,
+        series_key,
+        bucket_key,
     })
 }
 
-/// Rejects a label set that names the same label twice (the Go parser does too).
-/// Linear when the names are sorted (as encoders write them), quadratic for
-/// small unsorted sets, sort-based for large ones.
-fn check_duplicate_labels(labels: &[LabelRef<'_>]) -> Result<(), LexError> {
-    if labels.windows(2).all(|w| w[0].name < w[1].name) {
-        return Ok(());
+/// Series and bucket keys of a line not written in canonical form: its
+/// canonical text is built in `scratch` and hashed.
+fn canonical_keys(name: &str, labels: &[LabelRef<'_>], scratch: &mut Scratch) -> (u64, Option<u64>) {
+    let order = &mut scratch.order;
+    order.clear();
+    order.extend(0..labels.len());
+    let rank = |n: &str| match n {
+        "le" => 1,
+        "quantile" => 2,
+        _ => 0,
+    };
+    order.sort_by(|&a, &b| {
+        let (a, b) = (labels[a].name, labels[b].name);
+        (rank(a), a).cmp(&(rank(b), b))
+    });
+    let canon = &mut scratch.canon;
+    canon.clear();
+    canon.extend_from_slice(name.as_bytes());
+    let mut le_at = None;
+    for (k, &idx) in order.iter().enumerate() {
+        canon.push(if k == 0 { b'{' } else { b',' });
+        let l = &labels[idx];
+        if l.name == "le" {
+            le_at = Some(canon.len());
+        }
+        canon.extend_from_slice(l.name.as_bytes());
+        canon.extend_from_slice(b"=\"");
+        for &b in l.value.as_bytes() {
+            match b {
+                b'\\' => canon.extend_from_slice(br"\\"),
+                b'"' => canon.extend_from_slice(br#"\""#),
+                b'\n' => canon.extend_from_slice(br"\n"),
+                _ => canon.push(b),
+            }
+        }
+        canon.push(b'"');
     }
+    if !labels.is_empty() {
+        canon.push(b'}');
+    }
+    let (prefix, full) = hash::hash_split(canon, le_at.unwrap_or(0));
+    (full, le_at.map(|_| prefix))
+}
+
+/// Rejects a label set that names the same label twice (the Go parser does too).
+/// Quadratic for small sets, sort-based for large ones.
+fn check_duplicate_labels(labels: &[LabelRef<'_>]) -> Result<(), LexError> {
     let dup = if labels.len() <= 32 {
         labels
             .iter()
@@ -579,19 +666,29 @@ mod tests {
 
     #[test]
     fn label_hash_ignores_order_and_spelling_but_not_content() {
-        let h = |s: &str| lex(s).unwrap().0.labels_hash;
+        let h = |s: &str| lex(s).unwrap().0.series_key;
         let base = h(r#"m{a="1",b="x\"y"} 1"#);
         assert_eq!(base, h(r#"m{b="x\"y",a="1"} 1"#));
         assert_eq!(base, h(r#"m{ a = "1" , "b"="x\"y", } 1"#));
+        assert_eq!(base, h(r#"m {a="1",b="x\"y"}   1 1000"#));
         assert_ne!(base, h(r#"m{a="1",b="x\\y"} 1"#));
         assert_ne!(base, h(r#"m{a="1"} 1"#));
+        assert_ne!(base, h(r#"m{a="1",b="x\"y",c=""} 1"#));
+        assert_eq!(h("m 1"), h("m{} 2"));
+        assert_eq!(h("m 1"), h("m { } 2"));
         let (s, _) = lex(r#"m{a="1",le="0.5"} 1"#).unwrap();
         let (t, _) = lex(r#"m{le="+Inf",a="1"} 1"#).unwrap();
-        assert_ne!(s.labels_hash, t.labels_hash);
-        assert_eq!(
-            s.labels_hash.wrapping_sub(s.le_hash),
-            t.labels_hash.wrapping_sub(t.le_hash)
-        );
+        let (u, _) = lex(r#"m{le="0.5",a="1"} 1"#).unwrap();
+        let (v, _) = lex(r#"m{a="2",le="0.5"} 1"#).unwrap();
+        assert_ne!(s.series_key, t.series_key);
+        assert_eq!(s.series_key, u.series_key);
+        assert!(s.bucket_key.is_some());
+        assert_eq!(s.bucket_key, t.bucket_key);
+        assert_ne!(s.bucket_key, v.bucket_key);
+        assert_eq!(lex("m 1").unwrap().0.bucket_key, None);
+        let (q, _) = lex(r#"m{quantile="0.5",a="1"} 1"#).unwrap();
+        let (r, _) = lex(r#"m{a="1",quantile="0.5"} 1"#).unwrap();
+        assert_eq!(q.series_key, r.series_key);
     }
 
     #[test]
