@@ -1,6 +1,7 @@
 //! Throughput and peak-memory benchmark of the exposition parser.
 //!
-//! Run: `cargo run --release --bin bench_parse [-- --iters N --mb SIZE]`
+//! Run: `cargo run --release --bin bench_parse [-- --iters N --mb SIZE]`;
+//! `--write-payload PATH` only writes the synthetic payload (for profiling).
 //!
 //! It builds a deterministic apiserver-like payload (~30 MB by default) from
 //! `../shared/realdata/apiserver_nri_v1.35.0.prom` by repeating the big
@@ -266,19 +267,26 @@ fn main() -> Result<(), String> {
     }
     let mut iters = 7usize;
     let mut mb = 30usize;
+    let mut write_to: Option<String> = None;
+    let usage = "usage: bench_parse [--iters N] [--mb SIZE] [--write-payload PATH]";
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        let v = it.next().and_then(|v| v.parse().ok());
-        match (a.as_str(), v) {
-            ("--iters", Some(v)) => iters = v,
-            ("--mb", Some(v)) => mb = v,
-            _ => return Err(format!("usage: bench_parse [--iters N] [--mb SIZE]; got `{a}`")),
+        let v = it.next().ok_or(usage)?;
+        let num = || v.parse::<usize>().map_err(|_| usage.to_string());
+        match a.as_str() {
+            "--iters" => iters = num()?,
+            "--mb" => mb = num()?,
+            "--write-payload" => write_to = Some(v.clone()),
+            _ => return Err(format!("{usage}; got `{a}`")),
         }
     }
 
     let real_path = realdata_dir().join(REAL);
     let real = std::fs::read_to_string(&real_path).map_err(|e| format!("{}: {e}", real_path.display()))?;
     let payload = synthesize(&real, mb * 1_000_000);
+    if let Some(path) = write_to {
+        return std::fs::write(&path, &payload).map_err(|e| format!("{path}: {e}"));
+    }
     let synth_path = std::env::temp_dir().join(format!("cptriage-bench-parse-{}.prom", std::process::id()));
     std::fs::write(&synth_path, &payload).map_err(|e| e.to_string())?;
     let kept_families = {

@@ -390,7 +390,8 @@ struct Parser<'a> {
     cur: Option<usize>,
     labels: Vec<LabelRef<'a>>,
     scratch: lex::Scratch,
-    seen: HashMap<u64, usize, hash::BuildIdentity>,
+    /// Series key → line of its last sample (saturated to `u32`).
+    seen: HashMap<u64, u32, hash::BuildIdentity>,
     hist: Option<HistSeries<'a>>,
     kept: usize,
     skipped: usize,
@@ -660,9 +661,9 @@ impl<'a> Parser<'a> {
                 }
             }
             MetricType::Summary if suffix.is_empty() => {
-                if self.bound(no, s.name, "quantile").is_none() {
+                let Some(_quantile) = self.bound(no, s.name, "quantile") else {
                     return;
-                }
+                };
             }
             MetricType::Counter if s.value.is_nan() || s.value < 0.0 => {
                 let what = if s.value.is_nan() { "NaN" } else { "negative" };
@@ -672,7 +673,7 @@ impl<'a> Parser<'a> {
             _ => {}
         }
         let key = s.series_key;
-        if let Some(first) = self.seen.insert(key, no) {
+        if let Some(first) = self.seen.insert(key, u32::try_from(no).unwrap_or(u32::MAX)) {
             let series = render_series(s.name, &self.labels, None);
             self.warn(
                 no,
