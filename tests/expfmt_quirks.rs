@@ -828,3 +828,20 @@ fn refused_family_does_not_swallow_a_counter_named_like_its_child() {
     );
     assert_eq!(g.report.samples_skipped, 3);
 }
+
+#[test]
+fn repeated_histogram_series_is_a_duplicate() {
+    let g = run(b"# TYPE h histogram\n\
+h_bucket{a=\"1\",le=\"1\"} 1\nh_bucket{a=\"1\",le=\"+Inf\"} 2\nh_sum{a=\"1\"} 1\nh_count{a=\"1\"} 2\n\
+h_bucket{a=\"2\",le=\"+Inf\"} 2\n\
+h_bucket{le=\"1\",a=\"1\"} 1\nh_bucket{a=\"1\",le=\"+Inf\"} 2\n");
+    only_issue(
+        &g,
+        Severity::Warning,
+        7,
+        "duplicate histogram series `h{a=\"1\"}` (buckets also from line 2); the later values win",
+    );
+    assert_eq!(g.report.issues.len(), 1, "{:#?}", g.report.issues);
+    assert_eq!(g.report.samples_kept, 7);
+    assert_eq!(g.by_label("h_bucket", "le", "1").label("a"), Some("1"));
+}

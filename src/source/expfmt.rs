@@ -384,6 +384,31 @@ struct HistSeries<'a> {
     warned: bool,
 }
 
+/// The histogram series whose buckets are being lexed through the fast path.
+struct BucketRun<'a> {
+    /// The line text before the `le` pair.
+    prefix: &'a str,
+    name_len: usize,
+    /// Labels before `le`.
+    n_labels: usize,
+    resume: hash::Resume,
+    bucket_key: u64,
+}
+
+/// Whether `text` is the next bucket of the run whose text before `le` is `prefix`.
+#[inline]
+fn continues_bucket_run(text: &str, prefix: &str) -> bool {
+    let t = text.as_bytes();
+    t.len() > prefix.len() + 4 && t.starts_with(prefix.as_bytes()) && t[prefix.len()..].starts_with(b"le=\"")
+}
+
+/// Keeps bucket-run keys apart from per-line series keys in one map.
+const BUCKET_RUN_SALT: u64 = 0x5bd1_e995_9e37_79b9;
+
+fn line_u32(no: usize) -> u32 {
+    u32::try_from(no).unwrap_or(u32::MAX)
+}
+
 struct Parser<'a> {
     fams: Vec<Fam>,
     by_name: HashMap<String, usize>,
@@ -393,6 +418,7 @@ struct Parser<'a> {
     /// Series key → line of its last sample (saturated to `u32`).
     seen: HashMap<u64, u32, hash::BuildIdentity>,
     hist: Option<HistSeries<'a>>,
+    bucket_run: Option<BucketRun<'a>>,
     kept: usize,
     skipped: usize,
     issues: Vec<Issue>,
@@ -409,6 +435,7 @@ impl<'a> Parser<'a> {
             scratch: lex::Scratch::default(),
             seen: HashMap::default(),
             hist: None,
+            bucket_run: None,
             kept: 0,
             skipped: 0,
             issues: Vec::new(),
@@ -615,21 +642,54 @@ impl<'a> Parser<'a> {
     }
 
     fn sample(&mut self, line: &'a [u8], no: usize, keep: &mut dyn FnMut(&str) -> bool, sink: &mut dyn Sink) {
-        self.labels.clear();
         let text = match std::str::from_utf8(line) {
             Ok(t) => t,
             Err(e) => {
+                self.bucket_run = None;
                 let message = invalid_utf8_message(line, e.valid_up_to());
                 self.error(no, message);
                 return;
             }
         };
-        let s = match lex::lex_sample(text, &mut self.labels, &mut self.scratch) {
+        // The next bucket of the series just read repeats its text up to `le`.
+        let fast = match &self.bucket_run {
+            Some(r) if continues_bucket_run(text, r.prefix) => {
+                self.labels.truncate(r.n_labels);
+                lex::lex_next_bucket(
+                    text,
+                    r.prefix.len(),
+                    r.name_len,
+                    r.resume,
+                    r.bucket_key,
+                    &mut self.labels,
+                )
+            }
+            _ => None,
+        };
+        let lexed = match fast {
+            Some(s) => Ok(s),
+            None => {
+                self.labels.clear();
+                lex::lex_sample(text, &mut self.labels, &mut self.scratch)
+            }
+        };
+        let s = match lexed {
             Ok(s) => s,
             Err(e) => {
+                self.bucket_run = None;
                 self.error(no, e.message());
                 return;
             }
+        };
+        self.bucket_run = match (s.bucket_prefix, s.bucket_key) {
+            (Some((at, resume)), Some(bucket_key)) => text.get(..at).map(|prefix| BucketRun {
+                prefix,
+                name_len: s.name.len(),
+                n_labels: self.labels.len().saturating_sub(1),
+                resume,
+                bucket_key,
+            }),
+            _ => None,
         };
         let fi = self.resolve(s.name, no, keep);
         if !self.fams[fi].kept {
@@ -639,7 +699,8 @@ impl<'a> Parser<'a> {
         }
         let ty = self.fams[fi].ty;
         let fam_len = self.fams[fi].name.len();
-        let suffix = &s.name[fam_len.min(s.name.len())..];
+        let suffix = s.name.get(fam_len..).unwrap_or("");
+        let mut run_checked = false;
         match ty {
             MetricType::Histogram if suffix == "_bucket" => {
                 let Some(le) = self.bound(no, s.name, "le") else {
@@ -647,6 +708,7 @@ impl<'a> Parser<'a> {
                 };
                 let key = s.bucket_key.unwrap_or(s.series_key);
                 self.bucket(fi, key, le, s.value, no, text);
+                run_checked = true;
             }
             MetricType::Histogram => {
                 self.finish_hist();
@@ -672,8 +734,13 @@ impl<'a> Parser<'a> {
             }
             _ => {}
         }
-        let key = s.series_key;
-        if let Some(first) = self.seen.insert(key, u32::try_from(no).unwrap_or(u32::MAX)) {
+        // Buckets are checked once per series run, in `bucket`.
+        let seen = if run_checked {
+            None
+        } else {
+            self.seen.insert(s.series_key, line_u32(no))
+        };
+        if let Some(first) = seen {
             let series = render_series(s.name, &self.labels, None);
             self.warn(
                 no,
@@ -712,6 +779,17 @@ impl<'a> Parser<'a> {
     fn bucket(&mut self, fam: usize, key: u64, le: f64, count: f64, no: usize, raw: &'a str) {
         if self.hist.as_ref().is_some_and(|h| h.fam != fam || h.key != key) {
             self.finish_hist();
+        }
+        if self.hist.is_none() {
+            if let Some(first) = self.seen.insert(key ^ BUCKET_RUN_SALT, line_u32(no)) {
+                let series = render_series(&self.fams[fam].name, &self.labels, Some("le"));
+                self.warn(
+                    no,
+                    format!(
+                        "duplicate histogram series `{series}` (buckets also from line {first}); the later values win"
+                    ),
+                );
+            }
         }
         let h = self.hist.get_or_insert(HistSeries {
             fam,

@@ -46,12 +46,21 @@ fn finish(state: u64, tail: &[u8], len: usize) -> u64 {
 /// Hashes `bytes`.
 #[cfg(test)]
 pub(super) fn hash_bytes(bytes: &[u8]) -> u64 {
-    hash_split(bytes, bytes.len()).1
+    hash_split(bytes, 0).1
 }
 
-/// Hashes `bytes[..split]` and `bytes` in one pass: `(prefix, full)`, each
-/// equal to hashing that slice alone.
-pub(super) fn hash_split(bytes: &[u8], split: usize) -> (u64, u64) {
+/// The hash state after the whole 8-byte chunks of a prefix, from which the
+/// hash of any text starting with that prefix can be finished.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Resume {
+    state: u64,
+    at: usize,
+}
+
+/// Hashes `bytes[..split]` and `bytes` in one pass: `(prefix, full, resume)`,
+/// the first two equal to hashing that slice alone; `resume` continues any
+/// text that starts with `bytes[..split]` (see [`hash_resume`]).
+pub(super) fn hash_split(bytes: &[u8], split: usize) -> (u64, u64, Resume) {
     let split = split.min(bytes.len());
     let mut h = P0;
     let mut at = 0;
@@ -60,11 +69,19 @@ pub(super) fn hash_split(bytes: &[u8], split: usize) -> (u64, u64) {
         at += 8;
     }
     let prefix = finish(h, &bytes[at..split], split);
+    let resume = Resume { state: h, at };
+    (prefix, hash_resume(bytes, resume), resume)
+}
+
+/// Hash of `bytes`, whose start was already absorbed into `r`.
+pub(super) fn hash_resume(bytes: &[u8], r: Resume) -> u64 {
+    let mut h = r.state;
+    let mut at = r.at.min(bytes.len());
     while at + 8 <= bytes.len() {
         h = mum(h ^ word8(&bytes[at..at + 8]), P1);
         at += 8;
     }
-    (prefix, finish(h, &bytes[at..], bytes.len()))
+    finish(h, &bytes[at..], bytes.len())
 }
 
 /// A hasher for keys that already are good 64-bit hashes.
@@ -94,10 +111,14 @@ mod tests {
     #[test]
     fn split_hashes_equal_separate_hashes() {
         let text = b"apiserver_request_duration_seconds_bucket{verb=\"GET\",le=\"0.5\"}";
+        let other = b"apiserver_request_duration_seconds_bucket{verb=\"GET\",le=\"+Inf\"}";
         for split in 0..=text.len() {
-            let (p, f) = hash_split(text, split);
+            let (p, f, r) = hash_split(text, split);
             assert_eq!(p, hash_bytes(&text[..split]), "split {split}");
             assert_eq!(f, hash_bytes(text), "split {split}");
+            if text[..split] == other[..split] {
+                assert_eq!(hash_resume(other, r), hash_bytes(other), "split {split}");
+            }
         }
     }
 

@@ -45,6 +45,9 @@ pub(super) struct LexedSample<'a> {
     /// With an `le` label: hash of the identity without it, shared by the
     /// buckets of one histogram series.
     pub bucket_key: Option<u64>,
+    /// For a canonical line ending in an `le` label: where that pair starts
+    /// and the hash state there, to lex the series' next bucket quickly.
+    pub bucket_prefix: Option<(usize, hash::Resume)>,
 }
 
 /// Reusable buffers for [`lex_sample`].
@@ -385,14 +388,66 @@ pub(super) fn lex_sample<'a>(
         return Err(syntax("missing metric name"));
     };
 
+    let mut bucket_prefix = None;
     let (series_key, bucket_key) = if canonical {
         // Sorted, bound last, so no label can repeat.
-        let (prefix, full) = hash::hash_split(&bytes[..series_end], le_start.unwrap_or(0));
+        let split = le_start.unwrap_or(0);
+        let (prefix, full, resume) = hash::hash_split(&bytes[..series_end], split);
+        bucket_prefix = le_start.map(|at| (at, resume));
         (full, le_start.map(|_| prefix))
     } else {
         check_duplicate_labels(labels)?;
         canonical_keys(name, labels, scratch)
     };
+    let (value, timestamp_ms) = lex_value_and_timestamp(line, i, name)?;
+    Ok(LexedSample {
+        name,
+        value,
+        timestamp_ms,
+        series_key,
+        bucket_key,
+        bucket_prefix,
+    })
+}
+
+/// Lexes the next bucket of a histogram series: `line` starts with the same
+/// `prefix_len` bytes as that series' previous bucket line (the caller checked
+/// it, and that `le="` follows), whose labels other than `le` are in `labels`.
+/// Only the `le` pair and what follows are lexed. `None` when the rest is not
+/// in canonical form or is malformed; the caller then lexes the whole line.
+pub(super) fn lex_next_bucket<'a>(
+    line: &'a str,
+    prefix_len: usize,
+    name_len: usize,
+    resume: hash::Resume,
+    bucket_key: u64,
+    labels: &mut Vec<LabelRef<'a>>,
+) -> Option<LexedSample<'a>> {
+    let bytes = line.as_bytes();
+    let (value, next) = lex_quoted(line, prefix_len + 4, "label value").ok()?;
+    if bytes.get(next) != Some(&b'}') {
+        return None;
+    }
+    let series_end = next + 1;
+    let name = line.get(..name_len)?;
+    let (value_f, timestamp_ms) = lex_value_and_timestamp(line, series_end, name).ok()?;
+    labels.push(LabelRef {
+        name: line.get(prefix_len..prefix_len + 2)?,
+        value,
+    });
+    Some(LexedSample {
+        name,
+        value: value_f,
+        timestamp_ms,
+        series_key: hash::hash_resume(&bytes[..series_end], resume),
+        bucket_key: Some(bucket_key),
+        bucket_prefix: Some((prefix_len, resume)),
+    })
+}
+
+/// Lexes the value and optional timestamp that follow the series at `i`.
+fn lex_value_and_timestamp(line: &str, mut i: usize, name: &str) -> Result<(f64, Option<i64>), LexError> {
+    let bytes = line.as_bytes();
     i = skip_blanks(bytes, i);
     let vstart = i;
     while i < bytes.len() && !is_blank(bytes[i]) {
@@ -431,13 +486,7 @@ pub(super) fn lex_sample<'a>(
             )));
         }
     }
-    Ok(LexedSample {
-        name,
-        value,
-        timestamp_ms,
-        series_key,
-        bucket_key,
-    })
+    Ok((value, timestamp_ms))
 }
 
 /// Series and bucket keys of a line not written in canonical form: its
@@ -480,7 +529,7 @@ fn canonical_keys(name: &str, labels: &[LabelRef<'_>], scratch: &mut Scratch) ->
     if !labels.is_empty() {
         canon.push(b'}');
     }
-    let (prefix, full) = hash::hash_split(canon, le_at.unwrap_or(0));
+    let (prefix, full, _) = hash::hash_split(canon, le_at.unwrap_or(0));
     (full, le_at.map(|_| prefix))
 }
 
@@ -741,5 +790,50 @@ mod tests {
         assert!(!bad);
         assert_eq!(unescape_help(br"x\ty", &mut bad), "x\\ty");
         assert!(bad);
+    }
+
+    #[test]
+    fn next_bucket_fast_path_agrees_with_full_lexing() {
+        let first = r#"h_bucket{code="200",verb="GET",le="0.5"} 3"#;
+        let mut labels = Vec::new();
+        let mut scratch = Scratch::default();
+        let a = lex_sample(first, &mut labels, &mut scratch).unwrap();
+        let (at, resume) = a.bucket_prefix.unwrap();
+        assert_eq!(&first[..at], r#"h_bucket{code="200",verb="GET","#);
+        for next in [
+            r#"h_bucket{code="200",verb="GET",le="+Inf"} 7 1700000000000"#,
+            r#"h_bucket{code="200",verb="GET",le="1e+06"} 5"#,
+            r#"h_bucket{code="200",verb="GET",le="a\"b"} 5"#,
+        ] {
+            let mut fast_labels = labels.clone();
+            fast_labels.truncate(2);
+            let fast = lex_next_bucket(
+                next,
+                at,
+                a.name.len(),
+                resume,
+                a.bucket_key.unwrap(),
+                &mut fast_labels,
+            )
+            .expect("fast path applies");
+            let mut full_labels = Vec::new();
+            let full = lex_sample(next, &mut full_labels, &mut scratch).unwrap();
+            assert_eq!(fast, full, "{next}");
+            assert_eq!(fast_labels, full_labels, "{next}");
+        }
+        // Not canonical after `le` (blank before `}`), or malformed: full lexing decides.
+        for next in [
+            r#"h_bucket{code="200",verb="GET",le="1" } 5"#,
+            r#"h_bucket{code="200",verb="GET",le="1"} x"#,
+            r#"h_bucket{code="200",verb="GET",le="1"#,
+        ] {
+            let mut l = labels.clone();
+            l.truncate(2);
+            assert_eq!(
+                lex_next_bucket(next, at, a.name.len(), resume, 0, &mut l),
+                None,
+                "{next}"
+            );
+        }
     }
 }
