@@ -845,3 +845,99 @@ h_bucket{le=\"1\",a=\"1\"} 1\nh_bucket{a=\"1\",le=\"+Inf\"} 2\n");
     assert_eq!(g.report.samples_kept, 7);
     assert_eq!(g.by_label("h_bucket", "le", "1").label("a"), Some("1"));
 }
+
+/// Deterministic xorshift generator for the mutation test.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+#[test]
+fn random_mutations_never_panic_and_report_consistently() {
+    const PIECES: &[&[u8]] = &[
+        b"\"",
+        b"\\",
+        b"{",
+        b"}",
+        b",",
+        b"=",
+        b"\n",
+        b" ",
+        b"\t",
+        b"\r",
+        b"\xff",
+        b"\xc3",
+        b"\x00",
+        b"le=\"",
+        b"\"}",
+        b"# TYPE h histogram\n",
+        b"# TYPE h_bucket counter\n",
+        b"# HELP ",
+        b"NaN",
+        b"+Inf",
+        b"1e+06",
+        b"_bucket",
+        b"_count",
+        b"{\"q.name\"",
+        b"\\n",
+        b"\\q",
+    ];
+    let bases = [
+        fixture("histogram_problems.prom"),
+        fixture("label_values.prom"),
+        fixture("type_not_suffix.prom"),
+        fixture("le_spelling.prom"),
+        fixture("quoted_names.prom"),
+    ];
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut fatal = 0;
+    for round in 0..3000 {
+        let mut input = bases[round % bases.len()].clone();
+        for _ in 0..1 + rng.below(4) {
+            let at = rng.below(input.len() + 1);
+            match rng.below(3) {
+                0 => {
+                    let piece = PIECES[rng.below(PIECES.len())];
+                    input.splice(at..at, piece.iter().copied());
+                }
+                1 => {
+                    let end = (at + rng.below(12)).min(input.len());
+                    input.drain(at..end);
+                }
+                _ => input.truncate(at),
+            }
+        }
+        let keep_all = rng.below(2) == 0;
+        match try_run(&input, &|f| keep_all || f.len() % 2 == 0) {
+            Err(e) => {
+                assert!(e.message.starts_with("not a Prometheus text exposition"), "{e}");
+                fatal += 1;
+            }
+            Ok(g) => {
+                let r = &g.report;
+                assert_eq!(r.samples_kept, g.samples.len(), "round {round}");
+                assert!(
+                    r.issues.iter().all(|i| (1..=r.lines.max(1)).contains(&i.line)),
+                    "round {round}"
+                );
+                assert!(
+                    g.samples.iter().all(|s| (1..=r.lines).contains(&s.line)),
+                    "round {round}"
+                );
+                assert_eq!(r.families.len(), r.family_info.len());
+                let per_family: usize = r.family_info.iter().map(|f| f.samples).sum();
+                assert_eq!(per_family, r.samples_kept + r.samples_skipped, "round {round}");
+            }
+        }
+    }
+    assert!(fatal < 3000 / 4, "{fatal} fatal verdicts");
+}
