@@ -316,6 +316,7 @@ pub(super) fn lex_sample<'a>(
                 let (q, next) = lex_quoted(line, i + 1, "quoted name")?;
                 i = next;
                 match q {
+                    Cow::Borrowed("") => return Err(syntax("empty quoted metric or label name")),
                     Cow::Borrowed(s) => (s, true),
                     Cow::Owned(_) => {
                         return Err(syntax(
@@ -593,7 +594,7 @@ pub(super) fn lex_comment(line: &[u8]) -> CommentLine<'_> {
             .ok()
             .map(|text| lex_quoted(text, i + 1, "quoted name"))
         {
-            Some(Ok((Cow::Borrowed(n), next))) => {
+            Some(Ok((Cow::Borrowed(n), next))) if !n.is_empty() => {
                 i = next;
                 n
             }
@@ -701,6 +702,8 @@ mod tests {
         assert!(err("foo 1 2 3").contains("unexpected text"));
         assert!(err(r#"foo{a="1",a="2"} 1"#).contains("duplicate label `a`"));
         assert!(err("{} 1").contains("missing metric name"));
+        assert!(err(r#"{""} 1"#).contains("empty quoted metric or label name"));
+        assert!(err(r#"m{""="x"} 1"#).contains("empty quoted metric or label name"));
     }
 
     #[test]
