@@ -37,7 +37,8 @@
 //! summary quantile without a numeric `quantile`, duplicate label names.
 //!
 //! Warnings (samples are still delivered): a duplicate series (the sink sees both
-//! lines; a store that overwrites keeps the later value, as Prometheus does), a
+//! lines in order, so a store that overwrites keeps the later value; histogram
+//! series are checked once per run of buckets), a
 //! second HELP or TYPE (the first wins), a TYPE after the family's samples (the
 //! family stays untyped), an unknown TYPE word (untyped), a histogram series
 //! without `le="+Inf"` or with buckets out of order or decreasing, a counter
@@ -53,9 +54,8 @@
 mod hash;
 mod lex;
 
-use std::collections::HashMap;
-
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 /// A metric family's declared type (from `# TYPE`; the name suffix never decides).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
