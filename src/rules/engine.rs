@@ -369,6 +369,23 @@ fn eval_signal(rules: &RuleSet, k: usize, ctx: &Ctx) -> SignalInput {
 /// Evaluates the whole rule set over `data` and assesses it.
 pub fn diagnose(rules: &RuleSet, data: &Dataset, opts: &Options) -> Result<Report, EngineError> {
     let (g, mut warnings) = grid(data, opts)?;
+    // A single snapshot has no time series: signals with a `snapshot:` form are
+    // read since the process started instead.
+    let single;
+    let rules = if data.typical_interval().is_none() {
+        let (r, replaced) = rules.for_single_snapshot();
+        if !replaced.is_empty() {
+            warnings.push(format!(
+                "single snapshot: {} read since the process started ({}); the verdict describes the process's history, not its current rate",
+                if replaced.len() == 1 { "1 signal is" } else { "these signals are" },
+                replaced.join(", ")
+            ));
+        }
+        single = r;
+        &single
+    } else {
+        rules
+    };
     let ctx = Ctx {
         data,
         steps: &g.steps,

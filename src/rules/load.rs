@@ -94,6 +94,8 @@ pub struct Signal {
     pub exprs: Vec<String>,
     /// What each expression reads.
     pub reads: Vec<Reads>,
+    /// The checked single-snapshot form (`snapshot:`), if the signal has one.
+    pub snapshot: Option<Box<Signal>>,
 }
 
 impl Signal {
@@ -144,8 +146,24 @@ impl RuleSet {
     pub fn referenced_metrics(&self) -> BTreeSet<String> {
         self.signals
             .iter()
-            .flat_map(|s| s.reads.iter().flat_map(|r| r.metrics.iter().cloned()))
+            .flat_map(|s| s.reads.iter().chain(s.snapshot.iter().flat_map(|x| x.reads.iter())))
+            .flat_map(|r| r.metrics.iter().cloned())
             .collect()
+    }
+
+    /// The rule set as evaluated over a single snapshot: every signal with a
+    /// `snapshot:` form is replaced by it (since-process-start values and their
+    /// thresholds). Returns the ids of the replaced signals.
+    pub fn for_single_snapshot(&self) -> (RuleSet, Vec<String>) {
+        let mut r = self.clone();
+        let mut replaced = Vec::new();
+        for s in &mut r.signals {
+            if let Some(sn) = s.snapshot.take() {
+                replaced.push(s.def.id.clone());
+                *s = *sn;
+            }
+        }
+        (r, replaced)
     }
 
     /// The shipped rule set (`rules/default.yaml`).
@@ -605,10 +623,35 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
             ));
         }
     }
+    let snapshot = s.snapshot.as_ref().map(|sn| {
+        let def = SignalDef {
+            description: sn.description.clone(),
+            expr: sn.expr.clone(),
+            alternatives: sn.alternatives.clone(),
+            optional_metrics: sn.optional_metrics.clone(),
+            threshold: sn.threshold.clone(),
+            snapshot: None,
+            ..s.clone()
+        };
+        let sig = check_signal(loc, &def, d);
+        if sig.reads.iter().any(|r| r.needs_series) {
+            d.push(loc.key(
+                at,
+                "snapshot",
+                Level::Error,
+                format!(
+                    "signal `{}` snapshot form uses a range function; a single snapshot has no time series",
+                    s.id
+                ),
+            ));
+        }
+        Box::new(sig)
+    });
     Signal {
         def: s.clone(),
         exprs,
         reads,
+        snapshot,
     }
 }
 

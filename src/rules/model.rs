@@ -86,6 +86,26 @@ pub struct SignalDef {
     #[serde(default)]
     pub optional_metrics: Vec<String>,
     pub threshold: Threshold,
+    /// What to evaluate instead when the data is a single snapshot (no time
+    /// series, so no `rate`): a since-process-start form of the signal, with its
+    /// own threshold.
+    #[serde(default)]
+    pub snapshot: Option<SnapshotDef>,
+}
+
+/// The single-snapshot form of a signal: cumulative counters read since the
+/// process started, gauges as they are.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotDef {
+    pub description: String,
+    /// PromQL without range functions.
+    pub expr: String,
+    #[serde(default)]
+    pub alternatives: Vec<String>,
+    #[serde(default)]
+    pub optional_metrics: Vec<String>,
+    pub threshold: Threshold,
 }
 
 /// When a signal value is "lit".
