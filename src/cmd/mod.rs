@@ -2,6 +2,7 @@
 
 pub mod completions;
 pub mod query;
+pub mod record;
 
 use std::io::Write;
 
@@ -17,6 +18,7 @@ use crate::timefmt;
 pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
     match cli.command {
         Command::Query(a) => query::run(a, out, err),
+        Command::Record(a) => record::run(a, out, err),
         Command::Completions(a) => completions::run(a, out),
     }
 }
