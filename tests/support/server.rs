@@ -28,15 +28,35 @@ pub struct Request {
 pub struct Response {
     pub status: u16,
     pub body: Vec<u8>,
+    /// The body already gzip-compressed (sent when the client accepts gzip).
+    pub gz: Option<Arc<Vec<u8>>>,
     /// Sleep this long before answering.
     pub delay: Duration,
 }
 
 impl Response {
+    /// A 200 response with a precompressed copy.
+    pub fn ok_gz(body: &Arc<Vec<u8>>, gz: &Arc<Vec<u8>>) -> Response {
+        Response {
+            status: 200,
+            body: body.to_vec(),
+            gz: Some(gz.clone()),
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// Gzip-compresses `body`.
+    pub fn compress(body: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let _ = e.write_all(body);
+        e.finish().unwrap_or_default()
+    }
+
     pub fn ok(body: impl Into<Vec<u8>>) -> Response {
         Response {
             status: 200,
             body: body.into(),
+            gz: None,
             delay: Duration::ZERO,
         }
     }
@@ -44,6 +64,7 @@ impl Response {
         Response {
             status,
             body: body.as_bytes().to_vec(),
+            gz: None,
             delay: Duration::ZERO,
         }
     }
@@ -245,7 +266,9 @@ fn respond(
         slept += Duration::from_millis(20);
     }
     let gzip = req.accept_encoding.as_deref().is_some_and(|a| a.contains("gzip")) && resp.status == 200;
-    let body = if gzip {
+    let body = if gzip && resp.gz.is_some() {
+        resp.gz.as_deref().cloned().unwrap_or_default()
+    } else if gzip {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         let _ = e.write_all(&resp.body);
         e.finish().unwrap_or_default()
