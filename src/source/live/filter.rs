@@ -18,6 +18,16 @@ pub struct Filtered {
 
 /// Keeps the families `keep` wants; `Keep::All` returns the input unchanged.
 pub fn filter(input: &[u8], keep: &Keep) -> Result<Filtered, expfmt::ParseError> {
+    if matches!(keep, Keep::All) {
+        // Everything as received: only check that it is an exposition at all.
+        let mut none = |_: &str| false;
+        let report = expfmt::parse(input, &mut none, &mut |_: &SampleRef<'_>| {})?;
+        return Ok(Filtered {
+            bytes: input.to_vec(),
+            families_seen: report.families.len(),
+            families_kept: report.families.len(),
+        });
+    }
     let mut kept_lines: HashSet<usize> = HashSet::new();
     let mut wanted: HashSet<String> = HashSet::new();
     let mut keep_fn = |fam: &str| {
@@ -31,13 +41,6 @@ pub fn filter(input: &[u8], keep: &Keep) -> Result<Filtered, expfmt::ParseError>
         kept_lines.insert(s.line);
     };
     let report = expfmt::parse(input, &mut keep_fn, &mut sink)?;
-    if matches!(keep, Keep::All) {
-        return Ok(Filtered {
-            bytes: input.to_vec(),
-            families_seen: report.families.len(),
-            families_kept: report.families.len(),
-        });
-    }
     let mut out = Vec::with_capacity(input.len() / 4);
     for (i, line) in input.split(|b| *b == b'\n').enumerate() {
         let n = i + 1;
