@@ -46,7 +46,10 @@ fn authorize(r: &Request, client_der: &[u8]) -> Result<(), Response> {
             r#"{"kind":"Status","message":"forbidden: User \"x\" cannot get path \"/metrics\""}"#,
         ))
     } else {
-        Err(Response::status(401, r#"{"kind":"Status","message":"Unauthorized"}"#))
+        Err(Response::status(
+            401,
+            r#"{"kind":"Status","message":"Unauthorized"}"#,
+        ))
     }
 }
 
@@ -81,10 +84,12 @@ fn apiserver(
                 "/metrics" => Response::ok_gz(&body, &gz),
                 "/readyz?verbose" => Response::ok("[+]ping ok\n[+]etcd ok\nreadyz check passed\n"),
                 "/livez?verbose" => Response::ok("[+]ping ok\nlivez check passed\n"),
-                p if p.starts_with("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices") => match &slices {
-                    Some(s) => Response::ok(s.clone()),
-                    None => Response::status(404, "not found"),
-                },
+                p if p.starts_with("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices") => {
+                    match &slices {
+                        Some(s) => Response::ok(s.clone()),
+                        None => Response::status(404, "not found"),
+                    }
+                }
                 _ => Response::status(404, "not found"),
             }
         },
@@ -137,7 +142,10 @@ impl Fixture {
     }
 
     fn record(&self, kubeconfig: &Path, extra: &[&str]) -> (PathBuf, Output) {
-        let cap = self.dir.path().join(format!("cap{}", NEXT.fetch_add(1, Ordering::Relaxed)));
+        let cap = self
+            .dir
+            .path()
+            .join(format!("cap{}", NEXT.fetch_add(1, Ordering::Relaxed)));
         let mut args = vec![
             "record",
             "--out",
@@ -179,7 +187,11 @@ fn assert_every_scrape_failed(out: &Output, reason: &str) {
     assert_eq!(out.status.code(), Some(3), "stderr:\n{}", text(&out.stderr));
     let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert!(all.contains(reason), "expected `{reason}` in:\n{all}");
-    assert!(text(&out.stderr).contains("every scrape failed"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("every scrape failed"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 fn manifest_of(cap: &Path) -> manifest::Manifest {
@@ -200,11 +212,24 @@ fn assert_both_replicas(f: &Fixture, cap: &Path) {
     assert_eq!(urls, want, "each replica scraped at its own address");
     assert!(m.failures.is_empty(), "{:?}", m.failures);
     for t in &m.targets {
-        assert_eq!(t.name, format!("apiserver-127.0.0.1-{}", t.url.as_deref().unwrap().split(':').nth(2).unwrap().trim_end_matches("/metrics")));
+        assert_eq!(
+            t.name,
+            format!(
+                "apiserver-127.0.0.1-{}",
+                t.url
+                    .as_deref()
+                    .unwrap()
+                    .split(':')
+                    .nth(2)
+                    .unwrap()
+                    .trim_end_matches("/metrics")
+            )
+        );
         assert_eq!(t.version.as_deref(), Some("v1.33.0"));
-        let h: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(cap.join("health").join(format!("{}.json", t.name))).unwrap())
-                .unwrap();
+        let h: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(cap.join("health").join(format!("{}.json", t.name))).unwrap(),
+        )
+        .unwrap();
         let checks = h["checks"].as_array().unwrap();
         assert_eq!(checks.len(), 4, "readyz and livez in each of 2 rounds");
         assert!(checks.iter().any(|c| c["endpoint"] == "/readyz?verbose"
@@ -225,13 +250,18 @@ fn assert_both_replicas(f: &Fixture, cap: &Path) {
     }
     assert!(ds.store.has_metric("apiserver_request_total"));
     assert!(ds.store.has_metric("process_start_time_seconds"));
-    assert!(!ds.store.has_metric("go_memstats_mallocs_total"), "unknown families are not recorded by default");
+    assert!(
+        !ds.store.has_metric("go_memstats_mallocs_total"),
+        "unknown families are not recorded by default"
+    );
     // Each replica was asked for gzip and got the token.
     for r in &f.replicas {
         let reqs = r.requests.lock().unwrap();
         let m: Vec<&Request> = reqs.iter().filter(|q| q.path == "/metrics").collect();
         assert_eq!(m.len(), 2);
-        assert!(m.iter().all(|q| q.accept_encoding.as_deref().is_some_and(|a| a.contains("gzip"))));
+        assert!(m
+            .iter()
+            .all(|q| q.accept_encoding.as_deref().is_some_and(|a| a.contains("gzip"))));
     }
 }
 
@@ -241,9 +271,16 @@ fn token_in_kubeconfig_scrapes_every_replica_found_by_the_endpointslice() {
     let kc = f.kubeconfig("kc", &f.ca_data(), &format!("    token: {CANARY_TOKEN}\n"));
     let (cap, out) = f.record(&kc, &[]);
     assert_ok(&out);
-    assert!(text(&out.stderr).contains("from the default/kubernetes EndpointSlice"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("from the default/kubernetes EndpointSlice"),
+        "{}",
+        text(&out.stderr)
+    );
     assert_both_replicas(&f, &cap);
-    assert!(f.lb.paths().iter().all(|p| !p.starts_with("/metrics")), "the load balancer is not scraped");
+    assert!(
+        f.lb.paths().iter().all(|p| !p.starts_with("/metrics")),
+        "the load balancer is not scraped"
+    );
     support::assert_absent_everywhere(CANARY_TOKEN, &[&out.stdout, &out.stderr], &cap);
 }
 
@@ -256,11 +293,23 @@ fn token_file_through_a_kubeconfig_list() {
     let first_text = std::fs::read_to_string(&first).unwrap();
     let cut = first_text.find("users:").unwrap();
     std::fs::write(&first, &first_text[..cut]).unwrap();
-    let second = write(f.dir.path(), "second", "users:\n- name: u\n  user:\n    tokenFile: token\n");
+    let second = write(
+        f.dir.path(),
+        "second",
+        "users:\n- name: u\n  user:\n    tokenFile: token\n",
+    );
     let cap = f.dir.path().join("cap-list");
     let env = format!("{}:{}", first.display(), second.display());
     let out = support::cptriage(
-        &["record", "--out", cap.to_str().unwrap(), "--interval", "300ms", "--duration", "600ms"],
+        &[
+            "record",
+            "--out",
+            cap.to_str().unwrap(),
+            "--interval",
+            "300ms",
+            "--duration",
+            "600ms",
+        ],
         &[("KUBECONFIG", &env)],
     );
     assert_ok(&out);
@@ -290,7 +339,11 @@ fn exec_plugin(f: &Fixture, api_version: &str) -> PathBuf {
     let script = format!(
         "#!/bin/sh\n# an exec credential plugin\n[ \"$1\" = get-token ] || exit 9\n[ \"$PLUGIN_ENV\" = yes ] || exit 8\ncase \"$KUBERNETES_EXEC_INFO\" in *'\"interactive\":false'*) ;; *) exit 7;; esac\nprintf '{{\"apiVersion\":\"{api_version}\",\"kind\":\"ExecCredential\",\"status\":{{\"token\":\"{CANARY_TOKEN}\"}}}}'\n"
     );
-    let p = write(f.dir.path(), &format!("plugin-{}", api_version.replace('/', "_")), &script);
+    let p = write(
+        f.dir.path(),
+        &format!("plugin-{}", api_version.replace('/', "_")),
+        &script,
+    );
     let mut perm = std::fs::metadata(&p).unwrap().permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
     std::fs::set_permissions(&p, perm).unwrap();
@@ -300,7 +353,10 @@ fn exec_plugin(f: &Fixture, api_version: &str) -> PathBuf {
 #[test]
 fn exec_credential_plugins_v1_and_v1beta1() {
     let f = Fixture::new(None);
-    for v in ["client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1"] {
+    for v in [
+        "client.authentication.k8s.io/v1",
+        "client.authentication.k8s.io/v1beta1",
+    ] {
         let plugin = exec_plugin(&f, v);
         let user = format!(
             "    exec:\n      apiVersion: {v}\n      command: {}\n      args: [get-token]\n      env: [{{name: PLUGIN_ENV, value: \"yes\"}}]\n      interactiveMode: Never\n",
@@ -311,7 +367,10 @@ fn exec_credential_plugins_v1_and_v1beta1() {
         assert_ok(&out);
         let m = manifest_of(&cap);
         assert_eq!(m.targets.len(), 1);
-        assert_eq!(m.targets[0].url.as_deref(), Some(&*format!("https://localhost:{}/metrics", f.lb.port())));
+        assert_eq!(
+            m.targets[0].url.as_deref(),
+            Some(&*format!("https://localhost:{}/metrics", f.lb.port()))
+        );
         support::assert_absent_everywhere(CANARY_TOKEN, &[&out.stdout, &out.stderr], &cap);
     }
     // A failing plugin is a configuration error naming the plugin.
@@ -319,7 +378,11 @@ fn exec_credential_plugins_v1_and_v1beta1() {
     let kc = f.kubeconfig("kc-false", &f.ca_data(), user);
     let (_, out) = f.record(&kc, &[]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("exec credential plugin `/bin/false`: exited with"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("exec credential plugin `/bin/false`: exited with"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -334,7 +397,11 @@ fn wrong_ca_is_an_unknown_authority_and_exit_3() {
     let (cap, out) = f.record(&kc, &[]);
     assert_every_scrape_failed(&out, "signed by an unknown certificate authority");
     // Discovery failed too: the load-balanced address was used, with a warning.
-    assert!(text(&out.stderr).contains("replica discovery failed"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("replica discovery failed"),
+        "{}",
+        text(&out.stderr)
+    );
     let m = manifest_of(&cap);
     assert_eq!(m.failures.len(), 2);
     support::assert_absent_everywhere(CANARY_TOKEN, &[&out.stdout, &out.stderr], &cap);
@@ -386,7 +453,10 @@ fn unauthorized_and_forbidden() {
     assert_every_scrape_failed(&out, "HTTP 401 Unauthorized");
     let kc = f.kubeconfig("kc403", &f.ca_data(), &format!("    token: {FORBIDDEN_TOKEN}\n"));
     let (_, out) = f.record(&kc, &[]);
-    assert_every_scrape_failed(&out, "the identity lacks `get` on the non-resource URL `/metrics`");
+    assert_every_scrape_failed(
+        &out,
+        "the identity lacks `get` on the non-resource URL `/metrics`",
+    );
     assert!(text(&out.stderr).contains("HTTP 403"), "{}", text(&out.stderr));
 }
 
@@ -400,11 +470,22 @@ fn insecure_skip_tls_verify_works_and_says_so_loudly() {
     );
     let (cap, out) = f.record(&kc, &[]);
     assert_ok(&out);
-    assert!(text(&out.stderr).contains("TLS verification is OFF"), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("TLS verification was OFF for"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("TLS verification is OFF"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stdout).contains("TLS verification was OFF for"),
+        "{}",
+        text(&out.stdout)
+    );
     let h: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(cap.join("health").join(format!("apiserver-127.0.0.1-{}.json", f.replicas[0].port())))
-            .unwrap(),
+        &std::fs::read_to_string(
+            cap.join("health")
+                .join(format!("apiserver-127.0.0.1-{}.json", f.replicas[0].port())),
+        )
+        .unwrap(),
     )
     .unwrap();
     assert_eq!(h["tls_verified"], false);
@@ -419,7 +500,13 @@ fn kubectl_plugin_name_behaves_identically() {
     let cap = f.dir.path().join("cap-plugin");
     // As `kubectl cptriage record --kubeconfig … --context …` runs it.
     let out = std::process::Command::new(&bin)
-        .args(["record", "--out", cap.to_str().unwrap(), "--kubeconfig", kc.to_str().unwrap()])
+        .args([
+            "record",
+            "--out",
+            cap.to_str().unwrap(),
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+        ])
         .args(["--context", "test", "--interval", "300ms", "--duration", "600ms"])
         .env("HOME", "/nonexistent")
         .env_remove("KUBECONFIG")
@@ -427,7 +514,10 @@ fn kubectl_plugin_name_behaves_identically() {
         .unwrap();
     assert_ok(&out);
     assert_both_replicas(&f, &cap);
-    let a = std::process::Command::new(&bin).arg("--version").output().unwrap();
+    let a = std::process::Command::new(&bin)
+        .arg("--version")
+        .output()
+        .unwrap();
     let b = support::cptriage(&["--version"], &[]);
     assert_eq!(a.stdout, b.stdout);
 }
@@ -469,13 +559,25 @@ fn a_replica_switch_behind_the_load_balancer_is_reported() {
     let cap2 = d.path().join("cap2");
     let out = support::cptriage(
         &[
-            "record", "--out", cap2.to_str().unwrap(), "--kubeconfig", kc.to_str().unwrap(), "--interval", "200ms",
-            "--duration", "600ms", "--no-discovery",
+            "record",
+            "--out",
+            cap2.to_str().unwrap(),
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+            "--interval",
+            "200ms",
+            "--duration",
+            "600ms",
+            "--no-discovery",
         ],
         &[],
     );
     assert_ok(&out);
-    assert!(text(&out.stdout).contains("a different process answered at round 2"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("a different process answered at round 2"),
+        "{}",
+        text(&out.stdout)
+    );
     let h: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(cap2.join("health").join("apiserver-localhost.json")).unwrap(),
     )
@@ -488,15 +590,32 @@ fn record_refuses_a_non_empty_directory_and_needs_a_target() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("precious"), "user data").unwrap();
     let out = support::cptriage(
-        &["record", "--out", d.path().to_str().unwrap(), "--etcd", "http://127.0.0.1:1"],
+        &[
+            "record",
+            "--out",
+            d.path().to_str().unwrap(),
+            "--etcd",
+            "http://127.0.0.1:1",
+        ],
         &[],
     );
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("exists and is not empty"), "{}", text(&out.stderr));
-    assert_eq!(std::fs::read_to_string(d.path().join("precious")).unwrap(), "user data");
+    assert!(
+        text(&out.stderr).contains("exists and is not empty"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("precious")).unwrap(),
+        "user data"
+    );
     let out = support::cptriage(&["record", "--out", d.path().join("new").to_str().unwrap()], &[]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("no target to scrape"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("no target to scrape"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -536,6 +655,8 @@ fn in_cluster_service_account() {
     assert_eq!(res.snapshots.len(), 4);
     // Keep::All: the exposition exactly as served.
     assert_eq!(*res.snapshots[0].bytes, support::realdata(CAPTURE));
-    let ds = res.dataset(&Keep::Names(["go_memstats_mallocs_total".to_string()].into())).unwrap();
+    let ds = res
+        .dataset(&Keep::Names(["go_memstats_mallocs_total".to_string()].into()))
+        .unwrap();
     assert!(ds.store.has_metric("go_memstats_mallocs_total"));
 }

@@ -70,7 +70,8 @@ fn last(ds: &Dataset, metric: &str, inst: &str) -> f64 {
 }
 
 fn health(cap: &Path, target: &str) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(cap.join("health").join(format!("{target}.json"))).unwrap()).unwrap()
+    serde_json::from_str(&std::fs::read_to_string(cap.join("health").join(format!("{target}.json"))).unwrap())
+        .unwrap()
 }
 
 #[track_caller]
@@ -85,7 +86,11 @@ fn assert_ok(out: &std::process::Output) {
 }
 
 /// Puts small values to the members in `to`, round-robin, until stopped (at most 20 000).
-fn load_thread(c: &Arc<Cluster>, to: Vec<usize>, stop: &Arc<AtomicBool>) -> std::thread::JoinHandle<(usize, usize)> {
+fn load_thread(
+    c: &Arc<Cluster>,
+    to: Vec<usize>,
+    stop: &Arc<AtomicBool>,
+) -> std::thread::JoinHandle<(usize, usize)> {
     let (c, stop) = (c.clone(), stop.clone());
     std::thread::spawn(move || {
         let (mut ok, mut failed) = (0, 0);
@@ -133,10 +138,17 @@ fn healthy_cluster_over_tls_and_the_plain_metrics_port() {
         assert_eq!(last(&ds, "etcd_server_has_leader", &t.name), 1.0);
         let h = health(&cap, &t.name);
         assert_eq!(h["tls_verified"], true);
-        assert!(h["checks"].as_array().unwrap().iter().all(|x| x["ok"] == true), "{h}");
+        assert!(
+            h["checks"].as_array().unwrap().iter().all(|x| x["ok"] == true),
+            "{h}"
+        );
         assert_eq!(h["checks"].as_array().unwrap().len(), 2, "one /health per round");
     }
-    let leaders: f64 = m.targets.iter().map(|t| last(&ds, "etcd_server_is_leader", &t.name)).sum();
+    let leaders: f64 = m
+        .targets
+        .iter()
+        .map(|t| last(&ds, "etcd_server_is_leader", &t.name))
+        .sum();
     assert_eq!(leaders, 1.0);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("verified"), "{stdout}");
@@ -150,7 +162,9 @@ fn healthy_cluster_over_tls_and_the_plain_metrics_port() {
     assert_ok(&out2);
     let m2 = manifest_of(&cap2);
     let names: Vec<String> = m2.targets.iter().map(|t| t.name.clone()).collect();
-    let want: Vec<String> = (0..3).map(|i| format!("etcd-127.0.0.1-{}", c.members[i].metrics_port)).collect();
+    let want: Vec<String> = (0..3)
+        .map(|i| format!("etcd-127.0.0.1-{}", c.members[i].metrics_port))
+        .collect();
     assert_eq!(names, want);
     let ds2 = load(&cap2);
     assert_eq!(last(&ds2, "etcd_server_has_leader", &names[0]), 1.0);
@@ -197,7 +211,10 @@ fn check_leader_killed(c: &Cluster, leader: usize, others: &[usize], cap: &Path,
     // The killed member stops answering: failures with the reason.
     let fails: Vec<_> = m.failures.iter().filter(|f| f.target == dead).collect();
     assert!(!fails.is_empty(), "no failure recorded for the killed leader");
-    assert!(fails.iter().all(|f| f.error.contains("connection refused")), "{fails:?}");
+    assert!(
+        fails.iter().all(|f| f.error.contains("connection refused")),
+        "{fails:?}"
+    );
     assert!(m.failures.iter().all(|f| f.target == dead), "{:?}", m.failures);
     let h = health(cap, &dead);
     assert!(h["checks"].as_array().unwrap().iter().any(|x| x["ok"] == false));
@@ -205,10 +222,16 @@ fn check_leader_killed(c: &Cluster, leader: usize, others: &[usize], cap: &Path,
     for &i in others {
         let t = format!("m{i}");
         let lc = values(&ds, "etcd_server_leader_changes_seen_total", &t, &[]);
-        assert!(lc.last().unwrap() > lc.first().unwrap(), "{t}: leader changes {lc:?}");
+        assert!(
+            lc.last().unwrap() > lc.first().unwrap(),
+            "{t}: leader changes {lc:?}"
+        );
         assert_eq!(last(&ds, "etcd_server_has_leader", &t), 1.0, "{t}");
     }
-    let new_leaders: f64 = others.iter().map(|i| last(&ds, "etcd_server_is_leader", &format!("m{i}"))).sum();
+    let new_leaders: f64 = others
+        .iter()
+        .map(|i| last(&ds, "etcd_server_is_leader", &format!("m{i}")))
+        .sum();
     assert_eq!(new_leaders, 1.0);
     assert!(c.health(others[0]).is_some_and(|h| h.contains("true")));
 }
@@ -245,10 +268,16 @@ fn two_of_three_members_stopped() {
     for &i in &stopped {
         let t = format!("m{i}");
         let f: Vec<_> = m.failures.iter().filter(|f| f.target == t).collect();
-        assert!(!f.is_empty() && f.iter().all(|f| f.error.contains("timed out")), "{t}: {f:?}");
+        assert!(
+            !f.is_empty() && f.iter().all(|f| f.error.contains("timed out")),
+            "{t}: {f:?}"
+        );
     }
     let h = health(&cap, &s);
-    assert!(h["checks"].as_array().unwrap().iter().all(|x| x["ok"] == false), "{h}");
+    assert!(
+        h["checks"].as_array().unwrap().iter().all(|x| x["ok"] == false),
+        "{h}"
+    );
 }
 
 #[test]
@@ -275,7 +304,10 @@ fn backend_quota_filled_until_nospace() {
         let size = last(&ds, "etcd_mvcc_db_total_size_in_bytes", &t);
         assert!(size >= quota as f64 * 0.9, "{t}: db size {size} vs quota {quota}");
         let h = health(&cap, &t);
-        assert!(h["checks"].as_array().unwrap().iter().all(|x| x["ok"] == false), "{t}: {h}");
+        assert!(
+            h["checks"].as_array().unwrap().iter().all(|x| x["ok"] == false),
+            "{t}: {h}"
+        );
     }
 }
 
@@ -290,7 +322,12 @@ fn one_member_fsync_delayed_with_strace() {
     let _strace = Guard(Some(
         Command::new("strace")
             .args(["-f", "-qq", "-p", &pid.to_string(), "-e", "trace=fdatasync,fsync"])
-            .args(["-e", "inject=fdatasync,fsync:delay_enter=100000", "-o", "/dev/null"])
+            .args([
+                "-e",
+                "inject=fdatasync,fsync:delay_enter=100000",
+                "-o",
+                "/dev/null",
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

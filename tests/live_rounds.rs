@@ -74,7 +74,12 @@ fn a_round_of_eight_targets_with_slow_and_dead_ones_takes_about_one_timeout() {
     let total = start.elapsed();
     // Sequentially, each round would wait 3 slow targets × (metrics + health) × 1.5 s = 9 s.
     for r in &res.rounds {
-        eprintln!("round {} of 8 targets: {} ms (timeout {} ms)", r.round, r.elapsed_ms, timeout.as_millis());
+        eprintln!(
+            "round {} of 8 targets: {} ms (timeout {} ms)",
+            r.round,
+            r.elapsed_ms,
+            timeout.as_millis()
+        );
         assert!(r.elapsed_ms >= 1400, "the slow targets were waited for: {r:?}");
         assert!(r.elapsed_ms < 3000, "a round took more than 2 timeouts: {r:?}");
     }
@@ -86,8 +91,14 @@ fn a_round_of_eight_targets_with_slow_and_dead_ones_takes_about_one_timeout() {
     assert_eq!(res.snapshots.len(), 6);
     let text = String::from_utf8_lossy(&res.snapshots[0].bytes).into_owned();
     assert!(text.contains("etcd_server_has_leader 1"), "{text}");
-    assert!(text.contains("process_start_time_seconds"), "identity families are always kept");
-    assert!(!text.contains("etcd_disk_wal_fsync_duration_seconds"), "unwanted families are dropped");
+    assert!(
+        text.contains("process_start_time_seconds"),
+        "identity families are always kept"
+    );
+    assert!(
+        !text.contains("etcd_disk_wal_fsync_duration_seconds"),
+        "unwanted families are dropped"
+    );
     for f in &res.failure_details {
         let want = if f.target.starts_with("slow") {
             FailureKind::Timeout
@@ -97,7 +108,13 @@ fn a_round_of_eight_targets_with_slow_and_dead_ones_takes_about_one_timeout() {
         assert_eq!(f.kind, want, "{f:?}");
         assert!(!f.target.starts_with("fast"));
     }
-    assert!(res.failure_details.iter().any(|f| f.error == "timed out after 1.5s"), "{:?}", res.failure_details);
+    assert!(
+        res.failure_details
+            .iter()
+            .any(|f| f.error == "timed out after 1.5s"),
+        "{:?}",
+        res.failure_details
+    );
     // Health: fast ones healthy, the others failing with a reason.
     for h in &res.health {
         assert_eq!(h.ok, h.target.starts_with("fast"), "{h:?}");
@@ -133,10 +150,15 @@ fn every_target_failing_is_exit_3_with_the_failures_recorded() {
         &[],
     );
     assert_eq!(out.status.code(), Some(3));
-    let m = cptriage::source::manifest::parse(&std::fs::read_to_string(cap.join("manifest.yaml")).unwrap()).unwrap();
+    let m = cptriage::source::manifest::parse(&std::fs::read_to_string(cap.join("manifest.yaml")).unwrap())
+        .unwrap();
     assert_eq!(m.failures.len(), 2);
     assert_eq!(m.targets[0].name, "etcd-127.0.0.1");
-    assert!(m.failures[0].error.contains("connection refused"), "{:?}", m.failures);
+    assert!(
+        m.failures[0].error.contains("connection refused"),
+        "{:?}",
+        m.failures
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("etcd-127.0.0.1: connection refused"), "{stdout}");
 }
@@ -152,16 +174,33 @@ fn a_recorded_capture_loads_like_the_live_rounds() {
     let cap = d.path().join("cap");
     let url = format!("e1=http://127.0.0.1:{}", s.port());
     let out = support::cptriage(
-        &["record", "--out", cap.to_str().unwrap(), "--etcd", &url, "--interval", "100ms", "--duration", "300ms", "--all"],
+        &[
+            "record",
+            "--out",
+            cap.to_str().unwrap(),
+            "--etcd",
+            &url,
+            "--interval",
+            "100ms",
+            "--duration",
+            "300ms",
+            "--all",
+        ],
         &[],
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // --all keeps the exposition byte for byte.
-    let files: Vec<_> = std::fs::read_dir(cap.join("e1")).unwrap().map(|e| e.unwrap().path()).collect();
+    let files: Vec<_> = std::fs::read_dir(cap.join("e1"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     assert_eq!(files.len(), 3);
     for f in &files {
         assert!(f.to_str().unwrap().ends_with(".prom.gz"));
-        assert_eq!(cptriage::source::dump::read_maybe_gzip(f).unwrap(), support::realdata(ETCD_CAPTURE));
+        assert_eq!(
+            cptriage::source::dump::read_maybe_gzip(f).unwrap(),
+            support::realdata(ETCD_CAPTURE)
+        );
     }
     // The loader reads it without a warning about the layout (health/ is the one
     // directory it does not know yet: it is reported, not loaded as a target).
@@ -173,5 +212,9 @@ fn a_recorded_capture_loads_like_the_live_rounds() {
     assert_eq!(ds.targets.len(), 1);
     assert_eq!(ds.targets[0].snapshots.len(), 3);
     assert_eq!(ds.targets[0].version.as_deref(), Some("3.5.21"));
-    assert!(ds.warnings.iter().all(|w| w.origin.contains("health")), "{:?}", ds.warnings);
+    assert!(
+        ds.warnings.iter().all(|w| w.origin.contains("health")),
+        "{:?}",
+        ds.warnings
+    );
 }

@@ -28,7 +28,9 @@ pub fn prepare_live(a: &LiveArgs, keep: Keep, err: &mut dyn Write) -> Result<(Li
     let duration = duration_arg("--duration", &a.duration)?;
     let timeout = duration_arg("--timeout", &a.timeout)?;
     if interval.is_zero() || timeout.is_zero() {
-        return Err(CliError::Usage("`--interval` and `--timeout` must be greater than zero".into()));
+        return Err(CliError::Usage(
+            "`--interval` and `--timeout` must be greater than zero".into(),
+        ));
     }
     let kopts = KubeconfigOptions::from_env(a.kubeconfig.clone(), a.context.clone());
     let explicit = a.kubeconfig.is_some() || a.context.is_some();
@@ -125,7 +127,11 @@ struct HealthFile<'a> {
 }
 
 pub fn run(a: RecordArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let keep = if a.all { Keep::All } else { families::default_keep() };
+    let keep = if a.all {
+        Keep::All
+    } else {
+        families::default_keep()
+    };
     prepare_out(&a.out)?;
     let (cfg, plan) = prepare_live(&a.live, keep, err)?;
     if let Some(d) = &plan.discovery {
@@ -151,7 +157,11 @@ pub fn run(a: RecordArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<Ex
             url: &t.display_url,
             tls_verified: t.tls_verified(),
             checks: res.health.iter().filter(|h| h.target == t.name).collect(),
-            failures: res.failure_details.iter().filter(|f| f.target == t.name).collect(),
+            failures: res
+                .failure_details
+                .iter()
+                .filter(|f| f.target == t.name)
+                .collect(),
             switches: res.switches.iter().filter(|s| s.target == t.name).collect(),
         };
         let text = serde_json::to_string_pretty(&hf).map_err(|e| CliError::Data(e.to_string()))?;
@@ -178,7 +188,9 @@ fn record_rounds(cfg: &LiveConfig, dir: &Path, err: &mut dyn Write) -> Result<Li
         Some((cfg.rounds * cfg.targets.len()) as u64),
         indicatif::ProgressDrawTarget::stderr(),
     );
-    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} round {msg} [{bar:30}] {pos}/{len} scrapes") {
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{spinner} round {msg} [{bar:30}] {pos}/{len} scrapes")
+    {
         bar.set_style(style);
     }
     let mut write_error: Option<(PathBuf, std::io::Error)> = None;
@@ -228,7 +240,9 @@ fn summary(cfg: &LiveConfig, res: &LiveResult, dir: &Path, out: &mut dyn Write) 
     )?;
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
-    t.set_header(["target", "role", "url", "version", "scrapes", "failed", "health", "tls"]);
+    t.set_header([
+        "target", "role", "url", "version", "scrapes", "failed", "health", "tls",
+    ]);
     for (spec, mt) in cfg.targets.iter().zip(&res.targets) {
         let failed = res.failures.iter().filter(|f| f.target == spec.name).count();
         let health: Vec<&HealthResult> = res.health.iter().filter(|h| h.target == spec.name).collect();

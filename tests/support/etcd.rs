@@ -98,13 +98,23 @@ impl Cluster {
                 .arg(format!("--advertise-client-urls={curl}"))
                 .arg(format!("--listen-peer-urls={purl}"))
                 .arg(format!("--initial-advertise-peer-urls={purl}"))
-                .arg(format!("--listen-metrics-urls=http://127.0.0.1:{}", m.metrics_port))
+                .arg(format!(
+                    "--listen-metrics-urls=http://127.0.0.1:{}",
+                    m.metrics_port
+                ))
                 .arg(format!("--initial-cluster={initial}"))
-                .args(["--initial-cluster-state=new", "--initial-cluster-token=cptriage-test"])
+                .args([
+                    "--initial-cluster-state=new",
+                    "--initial-cluster-token=cptriage-test",
+                ])
                 .arg(format!("--cert-file={}", scert.display()))
                 .arg(format!("--key-file={}", skey.display()))
                 .arg(format!("--trusted-ca-file={}", c.ca_path.display()))
-                .args(["--client-cert-auth", "--heartbeat-interval=100", "--election-timeout=1000"])
+                .args([
+                    "--client-cert-auth",
+                    "--heartbeat-interval=100",
+                    "--election-timeout=1000",
+                ])
                 .args(["--snapshot-count=100000", "--metrics=extensive"])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -119,7 +129,11 @@ impl Cluster {
             let ok = wait_for(Duration::from_secs(30), || {
                 c.health(i).filter(|h| h.contains("\"true\"")).map(|_| ())
             });
-            assert!(ok.is_some(), "etcd member m{i} not healthy within 30s; log:\n{}", c.log(i));
+            assert!(
+                ok.is_some(),
+                "etcd member m{i} not healthy within 30s; log:\n{}",
+                c.log(i)
+            );
         }
         c
     }

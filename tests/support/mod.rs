@@ -79,6 +79,8 @@ pub fn assert_absent_everywhere(needle: &str, outputs: &[&[u8]], dir: &Path) {
 
 /// A capture file of the shared real data.
 pub fn realdata(name: &str) -> Vec<u8> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/realdata").join(name);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/realdata")
+        .join(name);
     std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }

@@ -45,9 +45,14 @@ impl Ca {
 
     /// A certificate usable both as server and client (etcd members).
     pub fn peer(&self, names: &[&str]) -> Leaf {
-        let mut p = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).expect("params");
-        p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
-        p.distinguished_name.push(DnType::CommonName, names.first().copied().unwrap_or("peer"));
+        let mut p =
+            CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).expect("params");
+        p.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        p.distinguished_name
+            .push(DnType::CommonName, names.first().copied().unwrap_or("peer"));
         let key = KeyPair::generate().expect("key");
         let c = p.signed_by(&key, &self.issuer).expect("sign");
         Leaf {
@@ -61,9 +66,11 @@ impl Ca {
     }
 
     fn leaf(&self, names: &[&str], eku: ExtendedKeyUsagePurpose, expired: bool) -> Leaf {
-        let mut p = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).expect("params");
+        let mut p =
+            CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).expect("params");
         p.extended_key_usages = vec![eku];
-        p.distinguished_name.push(DnType::CommonName, names.first().copied().unwrap_or("leaf"));
+        p.distinguished_name
+            .push(DnType::CommonName, names.first().copied().unwrap_or("leaf"));
         if expired {
             p.not_before = rcgen::date_time_ymd(2000, 1, 1);
             p.not_after = rcgen::date_time_ymd(2001, 1, 1);

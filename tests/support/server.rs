@@ -102,8 +102,13 @@ impl Server {
             while !stop2.load(Ordering::Relaxed) {
                 match listener.accept() {
                     Ok((tcp, _)) => {
-                        let (cfg, handler, hits, reqs, stop) =
-                            (cfg.clone(), handler.clone(), hits2.clone(), req2.clone(), stop2.clone());
+                        let (cfg, handler, hits, reqs, stop) = (
+                            cfg.clone(),
+                            handler.clone(),
+                            hits2.clone(),
+                            req2.clone(),
+                            stop2.clone(),
+                        );
                         std::thread::spawn(move || {
                             let _ = tcp.set_nonblocking(false);
                             let _ = tcp.set_read_timeout(Some(Duration::from_secs(10)));

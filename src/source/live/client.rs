@@ -124,12 +124,14 @@ pub fn build(spec: &ClientSpec) -> Result<Client, String> {
     }
     match &spec.proxy_url {
         Some(p) => {
-            let proxy = reqwest::Proxy::all(p).map_err(|_| format!("invalid proxy URL `{}`", redact_url(p)))?;
+            let proxy =
+                reqwest::Proxy::all(p).map_err(|_| format!("invalid proxy URL `{}`", redact_url(p)))?;
             b = b.proxy(proxy);
         }
         None => b = b.no_proxy(),
     }
-    b.build().map_err(|e| format!("cannot set up the HTTP client: {}", chain(&e)))
+    b.build()
+        .map_err(|e| format!("cannot set up the HTTP client: {}", chain(&e)))
 }
 
 /// GETs `url` with an optional bearer token, within `timeout`, reading at most `limit` bytes.
@@ -150,8 +152,12 @@ pub fn get(
         let mut v = Vec::with_capacity(t.expose().len() + 7);
         v.extend_from_slice(b"Bearer ");
         v.extend_from_slice(t.expose());
-        let mut hv = HeaderValue::from_bytes(&v)
-            .map_err(|_| FetchError::new(FailureKind::Other, "the bearer token holds characters not allowed in a header"))?;
+        let mut hv = HeaderValue::from_bytes(&v).map_err(|_| {
+            FetchError::new(
+                FailureKind::Other,
+                "the bearer token holds characters not allowed in a header",
+            )
+        })?;
         hv.set_sensitive(true);
         req = req.header(AUTHORIZATION, hv);
     }
@@ -162,7 +168,10 @@ pub fn get(
     r.read_to_end(&mut body).map_err(|e| {
         let text = chain(&e);
         if text.contains("timed out") || text.contains("TimedOut") {
-            FetchError::new(FailureKind::Timeout, format!("timed out after {} reading the response", secs(timeout)))
+            FetchError::new(
+                FailureKind::Timeout,
+                format!("timed out after {} reading the response", secs(timeout)),
+            )
         } else {
             FetchError::new(FailureKind::Other, format!("reading the response failed: {text}"))
         }
@@ -236,13 +245,20 @@ fn classify(e: &reqwest::Error, timeout: Duration) -> FetchError {
             "TLS: the server certificate is signed by an unknown certificate authority (check the CA file or data)",
         )
     } else if has("certificate expired") || has("Expired") {
-        FetchError::new(FailureKind::TlsExpired, "TLS: the server certificate has expired (or is not yet valid)")
+        FetchError::new(
+            FailureKind::TlsExpired,
+            "TLS: the server certificate has expired (or is not yet valid)",
+        )
     } else if has("NotValidForName") || has("not valid for name") {
         FetchError::new(
             FailureKind::TlsNameMismatch,
             "TLS: the server certificate is not valid for the name cptriage verified (certificate name mismatch)",
         )
-    } else if has("CertificateRequired") || has("BadCertificate") || has("UnknownCA") || has("DecryptError") && has("alert") {
+    } else if has("CertificateRequired")
+        || has("BadCertificate")
+        || has("UnknownCA")
+        || has("DecryptError") && has("alert")
+    {
         FetchError::new(
             FailureKind::TlsClientCertificateRejected,
             "TLS: the server rejected the client certificate (missing, or not signed by a CA it trusts)",
@@ -250,7 +266,10 @@ fn classify(e: &reqwest::Error, timeout: Duration) -> FetchError {
     } else if e.is_timeout() || has("timed out") {
         FetchError::new(FailureKind::Timeout, format!("timed out after {}", secs(timeout)))
     } else if has("Connection refused") || has("ConnectionRefused") {
-        FetchError::new(FailureKind::ConnectionRefused, "connection refused (nothing listening: member down?)")
+        FetchError::new(
+            FailureKind::ConnectionRefused,
+            "connection refused (nothing listening: member down?)",
+        )
     } else if has("invalid peer certificate") || has("tls") || has("TLS") {
         FetchError::new(FailureKind::Tls, format!("TLS: {text}"))
     } else {

@@ -91,8 +91,13 @@ fn sock(ip: &str, port: u16) -> Option<SocketAddr> {
 
 /// Parses an EndpointSlice list; the replicas sorted, without duplicates.
 pub fn parse_slices(body: &[u8]) -> Result<Vec<Replica>, String> {
-    let l: SliceList =
-        serde_json::from_slice(body).map_err(|e| format!("not an EndpointSlice list (line {} column {})", e.line(), e.column()))?;
+    let l: SliceList = serde_json::from_slice(body).map_err(|e| {
+        format!(
+            "not an EndpointSlice list (line {} column {})",
+            e.line(),
+            e.column()
+        )
+    })?;
     let mut out = Vec::new();
     for s in l.items {
         let Some(port) = pick_port(s.ports.as_deref().unwrap_or_default()) else {
@@ -114,8 +119,13 @@ pub fn parse_slices(body: &[u8]) -> Result<Vec<Replica>, String> {
 
 /// Parses the `kubernetes` Endpoints object.
 pub fn parse_endpoints(body: &[u8]) -> Result<Vec<Replica>, String> {
-    let e: Endpoints =
-        serde_json::from_slice(body).map_err(|e| format!("not an Endpoints object (line {} column {})", e.line(), e.column()))?;
+    let e: Endpoints = serde_json::from_slice(body).map_err(|e| {
+        format!(
+            "not an Endpoints object (line {} column {})",
+            e.line(),
+            e.column()
+        )
+    })?;
     let mut out = Vec::new();
     for s in e.subsets.unwrap_or_default() {
         let Some(port) = pick_port(s.ports.as_deref().unwrap_or_default()) else {
@@ -151,11 +161,19 @@ mod tests {
         assert_eq!(
             r,
             vec![
-                Replica { addr: "10.0.0.1:6443".parse().unwrap(), not_ready: true },
-                Replica { addr: "10.0.0.2:6443".parse().unwrap(), not_ready: false },
+                Replica {
+                    addr: "10.0.0.1:6443".parse().unwrap(),
+                    not_ready: true
+                },
+                Replica {
+                    addr: "10.0.0.2:6443".parse().unwrap(),
+                    not_ready: false
+                },
             ]
         );
-        assert!(parse_slices(b"<html>").unwrap_err().contains("not an EndpointSlice list"));
+        assert!(parse_slices(b"<html>")
+            .unwrap_err()
+            .contains("not an EndpointSlice list"));
     }
 
     #[test]

@@ -138,7 +138,9 @@ pub enum KubeconfigError {
         column: usize,
         message: String,
     },
-    #[error("no kubeconfig found (no `--kubeconfig`, `KUBECONFIG` or `~/.kube/config`) and not running in a pod")]
+    #[error(
+        "no kubeconfig found (no `--kubeconfig`, `KUBECONFIG` or `~/.kube/config`) and not running in a pod"
+    )]
     NotFound,
     #[error("kubeconfig has no current context; name one with `--context`")]
     NoContext,
@@ -295,7 +297,9 @@ fn merge(paths: &[PathBuf]) -> Result<Merged, KubeconfigError> {
                 .or_insert_with(|| (n.value.unwrap_or_default(), dir.clone()));
         }
         for n in c.contexts.unwrap_or_default() {
-            m.contexts.entry(n.name).or_insert_with(|| n.value.unwrap_or_default());
+            m.contexts
+                .entry(n.name)
+                .or_insert_with(|| n.value.unwrap_or_default());
         }
         if m.current.is_none() {
             m.current = c.current_context.filter(|s| !s.is_empty());
@@ -410,7 +414,10 @@ fn from_files(files: &[PathBuf], context: Option<&str>) -> Result<ApiAccess, Kub
         cluster: cluster_name.clone(),
         server: server.clone(),
     })?;
-    let ca_pem = match (&cluster.certificate_authority_data, &cluster.certificate_authority) {
+    let ca_pem = match (
+        &cluster.certificate_authority_data,
+        &cluster.certificate_authority,
+    ) {
         (Some(d), _) if !d.is_empty() => Some(b64("certificate-authority-data", d)?),
         (_, Some(p)) if !p.is_empty() => Some(read_file("certificate-authority", resolve_path(cdir, p))?),
         _ => None,
@@ -434,7 +441,11 @@ fn from_files(files: &[PathBuf], context: Option<&str>) -> Result<ApiAccess, Kub
         .join(":");
     Ok(ApiAccess {
         server,
-        tls_server_name: cluster.tls_server_name.clone().filter(|s| !s.is_empty()).unwrap_or(host),
+        tls_server_name: cluster
+            .tls_server_name
+            .clone()
+            .filter(|s| !s.is_empty())
+            .unwrap_or(host),
         ca_pem,
         insecure: cluster.insecure_skip_tls_verify,
         credentials,
@@ -509,7 +520,12 @@ struct ExecStatus {
 
 /// Runs an exec credential plugin (`client.authentication.k8s.io/v1` or
 /// `v1beta1`), never interactively: its stdin is closed.
-fn run_exec(e: &RawExec, dir: &Path, server: &str, _cluster: &RawCluster) -> Result<Credentials, KubeconfigError> {
+fn run_exec(
+    e: &RawExec,
+    dir: &Path,
+    server: &str,
+    _cluster: &RawCluster,
+) -> Result<Credentials, KubeconfigError> {
     let command = e.command.clone().unwrap_or_default();
     let err = |message: String| KubeconfigError::Exec {
         command: command.clone(),
@@ -592,22 +608,30 @@ fn run_exec(e: &RawExec, dir: &Path, server: &str, _cluster: &RawCluster) -> Res
         let msg: String = msg.trim().chars().take(300).collect();
         return Err(err(format!(
             "exited with {status}{}",
-            if msg.is_empty() { String::new() } else { format!(": {msg}") }
+            if msg.is_empty() {
+                String::new()
+            } else {
+                format!(": {msg}")
+            }
         )));
     }
-    let cred: ExecCredential = serde_json::from_slice(&stdout)
-        .map_err(|x| err(format!("output is not an ExecCredential: {}", strip_json_detail(&x))))?;
+    let cred: ExecCredential = serde_json::from_slice(&stdout).map_err(|x| {
+        err(format!(
+            "output is not an ExecCredential: {}",
+            strip_json_detail(&x)
+        ))
+    })?;
     if cred.kind.as_deref() != Some("ExecCredential") {
         return Err(err("output is not an ExecCredential (`kind` differs)".into()));
     }
     if let Some(v) = &cred.api_version {
         if v != &api_version {
-            return Err(err(format!("output has apiVersion `{v}`, expected `{api_version}`")));
+            return Err(err(format!(
+                "output has apiVersion `{v}`, expected `{api_version}`"
+            )));
         }
     }
-    let st = cred
-        .status
-        .ok_or_else(|| err("output has no `status`".into()))?;
+    let st = cred.status.ok_or_else(|| err("output has no `status`".into()))?;
     let mut c = Credentials::default();
     if let Some(t) = st.token.filter(|t| !t.is_empty()) {
         c.token = Some(Secret::new(t.into_bytes()));
@@ -723,7 +747,10 @@ users:
             context: Some("zz".into()),
             ..o
         };
-        assert_eq!(resolve(&o3).unwrap_err().to_string(), "context `zz` not found in the kubeconfig");
+        assert_eq!(
+            resolve(&o3).unwrap_err().to_string(),
+            "context `zz` not found in the kubeconfig"
+        );
     }
 
     #[test]

@@ -181,7 +181,11 @@ impl LiveResult {
 /// What happens during the rounds (for progress display and recorders).
 #[derive(Debug)]
 pub enum LiveEvent<'a> {
-    RoundStarted { round: usize, rounds: usize, targets: usize },
+    RoundStarted {
+        round: usize,
+        rounds: usize,
+        targets: usize,
+    },
     Snapshot(&'a MemorySnapshot),
     Failed(&'a TargetFailure),
     Switch(&'a ReplicaSwitch),
@@ -253,12 +257,19 @@ fn valid_name(n: &str) -> bool {
         && n != "health"
         && n != "manifest.yaml"
         && !n.starts_with('.')
-        && n.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        && n.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
 fn sanitize(s: &str) -> String {
     s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '-') { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect::<String>()
         .trim_matches('_')
         .to_string()
@@ -345,9 +356,24 @@ pub fn plan_targets(o: &TargetOptions) -> Result<Plan, LiveError> {
         apiserver_targets(api, o, &mut plan, &mut specs, &mut alt)?;
     }
     let etcd_client = {
-        let ca = o.etcd_tls.ca.as_ref().map(|p| read("--etcd-cacert", p)).transpose()?;
-        let cert = o.etcd_tls.cert.as_ref().map(|p| read("--etcd-cert", p)).transpose()?;
-        let key = o.etcd_tls.key.as_ref().map(|p| read("--etcd-key", p)).transpose()?;
+        let ca = o
+            .etcd_tls
+            .ca
+            .as_ref()
+            .map(|p| read("--etcd-cacert", p))
+            .transpose()?;
+        let cert = o
+            .etcd_tls
+            .cert
+            .as_ref()
+            .map(|p| read("--etcd-cert", p))
+            .transpose()?;
+        let key = o
+            .etcd_tls
+            .key
+            .as_ref()
+            .map(|p| read("--etcd-key", p))
+            .transpose()?;
         ClientSpec {
             ca_pem: ca,
             insecure: o.etcd_tls.insecure,
@@ -365,7 +391,11 @@ pub fn plan_targets(o: &TargetOptions) -> Result<Plan, LiveError> {
             with_path(&url, url.path())
         };
         let port = url.port_or_known_default().unwrap_or(0);
-        alt.push(if name.is_some() { String::new() } else { format!("etcd-{}-{port}", host_label(&url)) });
+        alt.push(if name.is_some() {
+            String::new()
+        } else {
+            format!("etcd-{}-{port}", host_label(&url))
+        });
         let plain = url.scheme() == "http";
         specs.push(TargetSpec {
             name: name.unwrap_or_else(|| format!("etcd-{}", host_label(&url))),
@@ -374,15 +404,27 @@ pub fn plan_targets(o: &TargetOptions) -> Result<Plan, LiveError> {
             display_url: metrics.clone(),
             metrics_url: metrics,
             health_urls: vec![with_path(&url, "/health")],
-            client: if plain { ClientSpec::default() } else { etcd_client.clone() },
+            client: if plain {
+                ClientSpec::default()
+            } else {
+                etcd_client.clone()
+            },
             token: None,
         });
     }
     for arg in &o.controllers {
         let (name, url) = split_named(arg)?;
-        let metrics = if url.path() == "/" { with_path(&url, "/metrics") } else { with_path(&url, url.path()) };
+        let metrics = if url.path() == "/" {
+            with_path(&url, "/metrics")
+        } else {
+            with_path(&url, url.path())
+        };
         let port = url.port_or_known_default().unwrap_or(0);
-        alt.push(if name.is_some() { String::new() } else { format!("controller-{}-{port}", host_label(&url)) });
+        alt.push(if name.is_some() {
+            String::new()
+        } else {
+            format!("controller-{}-{port}", host_label(&url))
+        });
         let (cspec, token) = match &o.apiserver {
             Some(a) => (
                 ClientSpec {
@@ -514,14 +556,17 @@ fn apiserver_targets(
             (direct_url.clone(), None)
         } else {
             let mut u = direct_url.clone();
-            u.set_host(Some(&api.tls_server_name)).map_err(|e| LiveError::BadUrl {
-                url: api.tls_server_name.clone(),
-                message: e.to_string(),
-            })?;
+            u.set_host(Some(&api.tls_server_name))
+                .map_err(|e| LiveError::BadUrl {
+                    url: api.tls_server_name.clone(),
+                    message: e.to_string(),
+                })?;
             (u, Some((api.tls_server_name.clone(), r.addr)))
         };
         if r.not_ready {
-            plan.warnings.push(format!("apiserver replica {direct} is listed as not ready; scraped anyway"));
+            plan.warnings.push(format!(
+                "apiserver replica {direct} is listed as not ready; scraped anyway"
+            ));
         }
         specs.push(TargetSpec {
             name: format!("apiserver-{}", sanitize(&ip)),
@@ -566,7 +611,10 @@ mod tests {
             etcd: vec!["ftp://x".into()],
             ..Default::default()
         };
-        assert!(plan_targets(&o).unwrap_err().to_string().contains("expected http://"));
+        assert!(plan_targets(&o)
+            .unwrap_err()
+            .to_string()
+            .contains("expected http://"));
         let o = TargetOptions {
             etcd: vec!["a/b=http://x:1".into()],
             ..Default::default()
@@ -576,8 +624,14 @@ mod tests {
             etcd: vec!["m=http://x:1".into(), "m=http://y:1".into()],
             ..Default::default()
         };
-        assert_eq!(plan_targets(&o).unwrap_err().to_string(), "target name `m` is used twice");
-        assert!(matches!(plan_targets(&TargetOptions::default()), Err(LiveError::NoTargets)));
+        assert_eq!(
+            plan_targets(&o).unwrap_err().to_string(),
+            "target name `m` is used twice"
+        );
+        assert!(matches!(
+            plan_targets(&TargetOptions::default()),
+            Err(LiveError::NoTargets)
+        ));
     }
 
     #[test]
@@ -592,8 +646,17 @@ mod tests {
 
     #[test]
     fn rounds_cover_the_duration_and_are_at_least_two() {
-        assert_eq!(LiveConfig::rounds_for(Duration::from_secs(30), Duration::from_secs(5)), 6);
-        assert_eq!(LiveConfig::rounds_for(Duration::from_secs(1), Duration::from_secs(5)), 2);
-        assert_eq!(LiveConfig::rounds_for(Duration::from_secs(31), Duration::from_secs(5)), 7);
+        assert_eq!(
+            LiveConfig::rounds_for(Duration::from_secs(30), Duration::from_secs(5)),
+            6
+        );
+        assert_eq!(
+            LiveConfig::rounds_for(Duration::from_secs(1), Duration::from_secs(5)),
+            2
+        );
+        assert_eq!(
+            LiveConfig::rounds_for(Duration::from_secs(31), Duration::from_secs(5)),
+            7
+        );
     }
 }

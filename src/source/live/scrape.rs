@@ -13,7 +13,8 @@ use super::client::{self, FailureKind, FetchError, MAX_BODY, MAX_HEALTH_BODY};
 use super::discover;
 use super::filter;
 use super::{
-    ApiAccess, HealthResult, LiveConfig, LiveEvent, LiveResult, ReplicaSwitch, RoundStat, TargetFailure, TargetSpec,
+    ApiAccess, HealthResult, LiveConfig, LiveEvent, LiveResult, ReplicaSwitch, RoundStat, TargetFailure,
+    TargetSpec,
 };
 use crate::source::dump::{MemorySnapshot, ALWAYS_KEEP};
 use crate::source::expfmt::{self, SampleRef};
@@ -30,7 +31,10 @@ fn now_ms() -> Millis {
 }
 
 /// Finds apiserver replicas; returns them and how they were found.
-pub(super) fn discover(api: &ApiAccess, timeout: Duration) -> Result<(Vec<discover::Replica>, String), String> {
+pub(super) fn discover(
+    api: &ApiAccess,
+    timeout: Duration,
+) -> Result<(Vec<discover::Replica>, String), String> {
     let spec = super::api_client_spec(api, None);
     let c = client::build(&spec)?;
     let token = api.credentials.token.as_ref();
@@ -61,7 +65,10 @@ pub(super) fn discover(api: &ApiAccess, timeout: Duration) -> Result<(Vec<discov
         Err(e) => return Err(format!("EndpointSlice: {e}")),
     }
     let b = get(discover::ENDPOINTS_PATH).map_err(|e| format!("Endpoints: {e}"))?;
-    Ok((discover::parse_endpoints(&b)?, "from the default/kubernetes Endpoints".into()))
+    Ok((
+        discover::parse_endpoints(&b)?,
+        "from the default/kubernetes Endpoints".into(),
+    ))
 }
 
 /// What identifies the process behind a target.
@@ -115,7 +122,14 @@ enum JobResult {
 }
 
 fn scrape_metrics(t: &TargetSpec, c: &Client, cfg: &LiveConfig) -> Result<(Vec<u8>, Identity), FetchError> {
-    let f = client::get(c, &t.metrics_url, t.token.as_ref(), METRICS_ACCEPT, cfg.timeout, MAX_BODY)?;
+    let f = client::get(
+        c,
+        &t.metrics_url,
+        t.token.as_ref(),
+        METRICS_ACCEPT,
+        cfg.timeout,
+        MAX_BODY,
+    )?;
     if !(200..300).contains(&f.status) {
         let path = reqwest::Url::parse(&t.metrics_url)
             .map(|u| u.path().to_string())
@@ -137,7 +151,14 @@ fn check_health(t: &TargetSpec, c: &Client, url: &str, round: usize, cfg: &LiveC
             None => u.path().to_string(),
         })
         .unwrap_or_else(|_| url.to_string());
-    let r = client::get(c, url, t.token.as_ref(), "text/plain,application/json", cfg.timeout, MAX_HEALTH_BODY);
+    let r = client::get(
+        c,
+        url,
+        t.token.as_ref(),
+        "text/plain,application/json",
+        cfg.timeout,
+        MAX_HEALTH_BODY,
+    );
     let time = now_ms();
     match r {
         Ok(f) => {
@@ -252,7 +273,9 @@ pub fn scrape_rounds(cfg: &LiveConfig, on_event: &mut dyn FnMut(LiveEvent<'_>)) 
                                     let changed = (prev.process_start.is_some()
                                         && id.process_start.is_some()
                                         && prev.process_start != id.process_start)
-                                        || (prev.version.is_some() && id.version.is_some() && prev.version != id.version);
+                                        || (prev.version.is_some()
+                                            && id.version.is_some()
+                                            && prev.version != id.version);
                                     if changed {
                                         let sw = ReplicaSwitch {
                                             target: t.name.clone(),
@@ -311,8 +334,10 @@ pub fn scrape_rounds(cfg: &LiveConfig, on_event: &mut dyn FnMut(LiveEvent<'_>)) 
         on_event(LiveEvent::RoundDone(&stat));
         res.rounds.push(stat);
     }
-    res.snapshots.sort_by(|a, b| (a.time, &a.target).cmp(&(b.time, &b.target)));
-    res.health.sort_by(|a, b| (&a.target, a.round, &a.endpoint).cmp(&(&b.target, b.round, &b.endpoint)));
+    res.snapshots
+        .sort_by(|a, b| (a.time, &a.target).cmp(&(b.time, &b.target)));
+    res.health
+        .sort_by(|a, b| (&a.target, a.round, &a.endpoint).cmp(&(&b.target, b.round, &b.endpoint)));
     res.targets = cfg
         .targets
         .iter()
