@@ -194,7 +194,12 @@ fn record_rounds(cfg: &LiveConfig, dir: &Path, err: &mut dyn Write) -> Result<Li
         bar.set_style(style);
     }
     let mut write_error: Option<(PathBuf, std::io::Error)> = None;
-    let mut lines: Vec<String> = Vec::new();
+    // Warnings are printed as they happen, above the progress bar.
+    let mut warn = |bar: &indicatif::ProgressBar, l: String| {
+        bar.suspend(|| {
+            let _ = writeln!(err, "{l}");
+        })
+    };
     let res = live::scrape_rounds(cfg, &mut |ev| match ev {
         LiveEvent::RoundStarted { round, rounds, .. } => bar.set_message(format!("{}/{rounds}", round + 1)),
         LiveEvent::Snapshot(s) => {
@@ -208,22 +213,21 @@ fn record_rounds(cfg: &LiveConfig, dir: &Path, err: &mut dyn Write) -> Result<Li
         }
         LiveEvent::Failed(f) => {
             bar.inc(1);
-            let l = format!("warning: {}: round {}: {}", f.target, f.round + 1, f.error);
-            bar.suspend(|| lines.push(l));
+            warn(&bar, format!("warning: {}: round {}: {}", f.target, f.round + 1, f.error));
         }
-        LiveEvent::Switch(s) => lines.push(format!(
-            "warning: {}: a different process answered at round {} ({} → {}); rates across it are not valid",
-            s.target,
-            s.round + 1,
-            s.before,
-            s.after
-        )),
+        LiveEvent::Switch(s) => warn(
+            &bar,
+            format!(
+                "warning: {}: a different process answered at round {} ({} → {}); rates across it are not valid",
+                s.target,
+                s.round + 1,
+                s.before,
+                s.after
+            ),
+        ),
         LiveEvent::RoundDone(_) => {}
     });
     bar.finish_and_clear();
-    for l in lines {
-        writeln!(err, "{l}")?;
-    }
     if let Some((p, e)) = write_error {
         return Err(CliError::Data(format!("`{}`: cannot write: {e}", p.display())));
     }
@@ -241,7 +245,7 @@ fn summary(cfg: &LiveConfig, res: &LiveResult, dir: &Path, out: &mut dyn Write) 
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
     t.set_header([
-        "target", "role", "url", "version", "scrapes", "failed", "health", "tls",
+        "target", "role", "url", "version", "ok", "failed", "health", "tls",
     ]);
     for (spec, mt) in cfg.targets.iter().zip(&res.targets) {
         let failed = res.failures.iter().filter(|f| f.target == spec.name).count();

@@ -644,6 +644,63 @@ mod tests {
         assert!(!format!("{:?}", p.targets).contains("hunter2"));
     }
 
+    fn access() -> ApiAccess {
+        ApiAccess {
+            server: "https://api.example.com:6443".into(),
+            tls_server_name: "api.example.com".into(),
+            ca_pem: Some(b"CA".to_vec()),
+            insecure: false,
+            credentials: kubeconfig::Credentials {
+                token: Some(Secret::new("t0k3n")),
+                ..Default::default()
+            },
+            proxy_url: Some("http://127.0.0.1:3128".into()),
+            origin: "test".into(),
+        }
+    }
+
+    #[test]
+    fn without_discovery_the_kubeconfig_server_is_scraped_and_controllers_use_its_credentials() {
+        let o = TargetOptions {
+            apiserver: Some(access()),
+            discover: false,
+            controllers: vec!["https://10.0.0.9:10257".into()],
+            ..Default::default()
+        };
+        let p = plan_targets(&o).unwrap();
+        let names: Vec<&str> = p.targets.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["apiserver-api.example.com", "controller-10.0.0.9"]);
+        let api = &p.targets[0];
+        assert_eq!(api.metrics_url, "https://api.example.com:6443/metrics");
+        assert_eq!(
+            api.health_urls,
+            [
+                "https://api.example.com:6443/readyz?verbose",
+                "https://api.example.com:6443/livez?verbose"
+            ]
+        );
+        assert_eq!(api.client.proxy_url.as_deref(), Some("http://127.0.0.1:3128"));
+        let c = &p.targets[1];
+        assert_eq!(c.role, Role::Controller);
+        assert_eq!(c.token.as_ref().map(|t| t.expose()), Some(&b"t0k3n"[..]));
+        assert_eq!(c.health_urls, ["https://10.0.0.9:10257/healthz"]);
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+        assert!(!format!("{p:?}").contains("t0k3n"));
+    }
+
+    #[test]
+    fn insecure_targets_are_warned_about() {
+        let mut a = access();
+        a.insecure = true;
+        let p = plan_targets(&TargetOptions {
+            apiserver: Some(a),
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(!p.targets[0].tls_verified());
+        assert!(p.warnings.iter().any(|w| w.contains("TLS verification is OFF")), "{:?}", p.warnings);
+    }
+
     #[test]
     fn rounds_cover_the_duration_and_are_at_least_two() {
         assert_eq!(
