@@ -660,3 +660,38 @@ fn in_cluster_service_account() {
         .unwrap();
     assert!(ds.store.has_metric("go_memstats_mallocs_total"));
 }
+
+#[test]
+fn proxy_url_from_the_kubeconfig_is_used() {
+    let f = Fixture::new(None);
+    let proxy = support::server::ConnectProxy::start();
+    let kc = f.kubeconfig(
+        "kc",
+        &format!(
+            "{}    proxy-url: http://127.0.0.1:{}\n",
+            f.ca_data(),
+            proxy.addr.port()
+        ),
+        &format!("    token: {CANARY_TOKEN}\n"),
+    );
+    let (cap, out) = f.record(&kc, &[]);
+    assert_ok(&out);
+    assert!(
+        text(&out.stderr).contains("replicas cannot be scraped one by one through the proxy"),
+        "{}",
+        text(&out.stderr)
+    );
+    let m = manifest_of(&cap);
+    assert_eq!(m.targets.len(), 1);
+    assert!(m.failures.is_empty(), "{:?}", m.failures);
+    assert_eq!(m.targets[0].version.as_deref(), Some("v1.33.0"));
+    let seen = proxy.targets.lock().unwrap().clone();
+    // Every request went through the proxy, by the cluster's name.
+    assert!(!seen.is_empty());
+    assert!(
+        seen.iter().all(|t| *t == format!("localhost:{}", f.lb.port())),
+        "{seen:?}"
+    );
+    assert_eq!(f.lb.paths().iter().filter(|p| *p == "/metrics").count(), 2);
+    support::assert_absent_everywhere(CANARY_TOKEN, &[&out.stdout, &out.stderr], &cap);
+}

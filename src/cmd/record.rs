@@ -200,7 +200,8 @@ fn record_rounds(cfg: &LiveConfig, dir: &Path, err: &mut dyn Write) -> Result<Li
             let _ = writeln!(err, "{l}");
         })
     };
-    let res = live::scrape_rounds(cfg, &mut |ev| match ev {
+    let res = live::scrape_rounds(cfg, &mut |ev| {
+        match ev {
         LiveEvent::RoundStarted { round, rounds, .. } => bar.set_message(format!("{}/{rounds}", round + 1)),
         LiveEvent::Snapshot(s) => {
             bar.inc(1);
@@ -226,6 +227,7 @@ fn record_rounds(cfg: &LiveConfig, dir: &Path, err: &mut dyn Write) -> Result<Li
             ),
         ),
         LiveEvent::RoundDone(_) => {}
+    }
     });
     bar.finish_and_clear();
     if let Some((p, e)) = write_error {

@@ -290,3 +290,83 @@ fn respond(
     let _ = s.write_all(&body);
     let _ = s.flush();
 }
+
+/// An HTTP CONNECT proxy on 127.0.0.1 (for `proxy-url`); records the CONNECT targets.
+pub struct ConnectProxy {
+    pub addr: SocketAddr,
+    pub targets: Arc<std::sync::Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl ConnectProxy {
+    pub fn start() -> ConnectProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+        let addr = listener.local_addr().expect("addr");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let stop = Arc::new(AtomicBool::new(false));
+        let targets = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (stop2, targets2) = (stop.clone(), targets.clone());
+        let accept = std::thread::spawn(move || {
+            while !stop2.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((mut client, _)) => {
+                        let targets = targets2.clone();
+                        std::thread::spawn(move || {
+                            let _ = client.set_nonblocking(false);
+                            let _ = client.set_read_timeout(Some(Duration::from_secs(10)));
+                            let Some(head) = read_head(&mut client) else {
+                                return;
+                            };
+                            let Some(target) = head
+                                .strip_prefix("CONNECT ")
+                                .and_then(|r| r.split(' ').next())
+                                .map(str::to_string)
+                            else {
+                                let _ = client.write_all(b"HTTP/1.1 405 X\r\nContent-Length: 0\r\n\r\n");
+                                return;
+                            };
+                            if let Ok(mut t) = targets.lock() {
+                                t.push(target.clone());
+                            }
+                            // Test servers listen on 127.0.0.1 whatever name the client used.
+                            let port = target.rsplit(':').next().unwrap_or("0");
+                            let Ok(upstream) = TcpStream::connect(format!("127.0.0.1:{port}")) else {
+                                let _ = client.write_all(b"HTTP/1.1 502 X\r\nContent-Length: 0\r\n\r\n");
+                                return;
+                            };
+                            let _ = client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+                            let (Ok(mut c2), Ok(mut u2)) = (client.try_clone(), upstream.try_clone()) else {
+                                return;
+                            };
+                            let mut upstream = upstream;
+                            let t = std::thread::spawn(move || {
+                                let _ = std::io::copy(&mut c2, &mut u2);
+                                let _ = u2.shutdown(std::net::Shutdown::Write);
+                            });
+                            let _ = std::io::copy(&mut upstream, &mut client);
+                            let _ = client.shutdown(std::net::Shutdown::Write);
+                            let _ = t.join();
+                        });
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        ConnectProxy {
+            addr,
+            targets,
+            stop,
+            accept: Some(accept),
+        }
+    }
+}
+
+impl Drop for ConnectProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.accept.take() {
+            let _ = h.join();
+        }
+    }
+}

@@ -514,6 +514,17 @@ fn apiserver_targets(
         plan.discovery = Some("replica discovery off: scraping the kubeconfig's server address".into());
         return Ok(());
     }
+    if api.proxy_url.is_some() {
+        // Through a proxy, the name resolves wherever the proxy sends it: a
+        // replica cannot be addressed by the name its certificate is valid for.
+        specs.push(lb());
+        alt.push(String::new());
+        plan.warnings.push(format!(
+            "the kubeconfig sets `proxy-url`: replicas cannot be scraped one by one through the proxy; scraping the load-balanced address {}: successive scrapes may reach different replicas",
+            client::redact_url(&api.server)
+        ));
+        return Ok(());
+    }
     let replicas = match scrape::discover(api, o.timeout) {
         Ok((r, how)) if !r.is_empty() => {
             plan.discovery = Some(how);
@@ -698,7 +709,11 @@ mod tests {
         })
         .unwrap();
         assert!(!p.targets[0].tls_verified());
-        assert!(p.warnings.iter().any(|w| w.contains("TLS verification is OFF")), "{:?}", p.warnings);
+        assert!(
+            p.warnings.iter().any(|w| w.contains("TLS verification is OFF")),
+            "{:?}",
+            p.warnings
+        );
     }
 
     #[test]
