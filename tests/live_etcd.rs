@@ -144,6 +144,32 @@ fn healthy_cluster_over_tls_and_the_plain_metrics_port() {
         );
         assert_eq!(h["checks"].as_array().unwrap().len(), 2, "one /health per round");
     }
+    // Without a client certificate, or trusting another CA: each failure says which.
+    let no_cert: Vec<String> = c.record_flags().into_iter().take(7).collect();
+    let (_d3, cap3, out3) = record(&no_cert, &timing("100ms", "200ms"));
+    assert_eq!(out3.status.code(), Some(3));
+    let m3 = manifest_of(&cap3);
+    assert!(
+        m3.failures
+            .iter()
+            .all(|f| f.error.contains("rejected the client certificate")),
+        "{:?}",
+        m3.failures
+    );
+    let other = support::pki::Ca::new("another ca");
+    let other_ca = support::pki::write(c.dir.path(), "other-ca.crt", &other.pem());
+    let mut wrong_ca = c.record_flags();
+    wrong_ca[6] = other_ca.display().to_string();
+    let (_d4, cap4, out4) = record(&wrong_ca, &timing("100ms", "200ms"));
+    assert_eq!(out4.status.code(), Some(3));
+    let m4 = manifest_of(&cap4);
+    assert!(
+        m4.failures
+            .iter()
+            .all(|f| f.error.contains("unknown certificate authority")),
+        "{:?}",
+        m4.failures
+    );
     let leaders: f64 = m
         .targets
         .iter()

@@ -215,9 +215,12 @@ pub fn scrape_rounds(cfg: &LiveConfig, on_event: &mut dyn FnMut(LiveEvent<'_>)) 
     }
     let start = Instant::now();
     for round in 0..rounds {
-        let due = start + cfg.interval * round as u32;
+        let due = u32::try_from(round)
+            .ok()
+            .and_then(|r| cfg.interval.checked_mul(r))
+            .and_then(|d| start.checked_add(d));
         let now = Instant::now();
-        if due > now {
+        if let Some(due) = due.filter(|d| *d > now) {
             std::thread::sleep(due - now);
         }
         let round_start = Instant::now();
