@@ -218,3 +218,46 @@ fn a_recorded_capture_loads_like_the_live_rounds() {
         ds.warnings
     );
 }
+
+#[test]
+fn an_interrupted_recording_is_still_a_readable_capture() {
+    let body = support::realdata(ETCD_CAPTURE);
+    let s = Server::start(None, move |r| match r.path.as_str() {
+        "/metrics" => Response::ok(body.clone()),
+        _ => Response::ok("{\"health\":\"true\"}"),
+    });
+    let d = tempfile::tempdir().unwrap();
+    let cap = d.path().join("cap");
+    let mut child = support::etcd::Guard(Some(
+        std::process::Command::new(env!("CARGO_BIN_EXE_cptriage"))
+            .args(["record", "--out", cap.to_str().unwrap(), "--no-apiserver"])
+            .args(["--etcd", &format!("e1=http://127.0.0.1:{}", s.port())])
+            .args(["--interval", "100ms", "--duration", "1h"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    ));
+    let got = support::wait_for(Duration::from_secs(20), || {
+        let n = std::fs::read_dir(cap.join("e1")).map(|r| r.count()).unwrap_or(0);
+        (n >= 3).then_some(n)
+    });
+    assert!(got.is_some(), "no snapshots written");
+    // Killed mid-recording (as by Ctrl-C or a lost SSH session).
+    if let Some(mut c) = child.0.take() {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    let ds = cptriage::source::dump::load(
+        &[cptriage::source::dump::DumpArg::parse(cap.to_str().unwrap()).unwrap()],
+        &Keep::Names(["etcd_server_has_leader".to_string()].into()),
+    )
+    .unwrap();
+    assert_eq!(ds.targets.len(), 1);
+    assert_eq!(ds.targets[0].role_reason, "capture manifest");
+    assert!(
+        ds.targets[0].snapshots.len() >= 2,
+        "{:?}",
+        ds.targets[0].snapshots.len()
+    );
+}

@@ -140,15 +140,31 @@ pub fn run(a: RecordArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<Ex
     for w in &plan.warnings {
         writeln!(err, "warning: {w}")?;
     }
+    let created = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let manifest_of =
+        |targets: Vec<manifest::ManifestTarget>, failures: Vec<manifest::ScrapeFailure>| Manifest {
+            format: manifest::FORMAT.into(),
+            tool: Some(format!("cptriage {}", env!("CARGO_PKG_VERSION"))),
+            created: Some(created.clone()),
+            interval: Some(timefmt::format_duration(cfg.interval.as_millis() as i64)),
+            targets,
+            failures,
+        };
+    // A first manifest (targets and roles, no versions yet), so that a recording
+    // interrupted half-way is still a readable capture.
+    let provisional = cfg
+        .targets
+        .iter()
+        .map(|t| manifest::ManifestTarget {
+            name: t.name.clone(),
+            role: t.role,
+            url: Some(t.display_url.clone()),
+            version: None,
+        })
+        .collect();
+    write_manifest(&a.out, &manifest_of(provisional, Vec::new()))?;
     let res = record_rounds(&cfg, &a.out, err)?;
-    let manifest = Manifest {
-        format: manifest::FORMAT.into(),
-        tool: Some(format!("cptriage {}", env!("CARGO_PKG_VERSION"))),
-        created: Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-        interval: Some(timefmt::format_duration(cfg.interval.as_millis() as i64)),
-        targets: res.targets.clone(),
-        failures: res.failures.clone(),
-    };
+    let manifest = manifest_of(res.targets.clone(), res.failures.clone());
     let health_dir = a.out.join("health");
     fs::create_dir_all(&health_dir)?;
     for t in &cfg.targets {
@@ -167,8 +183,7 @@ pub fn run(a: RecordArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<Ex
         let text = serde_json::to_string_pretty(&hf).map_err(|e| CliError::Data(e.to_string()))?;
         fs::write(health_dir.join(format!("{}.json", t.name)), text + "\n")?;
     }
-    let text = serde_yaml::to_string(&manifest).map_err(|e| CliError::Data(e.to_string()))?;
-    fs::write(a.out.join("manifest.yaml"), text)?;
+    write_manifest(&a.out, &manifest)?;
     summary(&cfg, &res, &a.out, out)?;
     if res.all_failed() {
         return Err(CliError::Data(format!(
@@ -177,6 +192,15 @@ pub fn run(a: RecordArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<Ex
         )));
     }
     Ok(ExitCode::Ok)
+}
+
+/// Writes `manifest.yaml` atomically (a temporary file renamed over it).
+fn write_manifest(dir: &Path, m: &Manifest) -> Result<(), CliError> {
+    let text = serde_yaml::to_string(m).map_err(|e| CliError::Data(e.to_string()))?;
+    let tmp = dir.join(".manifest.yaml.tmp");
+    fs::write(&tmp, text)?;
+    fs::rename(&tmp, dir.join("manifest.yaml"))?;
+    Ok(())
 }
 
 /// Runs the rounds, writing each snapshot as it arrives (memory stays bounded).
