@@ -106,11 +106,11 @@ pub fn build(spec: &ClientSpec) -> Result<Client, String> {
     }
     match (&spec.client_cert_pem, &spec.client_key_pem) {
         (Some(cert), Some(key)) => {
-            let mut pem = cert.clone();
-            if !pem.ends_with(b"\n") {
-                pem.push(b'\n');
-            }
-            pem.extend_from_slice(key.expose());
+            let mut pem = pem_blocks(cert, &["CERTIFICATE"]);
+            pem.extend(pem_blocks(
+                key.expose(),
+                &["PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY"],
+            ));
             let id = reqwest::Identity::from_pem(&pem)
                 .map_err(|_| "the client certificate or key is not valid PEM".to_string())?;
             b = b.identity(id);
@@ -132,6 +132,31 @@ pub fn build(spec: &ClientSpec) -> Result<Client, String> {
     }
     b.build()
         .map_err(|e| format!("cannot set up the HTTP client: {}", chain(&e)))
+}
+
+/// The PEM blocks of the given kinds (others, such as `EC PARAMETERS`, are dropped).
+fn pem_blocks(pem: &[u8], kinds: &[&str]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(pem);
+    let mut out = String::new();
+    let mut rest: &str = &text;
+    while let Some(start) = rest.find("-----BEGIN ") {
+        let after = &rest[start + 11..];
+        let Some(kind_end) = after.find("-----") else {
+            break;
+        };
+        let kind = &after[..kind_end];
+        let end_marker = format!("-----END {kind}-----");
+        let Some(end) = rest[start..].find(&end_marker) else {
+            break;
+        };
+        let block_end = start + end + end_marker.len();
+        if kinds.contains(&kind) {
+            out.push_str(&rest[start..block_end]);
+            out.push('\n');
+        }
+        rest = &rest[block_end..];
+    }
+    out.into_bytes()
 }
 
 /// GETs `url` with an optional bearer token, within `timeout`, reading at most `limit` bytes.
@@ -286,5 +311,34 @@ pub fn redact_url(u: &str) -> String {
             url.to_string()
         }
         Err(_) => "<invalid URL>".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pem_blocks_keep_only_the_asked_kinds() {
+        let pem = b"-----BEGIN EC PARAMETERS-----\nBggq\n-----END EC PARAMETERS-----\n-----BEGIN EC PRIVATE KEY-----\nMHc\n-----END EC PRIVATE KEY-----\n";
+        let got = pem_blocks(pem, &["EC PRIVATE KEY"]);
+        assert_eq!(
+            got,
+            b"-----BEGIN EC PRIVATE KEY-----\nMHc\n-----END EC PRIVATE KEY-----\n"
+        );
+        assert!(pem_blocks(b"garbage", &["CERTIFICATE"]).is_empty());
+    }
+
+    #[test]
+    fn status_errors_name_the_cause() {
+        assert!(status_error(403, "/metrics")
+            .message
+            .contains("lacks `get` on the non-resource URL `/metrics`"));
+        assert_eq!(status_error(401, "/metrics").kind, FailureKind::Unauthorized);
+        assert_eq!(
+            status_error(503, "/readyz").message,
+            "HTTP 503 Service Unavailable"
+        );
+        assert_eq!(redact_url("https://u:p@h:1/metrics"), "https://h:1/metrics");
     }
 }
