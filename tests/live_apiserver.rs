@@ -101,7 +101,8 @@ impl Fixture {
     fn new(server_cert: Option<Leaf>) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let ca = Ca::new("test cluster ca");
-        let cert = server_cert.unwrap_or_else(|| ca.server(&["localhost", "127.0.0.1"]));
+        let cert =
+            server_cert.unwrap_or_else(|| ca.server(&["localhost", "127.0.0.1", "kubernetes.default.svc"]));
         let client = ca.client("cptriage-test-user");
         let body = Arc::new(support::realdata(CAPTURE));
         let gz = Arc::new(Response::compress(&body));
@@ -694,4 +695,36 @@ fn proxy_url_from_the_kubeconfig_is_used() {
     );
     assert_eq!(f.lb.paths().iter().filter(|p| *p == "/metrics").count(), 2);
     support::assert_absent_everywhere(CANARY_TOKEN, &[&out.stdout, &out.stderr], &cap);
+}
+
+#[test]
+fn tls_server_name_is_verified_instead_of_the_server_address() {
+    // The certificate names only `localhost`; the kubeconfig's server is an IP address.
+    let tmp = Fixture::new(None);
+    let only_name = tmp.ca.server(&["localhost"]);
+    let f = rebuild(tmp, only_name);
+    let user = format!("    token: {CANARY_TOKEN}\n");
+    let kc_text = |extra: &str| {
+        format!(
+            "current-context: t\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{}\n{}{extra}contexts:\n- name: t\n  context: {{cluster: c, user: u}}\nusers:\n- name: u\n  user:\n{user}",
+            f.lb.port(),
+            f.ca_data()
+        )
+    };
+    let plain = write(f.dir.path(), "kc-ip", &kc_text(""));
+    let (_, out) = f.record(&plain, &["--no-discovery"]);
+    assert_every_scrape_failed(&out, "not valid for the name");
+    let named = write(
+        f.dir.path(),
+        "kc-name",
+        &kc_text("    tls-server-name: localhost\n"),
+    );
+    let (cap, out) = f.record(&named, &["--no-discovery"]);
+    assert_ok(&out);
+    let m = manifest_of(&cap);
+    assert_eq!(
+        m.targets[0].url.as_deref(),
+        Some(&*format!("https://127.0.0.1:{}/metrics", f.lb.port()))
+    );
+    assert_eq!(m.targets[0].name, "apiserver-127.0.0.1");
 }

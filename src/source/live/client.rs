@@ -30,7 +30,7 @@ pub struct ClientSpec {
     pub client_key_pem: Option<Secret>,
     /// Connect to this address whenever the URL names this host: scrapes one
     /// replica directly while verifying its certificate for the cluster's name.
-    pub resolve: Option<(String, SocketAddr)>,
+    pub resolve: Option<(String, Vec<SocketAddr>)>,
     pub proxy_url: Option<String>,
 }
 
@@ -119,8 +119,8 @@ pub fn build(spec: &ClientSpec) -> Result<Client, String> {
         (None, Some(_)) => return Err("a client key was given without its certificate".into()),
         (None, None) => {}
     }
-    if let Some((host, addr)) = &spec.resolve {
-        b = b.resolve(host, *addr);
+    if let Some((host, addrs)) = &spec.resolve {
+        b = b.resolve_to_addrs(host, addrs);
     }
     match &spec.proxy_url {
         Some(p) => {

@@ -23,6 +23,9 @@ use serde::Deserialize;
 /// The in-cluster service account directory.
 pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
+/// The name in-cluster access verifies apiserver certificates for.
+pub const IN_CLUSTER_NAME: &str = "kubernetes.default.svc";
+
 /// How long an exec credential plugin may run.
 const EXEC_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest exec plugin output read.
@@ -670,7 +673,9 @@ pub fn in_cluster(ic: &InCluster) -> Result<ApiAccess, KubeconfigError> {
     };
     Ok(ApiAccess {
         server: format!("https://{host}:{}", ic.port),
-        tls_server_name: ic.host.clone(),
+        // Every apiserver certificate is valid for the service's name; node
+        // addresses of the replicas may not be.
+        tls_server_name: IN_CLUSTER_NAME.into(),
         ca_pem: Some(ca),
         insecure: false,
         credentials: Credentials {

@@ -472,7 +472,7 @@ pub fn plan_targets(o: &TargetOptions) -> Result<Plan, LiveError> {
     Ok(plan)
 }
 
-fn api_client_spec(api: &ApiAccess, resolve: Option<(String, SocketAddr)>) -> ClientSpec {
+fn api_client_spec(api: &ApiAccess, resolve: Option<(String, Vec<SocketAddr>)>) -> ClientSpec {
     ClientSpec {
         ca_pem: api.ca_pem.clone(),
         insecure: api.insecure,
@@ -495,16 +495,46 @@ fn apiserver_targets(
         message: format!("not a URL: {e}"),
     })?;
     let health = ["/readyz?verbose", "/livez?verbose"];
+    // The load-balanced address, verified for `tls-server-name` when it differs
+    // from the server's host (and no proxy decides where the name goes).
+    let host = server
+        .host_str()
+        .unwrap_or_default()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let mut lb_req = server.clone();
+    let mut lb_resolve = None;
+    if api.tls_server_name != host && api.proxy_url.is_none() {
+        use std::net::ToSocketAddrs;
+        let port = server.port_or_known_default().unwrap_or(443);
+        let addrs: Vec<SocketAddr> = (host.as_str(), port)
+            .to_socket_addrs()
+            .map(|a| a.collect())
+            .unwrap_or_default();
+        match addrs {
+            a if !a.is_empty() && lb_req.set_host(Some(&api.tls_server_name)).is_ok() => {
+                lb_resolve = Some((api.tls_server_name.clone(), a));
+            }
+            _ => {
+                lb_req = server.clone();
+                plan.warnings.push(format!(
+                    "cannot resolve `{host}`; the server certificate is verified for `{host}` instead of `{}`",
+                    api.tls_server_name
+                ));
+            }
+        }
+    }
     let lb = || {
         let metrics = with_path(&server, "/metrics");
         TargetSpec {
             name: format!("apiserver-{}", host_label(&server)),
             role: Role::Apiserver,
             role_reason: format!("the kubeconfig's server ({})", api.origin),
-            display_url: metrics.clone(),
-            metrics_url: metrics,
-            health_urls: health.iter().map(|h| with_path(&server, h)).collect(),
-            client: api_client_spec(api, None),
+            display_url: metrics,
+            metrics_url: with_path(&lb_req, "/metrics"),
+            health_urls: health.iter().map(|h| with_path(&lb_req, h)).collect(),
+            client: api_client_spec(api, lb_resolve.clone()),
             token: api.credentials.token.clone(),
         }
     };
@@ -525,7 +555,7 @@ fn apiserver_targets(
         ));
         return Ok(());
     }
-    let replicas = match scrape::discover(api, o.timeout) {
+    let replicas = match scrape::discover(api, lb_req.as_str(), lb_resolve.clone(), o.timeout) {
         Ok((r, how)) if !r.is_empty() => {
             plan.discovery = Some(how);
             r
@@ -572,7 +602,7 @@ fn apiserver_targets(
                     url: api.tls_server_name.clone(),
                     message: e.to_string(),
                 })?;
-            (u, Some((api.tls_server_name.clone(), r.addr)))
+            (u, Some((api.tls_server_name.clone(), vec![r.addr])))
         };
         if r.not_ready {
             plan.warnings.push(format!(

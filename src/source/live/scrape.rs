@@ -33,13 +33,16 @@ fn now_ms() -> Millis {
 /// Finds apiserver replicas; returns them and how they were found.
 pub(super) fn discover(
     api: &ApiAccess,
+    base: &str,
+    resolve: Option<(String, Vec<std::net::SocketAddr>)>,
     timeout: Duration,
 ) -> Result<(Vec<discover::Replica>, String), String> {
-    let spec = super::api_client_spec(api, None);
+    let spec = super::api_client_spec(api, resolve);
     let c = client::build(&spec)?;
     let token = api.credentials.token.as_ref();
+    let base = base.trim_end_matches('/');
     let get = |path: &str| -> Result<Vec<u8>, FetchError> {
-        let url = format!("{}{path}", api.server);
+        let url = format!("{base}{path}");
         let f = client::get(&c, &url, token, "application/json", timeout, 16 << 20)?;
         if !(200..300).contains(&f.status) {
             let p = path.split('?').next().unwrap_or(path);
