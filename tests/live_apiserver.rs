@@ -728,3 +728,46 @@ fn tls_server_name_is_verified_instead_of_the_server_address() {
     );
     assert_eq!(m.targets[0].name, "apiserver-127.0.0.1");
 }
+
+#[test]
+fn unreachable_replicas_fall_back_to_the_load_balancer() {
+    let f = Fixture::new(None);
+    // An EndpointSlice listing replicas at addresses where nothing listens.
+    let dead: Vec<u16> = (0..2).map(|_| support::free_port()).collect();
+    let slices = serde_json::json!({"items": [{
+        "endpoints": [{"addresses": ["127.0.0.1"]}],
+        "ports": [{"name": "https", "port": dead[0]}],
+    }, {
+        "endpoints": [{"addresses": ["127.0.0.1"]}],
+        "ports": [{"name": "https", "port": dead[1]}],
+    }]})
+    .to_string();
+    let body = Arc::new(support::realdata(CAPTURE));
+    let gz = Arc::new(Response::compress(&body));
+    let cert = f.ca.server(&["localhost"]);
+    let lb = apiserver(&f.ca, &cert, der_of(&f.client.cert_pem), body, gz, Some(slices));
+    let kc = write(
+        f.dir.path(),
+        "kc-dead",
+        &format!(
+            "current-context: t\nclusters:\n- name: c\n  cluster:\n    server: https://localhost:{}\n{}contexts:\n- name: t\n  context: {{cluster: c, user: u}}\nusers:\n- name: u\n  user:\n    token: {CANARY_TOKEN}\n",
+            lb.port(),
+            f.ca_data()
+        ),
+    );
+    let (cap, out) = f.record(&kc, &[]);
+    assert_ok(&out);
+    assert!(
+        text(&out.stderr)
+            .contains("no apiserver replica is reachable at its own address (connection refused"),
+        "{}",
+        text(&out.stderr)
+    );
+    let m = manifest_of(&cap);
+    assert_eq!(m.targets.len(), 1);
+    assert_eq!(
+        m.targets[0].url.as_deref(),
+        Some(&*format!("https://localhost:{}/metrics", lb.port()))
+    );
+    assert!(m.failures.is_empty());
+}

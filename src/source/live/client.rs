@@ -39,6 +39,7 @@ pub struct ClientSpec {
 #[serde(rename_all = "kebab-case")]
 pub enum FailureKind {
     ConnectionRefused,
+    Unreachable,
     Timeout,
     TlsUnknownCa,
     TlsExpired,
@@ -290,6 +291,15 @@ fn classify(e: &reqwest::Error, timeout: Duration) -> FetchError {
         )
     } else if e.is_timeout() || has("timed out") {
         FetchError::new(FailureKind::Timeout, format!("timed out after {}", secs(timeout)))
+    } else if has("No route to host")
+        || has("Network is unreachable")
+        || has("HostUnreachable")
+        || has("NetworkUnreachable")
+    {
+        FetchError::new(
+            FailureKind::Unreachable,
+            "network unreachable (no route to the host)",
+        )
     } else if has("Connection refused") || has("ConnectionRefused") {
         FetchError::new(
             FailureKind::ConnectionRefused,

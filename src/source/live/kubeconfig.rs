@@ -168,6 +168,8 @@ pub enum KubeconfigError {
     BadBase64(&'static str),
     #[error("exec credential plugin `{command}`: {message}")]
     Exec { command: String, message: String },
+    #[error("user `{user}` {message}")]
+    Incomplete { user: String, message: &'static str },
     #[error("user `{0}` uses basic authentication (username/password), which cptriage does not support")]
     BasicAuth(String),
     #[error("user `{user}` uses the `{provider}` auth provider, which cptriage does not support; use an exec plugin")]
@@ -481,6 +483,21 @@ fn user_credentials(
         (_, Some(p)) if !p.is_empty() => Some(Secret::new(read_file("client-key", resolve_path(dir, p))?)),
         _ => None,
     };
+    match (&c.client_cert_pem, &c.client_key_pem) {
+        (Some(_), None) => {
+            return Err(KubeconfigError::Incomplete {
+                user: name.to_string(),
+                message: "has a client certificate but no `client-key` or `client-key-data`",
+            })
+        }
+        (None, Some(_)) => {
+            return Err(KubeconfigError::Incomplete {
+                user: name.to_string(),
+                message: "has a client key but no `client-certificate` or `client-certificate-data`",
+            })
+        }
+        _ => {}
+    }
     if let Some(e) = &u.exec {
         let got = run_exec(e, dir, server, cluster)?;
         if got.token.is_some() {
@@ -771,6 +788,24 @@ users:
         assert!(e.contains("invalid kubeconfig"), "{e}");
         let o = KubeconfigOptions::default();
         assert!(matches!(resolve(&o), Err(KubeconfigError::NotFound)));
+    }
+
+    #[test]
+    fn a_certificate_without_its_key_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(
+            d.path(),
+            "k",
+            "current-context: a\nclusters: [{name: c, cluster: {server: 'https://h:1'}}]\ncontexts: [{name: a, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {client-certificate-data: Q0VSVA==}}]\n",
+        );
+        let o = KubeconfigOptions {
+            kubeconfig: Some(p),
+            ..Default::default()
+        };
+        assert_eq!(
+            resolve(&o).unwrap_err().to_string(),
+            "user `u` has a client certificate but no `client-key` or `client-key-data`"
+        );
     }
 
     #[test]

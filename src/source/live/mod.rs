@@ -461,6 +461,10 @@ pub fn plan_targets(o: &TargetOptions) -> Result<Plan, LiveError> {
         if !valid_name(&s.name) {
             return Err(LiveError::BadName(s.name.clone()));
         }
+        client::build(&s.client).map_err(|message| LiveError::Client {
+            target: s.name.clone(),
+            message,
+        })?;
         if !s.tls_verified() {
             plan.warnings.push(format!(
                 "TLS verification is OFF for `{}` ({}): its identity is not checked",
@@ -580,6 +584,8 @@ fn apiserver_targets(
         }
     };
     let name_is_ip = api.tls_server_name.parse::<std::net::IpAddr>().is_ok();
+    let mut found: Vec<TargetSpec> = Vec::new();
+    let mut found_alt: Vec<String> = Vec::new();
     for r in replicas {
         let ip = r.addr.ip().to_string();
         let direct = match r.addr {
@@ -609,7 +615,7 @@ fn apiserver_targets(
                 "apiserver replica {direct} is listed as not ready; scraped anyway"
             ));
         }
-        specs.push(TargetSpec {
+        found.push(TargetSpec {
             name: format!("apiserver-{}", sanitize(&ip)),
             role: Role::Apiserver,
             role_reason: "discovered from the default/kubernetes endpoints".into(),
@@ -619,8 +625,21 @@ fn apiserver_targets(
             client: api_client_spec(api, resolve),
             token: api.credentials.token.clone(),
         });
-        alt.push(format!("apiserver-{}-{}", sanitize(&ip), r.addr.port()));
+        found_alt.push(format!("apiserver-{}-{}", sanitize(&ip), r.addr.port()));
     }
+    // From a laptop, replica addresses are often unreachable while the load
+    // balancer is not: then the load-balanced address is better than nothing.
+    if let Some(why) = scrape::none_reachable(&found, o.timeout) {
+        plan.warnings.push(format!(
+            "no apiserver replica is reachable at its own address ({why}); scraping the load-balanced address {}: successive scrapes may reach different replicas",
+            client::redact_url(&api.server)
+        ));
+        specs.push(lb());
+        alt.push(String::new());
+        return Ok(());
+    }
+    specs.extend(found);
+    alt.extend(found_alt);
     Ok(())
 }
 
@@ -689,7 +708,7 @@ mod tests {
         ApiAccess {
             server: "https://api.example.com:6443".into(),
             tls_server_name: "api.example.com".into(),
-            ca_pem: Some(b"CA".to_vec()),
+            ca_pem: None,
             insecure: false,
             credentials: kubeconfig::Credentials {
                 token: Some(Secret::new("t0k3n")),
@@ -760,5 +779,27 @@ mod tests {
             LiveConfig::rounds_for(Duration::from_secs(31), Duration::from_secs(5)),
             7
         );
+    }
+}
+
+#[cfg(test)]
+mod client_setup_tests {
+    use super::*;
+
+    #[test]
+    fn an_unusable_ca_file_is_a_planning_error() {
+        let d = tempfile::tempdir().unwrap();
+        let ca = d.path().join("ca.crt");
+        std::fs::write(&ca, "not a certificate").unwrap();
+        let o = TargetOptions {
+            etcd: vec!["https://127.0.0.1:2379".into()],
+            etcd_tls: EtcdTls {
+                ca: Some(ca),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let e = plan_targets(&o).unwrap_err().to_string();
+        assert!(e.starts_with("target `etcd-127.0.0.1`: the CA bundle"), "{e}");
     }
 }

@@ -74,6 +74,47 @@ pub(super) fn discover(
     ))
 }
 
+/// When no target answers at all (every `/livez` probe refused, unreachable or
+/// timed out, all probed at once), the first reason; `None` as soon as one
+/// answers anything (even an HTTP or TLS error).
+pub(super) fn none_reachable(specs: &[TargetSpec], timeout: Duration) -> Option<String> {
+    if specs.is_empty() {
+        return None;
+    }
+    let results: Vec<Result<(), FetchError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = specs
+            .iter()
+            .map(|t| {
+                s.spawn(move || {
+                    let c = client::build(&t.client).map_err(|message| FetchError {
+                        kind: FailureKind::Other,
+                        message,
+                    })?;
+                    let url = t.health_urls.last().unwrap_or(&t.metrics_url);
+                    client::get(&c, url, t.token.as_ref(), "text/plain", timeout, MAX_HEALTH_BODY).map(|_| ())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(FetchError {
+                        kind: FailureKind::Other,
+                        message: "probe failed".into(),
+                    })
+                })
+            })
+            .collect()
+    });
+    let unreachable = |r: &Result<(), FetchError>| matches!(r, Err(e) if matches!(e.kind, FailureKind::ConnectionRefused | FailureKind::Timeout | FailureKind::Unreachable));
+    if results.iter().all(unreachable) {
+        results.into_iter().find_map(|r| r.err()).map(|e| e.message)
+    } else {
+        None
+    }
+}
+
 /// What identifies the process behind a target.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Identity {
