@@ -584,6 +584,25 @@ fn a_replica_switch_behind_the_load_balancer_is_reported() {
     )
     .unwrap();
     assert_eq!(h["switches"].as_array().unwrap().len(), 2);
+    // Each process is its own target: no rate spans the two.
+    let m = manifest_of(&cap2);
+    let names: Vec<&str> = m.targets.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["apiserver-localhost", "apiserver-localhost.p2"]);
+    let ds = dump::load(&[DumpArg::parse(cap2.to_str().unwrap()).unwrap()], &Keep::All).unwrap();
+    let starts = |inst: &str| -> Vec<f64> {
+        ds.store
+            .by_name("process_start_time_seconds")
+            .filter(|s| s.labels.get("instance") == Some(inst))
+            .flat_map(|s| {
+                s.samples
+                    .iter()
+                    .filter(|p| !cptriage::store::is_stale(p.v))
+                    .map(|p| p.v)
+            })
+            .collect()
+    };
+    assert_eq!(starts("apiserver-localhost"), [1000.0, 1000.0]);
+    assert_eq!(starts("apiserver-localhost.p2"), [1001.0]);
 }
 
 #[test]

@@ -229,9 +229,10 @@ fn record_rounds(cfg: &LiveConfig, dir: &Path, err: &mut dyn Write) -> Result<Li
         LiveEvent::RoundStarted { round, rounds, .. } => bar.set_message(format!("{}/{rounds}", round + 1)),
         LiveEvent::Snapshot(s) => {
             bar.inc(1);
-            let p = dir.join(&s.target).join(format!("{}.prom.gz", s.time));
+            let tdir = dir.join(&s.target);
+            let p = tdir.join(format!("{}.prom.gz", s.time));
             if write_error.is_none() {
-                if let Err(e) = write_gz(&p, &s.bytes) {
+                if let Err(e) = fs::create_dir_all(&tdir).and_then(|_| write_gz(&p, &s.bytes)) {
                     write_error = Some((p, e));
                 }
             }
@@ -273,7 +274,12 @@ fn summary(cfg: &LiveConfig, res: &LiveResult, dir: &Path, out: &mut dyn Write) 
     t.set_header([
         "target", "role", "url", "version", "ok", "failed", "health", "tls",
     ]);
-    for (spec, mt) in cfg.targets.iter().zip(&res.targets) {
+    for spec in &cfg.targets {
+        let version = res
+            .targets
+            .iter()
+            .find(|t| t.name == spec.name)
+            .and_then(|t| t.version.clone());
         let failed = res.failures.iter().filter(|f| f.target == spec.name).count();
         let health: Vec<&HealthResult> = res.health.iter().filter(|h| h.target == spec.name).collect();
         let bad = health.iter().filter(|h| !h.ok).count();
@@ -281,7 +287,7 @@ fn summary(cfg: &LiveConfig, res: &LiveResult, dir: &Path, out: &mut dyn Write) 
             spec.name.clone(),
             spec.role.to_string(),
             spec.display_url.clone(),
-            mt.version.clone().unwrap_or_else(|| "-".into()),
+            version.unwrap_or_else(|| "-".into()),
             format!("{}", res.rounds.len() - failed.min(res.rounds.len())),
             failed.to_string(),
             if health.is_empty() {

@@ -60,6 +60,9 @@ pub struct TargetSpec {
     pub health_urls: Vec<String>,
     pub client: ClientSpec,
     pub token: Option<Secret>,
+    /// A load-balanced address: each process that answers becomes its own
+    /// target (`NAME`, `NAME.p2`, …) so that no rate spans two processes.
+    pub split_by_process: bool,
 }
 
 impl TargetSpec {
@@ -410,6 +413,7 @@ pub fn plan_targets(o: &TargetOptions) -> Result<Plan, LiveError> {
                 etcd_client.clone()
             },
             token: None,
+            split_by_process: false,
         });
     }
     for arg in &o.controllers {
@@ -448,6 +452,7 @@ pub fn plan_targets(o: &TargetOptions) -> Result<Plan, LiveError> {
             health_urls: vec![with_path(&url, "/healthz")],
             client: cspec,
             token,
+            split_by_process: false,
         });
     }
     assign_names(&mut specs, &alt)?;
@@ -540,6 +545,7 @@ fn apiserver_targets(
             health_urls: health.iter().map(|h| with_path(&lb_req, h)).collect(),
             client: api_client_spec(api, lb_resolve.clone()),
             token: api.credentials.token.clone(),
+            split_by_process: true,
         }
     };
     if !o.discover {
@@ -624,6 +630,7 @@ fn apiserver_targets(
             health_urls: health.iter().map(|h| with_path(&req_base, h)).collect(),
             client: api_client_spec(api, resolve),
             token: api.credentials.token.clone(),
+            split_by_process: false,
         });
         found_alt.push(format!("apiserver-{}-{}", sanitize(&ip), r.addr.port()));
     }

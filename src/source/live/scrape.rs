@@ -252,6 +252,9 @@ pub fn scrape_rounds(cfg: &LiveConfig, on_event: &mut dyn FnMut(LiveEvent<'_>)) 
     let clients: Vec<Result<Client, String>> = cfg.targets.iter().map(|t| client::build(&t.client)).collect();
     let mut versions: HashMap<usize, Option<String>> = HashMap::new();
     let mut last_id: HashMap<usize, Identity> = HashMap::new();
+    // Per split target: the processes seen, in order of first appearance.
+    let mut processes: HashMap<usize, Vec<Identity>> = HashMap::new();
+    let mut extra: Vec<(usize, ManifestTarget)> = Vec::new();
     for t in &cfg.targets {
         if !t.tls_verified() {
             res.unverified_tls.push(t.name.clone());
@@ -338,9 +341,40 @@ pub fn scrape_rounds(cfg: &LiveConfig, on_event: &mut dyn FnMut(LiveEvent<'_>)) 
                                 if id.version.is_some() {
                                     versions.insert(target, id.version.clone());
                                 }
+                                // Behind a load balancer, each process gets its own
+                                // series (`NAME`, `NAME.p2`, …): no rate spans two processes.
+                                let name = if t.split_by_process && id.process_start.is_some() {
+                                    let seen = processes.entry(target).or_default();
+                                    let k = match seen.iter().position(|p| *p == id) {
+                                        Some(k) => k,
+                                        None => {
+                                            seen.push(id.clone());
+                                            seen.len() - 1
+                                        }
+                                    };
+                                    if k == 0 {
+                                        t.name.clone()
+                                    } else {
+                                        let n = format!("{}.p{}", t.name, k + 1);
+                                        if !extra.iter().any(|(_, m): &(usize, ManifestTarget)| m.name == n) {
+                                            extra.push((
+                                                target,
+                                                ManifestTarget {
+                                                    name: n.clone(),
+                                                    role: t.role,
+                                                    url: Some(t.display_url.clone()),
+                                                    version: id.version.clone(),
+                                                },
+                                            ));
+                                        }
+                                        n
+                                    }
+                                } else {
+                                    t.name.clone()
+                                };
                                 last_id.insert(target, id);
                                 let snap = MemorySnapshot {
-                                    target: t.name.clone(),
+                                    target: name,
                                     role: Some(t.role),
                                     role_reason: t.role_reason.clone(),
                                     time,
@@ -385,17 +419,21 @@ pub fn scrape_rounds(cfg: &LiveConfig, on_event: &mut dyn FnMut(LiveEvent<'_>)) 
         .sort_by(|a, b| (a.time, &a.target).cmp(&(b.time, &b.target)));
     res.health
         .sort_by(|a, b| (&a.target, a.round, &a.endpoint).cmp(&(&b.target, b.round, &b.endpoint)));
-    res.targets = cfg
-        .targets
-        .iter()
-        .enumerate()
-        .map(|(i, t)| ManifestTarget {
+    for (i, t) in cfg.targets.iter().enumerate() {
+        // The first process of a split target keeps the name (and its version).
+        let version = match processes.get(&i).and_then(|p| p.first()) {
+            Some(first) => first.version.clone(),
+            None => versions.get(&i).cloned().flatten(),
+        };
+        res.targets.push(ManifestTarget {
             name: t.name.clone(),
             role: t.role,
             url: Some(t.display_url.clone()),
-            version: versions.get(&i).cloned().flatten(),
-        })
-        .collect();
+            version,
+        });
+        res.targets
+            .extend(extra.iter().filter(|(k, _)| *k == i).map(|(_, m)| m.clone()));
+    }
     res
 }
 
