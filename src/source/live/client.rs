@@ -320,7 +320,14 @@ pub fn redact_url(u: &str) -> String {
             let _ = url.set_password(None);
             url.to_string()
         }
-        Err(_) => "<invalid URL>".into(),
+        // Not a URL: mask anything that could be `user:password@`.
+        Err(_) => match u.rfind('@') {
+            Some(at) => {
+                let start = u.find("//").map(|i| i + 2).unwrap_or(0).min(at);
+                format!("{}<redacted>{}", &u[..start], &u[at..])
+            }
+            None => u.to_string(),
+        },
     }
 }
 
@@ -350,5 +357,7 @@ mod tests {
             "HTTP 503 Service Unavailable"
         );
         assert_eq!(redact_url("https://u:p@h:1/metrics"), "https://h:1/metrics");
+        assert_eq!(redact_url("htps//u:p@h:1:2:3"), "htps//<redacted>@h:1:2:3");
+        assert_eq!(redact_url("not a url"), "not a url");
     }
 }

@@ -809,6 +809,39 @@ users:
     }
 
     #[test]
+    fn home_kube_config_is_the_fallback_and_in_cluster_the_last_resort() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join(".kube")).unwrap();
+        write(&d.path().join(".kube"), "config", A);
+        write(d.path(), "ca.crt", "CA");
+        let sa = tempfile::tempdir().unwrap();
+        write(sa.path(), "token", "sa");
+        write(sa.path(), "ca.crt", "CA");
+        let o = KubeconfigOptions {
+            kubeconfig_env: Some("/nonexistent/a:/nonexistent/b".into()),
+            home: Some(d.path().into()),
+            in_cluster: Some(InCluster {
+                dir: sa.path().into(),
+                host: "10.96.0.1".into(),
+                port: "443".into(),
+            }),
+            ..Default::default()
+        };
+        // ca.crt is relative to ~/.kube: missing there, and the error says which file.
+        let e = resolve(&o).unwrap_err().to_string();
+        assert!(
+            e.contains("certificate-authority") && e.contains(".kube/ca.crt"),
+            "{e}"
+        );
+        write(&d.path().join(".kube"), "ca.crt", "CA");
+        assert!(resolve(&o).unwrap().origin.contains(".kube/config"));
+        let o = KubeconfigOptions { home: None, ..o };
+        let a = resolve(&o).unwrap();
+        assert_eq!(a.tls_server_name, IN_CLUSTER_NAME);
+        assert!(a.origin.starts_with("in-cluster"));
+    }
+
+    #[test]
     fn in_cluster_service_account() {
         let d = tempfile::tempdir().unwrap();
         write(d.path(), "token", "sa-token\n");

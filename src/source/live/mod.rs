@@ -279,7 +279,7 @@ fn sanitize(s: &str) -> String {
 }
 
 /// Splits `[NAME=]URL`.
-fn split_named(arg: &str) -> Result<(Option<String>, reqwest::Url), LiveError> {
+fn split_named(arg: &str, warnings: &mut Vec<String>) -> Result<(Option<String>, reqwest::Url), LiveError> {
     let (name, url) = match arg.split_once('=') {
         Some((n, u)) if !n.contains("://") && !n.contains('/') => (Some(n.to_string()), u),
         _ => (None, arg),
@@ -298,6 +298,12 @@ fn split_named(arg: &str) -> Result<(Option<String>, reqwest::Url), LiveError> {
         if !valid_name(n) {
             return Err(LiveError::BadName(n.clone()));
         }
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        warnings.push(format!(
+            "`{}`: the user name and password in the URL are ignored and never stored (use client certificates)",
+            client::redact_url(url.as_str())
+        ));
     }
     Ok((name, url))
 }
@@ -387,7 +393,7 @@ pub fn plan_targets(o: &TargetOptions) -> Result<Plan, LiveError> {
         }
     };
     for arg in &o.etcd {
-        let (name, url) = split_named(arg)?;
+        let (name, url) = split_named(arg, &mut plan.warnings)?;
         let metrics = if url.path() == "/" || url.path().is_empty() {
             with_path(&url, "/metrics")
         } else {
@@ -417,7 +423,7 @@ pub fn plan_targets(o: &TargetOptions) -> Result<Plan, LiveError> {
         });
     }
     for arg in &o.controllers {
-        let (name, url) = split_named(arg)?;
+        let (name, url) = split_named(arg, &mut plan.warnings)?;
         let metrics = if url.path() == "/" {
             with_path(&url, "/metrics")
         } else {
@@ -709,6 +715,8 @@ mod tests {
         };
         let p = plan_targets(&o).unwrap();
         assert!(!format!("{:?}", p.targets).contains("hunter2"));
+        assert!(!format!("{:?}", p.warnings).contains("hunter2"));
+        assert!(p.warnings[0].contains("user name and password in the URL are ignored"));
     }
 
     fn access() -> ApiAccess {
