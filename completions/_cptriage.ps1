@@ -25,10 +25,69 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('diagnose', 'diagnose', [CompletionResultType]::ParameterValue, 'Diagnose the control plane from captured metrics: name the failing axis, its evidence, the root cause by onset time, and what to do next')
+            [CompletionResult]::new('tree', 'tree', [CompletionResultType]::ParameterValue, 'Print the exclusion tree of a rule file')
+            [CompletionResult]::new('rules', 'rules', [CompletionResultType]::ParameterValue, 'Check rule files')
             [CompletionResult]::new('query', 'query', [CompletionResultType]::ParameterValue, 'Evaluate a PromQL expression over captured metrics')
             [CompletionResult]::new('record', 'record', [CompletionResultType]::ParameterValue, 'Scrape live targets and write a capture directory')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print shell completions for SHELL to stdout')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'cptriage;diagnose' {
+            [CompletionResult]::new('--dump', '--dump', [CompletionResultType]::ParameterName, 'Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]` files, or single files, each optionally prefixed `NAME=` or `role:NAME=` (role: apiserver, etcd, controller). Repeatable')
+            [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Rule file (default: the shipped `rules/default.yaml`)')
+            [CompletionResult]::new('--at', '--at', [CompletionResultType]::ParameterName, 'Assess at this time (RFC 3339 or unix seconds): the tree walk and "lit now". Default: the end of the window')
+            [CompletionResult]::new('--from', '--from', [CompletionResultType]::ParameterName, 'Start of the analysed window (default: the first snapshot)')
+            [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'End of the analysed window (default: the last snapshot)')
+            [CompletionResult]::new('--step', '--step', [CompletionResultType]::ParameterName, 'Evaluation step (default: the typical snapshot interval)')
+            [CompletionResult]::new('--baseline-from', '--baseline-from', [CompletionResultType]::ParameterName, 'Baseline from this time of the same data (with `--baseline-to`). Default baseline: the first quarter of the window')
+            [CompletionResult]::new('--baseline-to', '--baseline-to', [CompletionResultType]::ParameterName, 'End of the explicit baseline range')
+            [CompletionResult]::new('--baseline-dump', '--baseline-dump', [CompletionResultType]::ParameterName, 'A separate healthy capture to take the baseline from. Repeatable')
+            [CompletionResult]::new('--debounce', '--debounce', [CompletionResultType]::ParameterName, 'Consecutive lit steps that make an onset')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'cptriage;tree' {
+            [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Rule file (default: the shipped `rules/default.yaml`)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'cptriage;rules' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'cptriage;rules;check' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'cptriage;rules;help' {
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'cptriage;rules;help;check' {
+            break
+        }
+        'cptriage;rules;help;help' {
             break
         }
         'cptriage;query' {
@@ -75,10 +134,26 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             break
         }
         'cptriage;help' {
+            [CompletionResult]::new('diagnose', 'diagnose', [CompletionResultType]::ParameterValue, 'Diagnose the control plane from captured metrics: name the failing axis, its evidence, the root cause by onset time, and what to do next')
+            [CompletionResult]::new('tree', 'tree', [CompletionResultType]::ParameterValue, 'Print the exclusion tree of a rule file')
+            [CompletionResult]::new('rules', 'rules', [CompletionResultType]::ParameterValue, 'Check rule files')
             [CompletionResult]::new('query', 'query', [CompletionResultType]::ParameterValue, 'Evaluate a PromQL expression over captured metrics')
             [CompletionResult]::new('record', 'record', [CompletionResultType]::ParameterValue, 'Scrape live targets and write a capture directory')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print shell completions for SHELL to stdout')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'cptriage;help;diagnose' {
+            break
+        }
+        'cptriage;help;tree' {
+            break
+        }
+        'cptriage;help;rules' {
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors')
+            break
+        }
+        'cptriage;help;rules;check' {
             break
         }
         'cptriage;help;query' {

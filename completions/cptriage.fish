@@ -26,10 +26,41 @@ end
 
 complete -c cptriage -n "__fish_cptriage_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c cptriage -n "__fish_cptriage_needs_command" -s V -l version -d 'Print version'
+complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "diagnose" -d 'Diagnose the control plane from captured metrics: name the failing axis, its evidence, the root cause by onset time, and what to do next'
+complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "tree" -d 'Print the exclusion tree of a rule file'
+complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "rules" -d 'Check rule files'
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "query" -d 'Evaluate a PromQL expression over captured metrics'
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "record" -d 'Scrape live targets and write a capture directory'
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "completions" -d 'Print shell completions for SHELL to stdout'
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l dump -d 'Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]` files, or single files, each optionally prefixed `NAME=` or `role:NAME=` (role: apiserver, etcd, controller). Repeatable' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l rules -d 'Rule file (default: the shipped `rules/default.yaml`)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l at -d 'Assess at this time (RFC 3339 or unix seconds): the tree walk and "lit now". Default: the end of the window' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l from -d 'Start of the analysed window (default: the first snapshot)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l to -d 'End of the analysed window (default: the last snapshot)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l step -d 'Evaluation step (default: the typical snapshot interval)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l baseline-from -d 'Baseline from this time of the same data (with `--baseline-to`). Default baseline: the first quarter of the window' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l baseline-to -d 'End of the explicit baseline range' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l baseline-dump -d 'A separate healthy capture to take the baseline from. Repeatable' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l debounce -d 'Consecutive lit steps that make an onset' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -s o -l output -d 'Output format' -r -f -a "table\t'Tables for a terminal'
+json\t'The `cptriage/verdict/v1` JSON document for scripts'
+markdown\t'Markdown for incident documents'"
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -s V -l version -d 'Print version'
+complete -c cptriage -n "__fish_cptriage_using_subcommand tree" -l rules -d 'Rule file (default: the shipped `rules/default.yaml`)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand tree" -s o -l output -d 'Output format' -r -f -a "text\t'An indented tree'
+mermaid\t'A mermaid flowchart'"
+complete -c cptriage -n "__fish_cptriage_using_subcommand tree" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c cptriage -n "__fish_cptriage_using_subcommand tree" -s V -l version -d 'Print version'
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and not __fish_seen_subcommand_from check help" -s h -l help -d 'Print help'
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and not __fish_seen_subcommand_from check help" -s V -l version -d 'Print version'
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and not __fish_seen_subcommand_from check help" -f -a "check" -d 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors'
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and not __fish_seen_subcommand_from check help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from check" -s V -l version -d 'Print version'
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "check" -d 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors'
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l dump -d 'Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]` files, or single files, each optionally prefixed `NAME=` or `role:NAME=` (role: apiserver, etcd, controller). Repeatable' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l at -d 'Evaluate at this time (RFC 3339 or unix seconds). Default: the last snapshot' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l from -d 'Start of a range evaluation (RFC 3339 or unix seconds)' -r
@@ -58,7 +89,11 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand record" -s h -l help -
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -s V -l version -d 'Print version'
 complete -c cptriage -n "__fish_cptriage_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c cptriage -n "__fish_cptriage_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from query record completions help" -f -a "query" -d 'Evaluate a PromQL expression over captured metrics'
-complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from query record completions help" -f -a "record" -d 'Scrape live targets and write a capture directory'
-complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from query record completions help" -f -a "completions" -d 'Print shell completions for SHELL to stdout'
-complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from query record completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "diagnose" -d 'Diagnose the control plane from captured metrics: name the failing axis, its evidence, the root cause by onset time, and what to do next'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "tree" -d 'Print the exclusion tree of a rule file'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "rules" -d 'Check rule files'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "query" -d 'Evaluate a PromQL expression over captured metrics'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "record" -d 'Scrape live targets and write a capture directory'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "completions" -d 'Print shell completions for SHELL to stdout'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "check" -d 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors'

@@ -11,6 +11,8 @@ pub mod error;
 pub mod eval;
 pub mod exit;
 pub mod report;
+pub mod rules;
+pub mod scenario;
 pub mod source;
 pub mod store;
 pub mod timefmt;

@@ -220,7 +220,7 @@ fn bad_manifest_names_file_line_and_column() {
     );
     let e = dump::load(&args(&[&arg_path(d.path())]), &Keep::All).unwrap_err();
     let msg = e.to_string();
-    assert!(msg.contains("manifest.yaml:3:"), "{msg}");
+    assert!(msg.contains("manifest.yaml:4:5"), "{msg}");
     assert!(msg.contains("unknown field `rol`"), "{msg}");
 }
 

@@ -1,8 +1,11 @@
 //! One thin handler per subcommand, wiring source → store → eval → report.
 
 pub mod completions;
+pub mod diagnose;
 pub mod query;
 pub mod record;
+pub mod rules;
+pub mod tree;
 
 use std::io::Write;
 
@@ -17,8 +20,11 @@ use crate::timefmt;
 /// Runs a parsed command line, writing results to `out` and warnings to `err`.
 pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
     match cli.command {
+        Command::Diagnose(a) => diagnose::run(a, out, err),
         Command::Query(a) => query::run(a, out, err),
         Command::Record(a) => record::run(a, out, err),
+        Command::Tree(a) => tree::run(a, out),
+        Command::Rules(c) => rules::run(c, out, err),
         Command::Completions(a) => completions::run(a, out),
     }
 }
@@ -35,6 +41,15 @@ pub(crate) fn load_dumps(d: &DumpArgs, keep: &Keep, err: &mut dyn Write) -> Resu
         writeln!(err, "warning: {}: {}", w.origin, w.message)?;
     }
     Ok(ds)
+}
+
+/// Loads `--rules FILE`, or the shipped rules.
+pub(crate) fn load_rules(path: Option<&std::path::Path>) -> Result<crate::rules::load::RuleSet, CliError> {
+    let r = match path {
+        Some(p) => crate::rules::load::load_file(p),
+        None => crate::rules::load::RuleSet::default_rules(),
+    };
+    r.map_err(|e| CliError::Usage(e.to_string()))
 }
 
 /// The evaluation times asked for.

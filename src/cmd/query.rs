@@ -14,8 +14,26 @@ use crate::source::dump::Keep;
 use crate::store::is_stale;
 use crate::timefmt;
 
-pub fn run(a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let expr = eval::parse(&a.expr).map_err(|e| CliError::Usage(format!("`{}`: {e}", a.expr)))?;
+/// The expression: the positional argument, or else the last `--dump` value when
+/// it is not an existing path (`--dump` takes several values and swallows a
+/// trailing expression).
+fn split_expr(a: &mut QueryArgs) -> Result<String, CliError> {
+    if let Some(e) = a.expr.take() {
+        return Ok(e);
+    }
+    match a.dump.dump.last() {
+        Some(last) if a.dump.dump.len() > 1 && !std::path::Path::new(last).exists() => {
+            Ok(a.dump.dump.pop().unwrap_or_default())
+        }
+        _ => Err(CliError::Usage(
+            "missing the PromQL expression: `cptriage query --dump PATH... 'EXPR'`".into(),
+        )),
+    }
+}
+
+pub fn run(mut a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
+    let text = split_expr(&mut a)?;
+    let expr = eval::parse(&text).map_err(|e| CliError::Usage(format!("`{text}`: {e}")))?;
     let refs = eval::referenced_metrics(&expr);
     let keep = if refs.all {
         Keep::All
@@ -50,7 +68,7 @@ pub fn run(a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<Exi
             if a.output == QueryFormat::Json {
                 writeln!(out, "{}", promapi::render_error("execution", &e.to_string()))?;
             }
-            return Err(CliError::Usage(format!("`{}`: {e}", a.expr)));
+            return Err(CliError::Usage(format!("`{text}`: {e}")));
         }
     };
     match a.output {

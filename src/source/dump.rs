@@ -335,14 +335,15 @@ fn plan_adhoc_dir(plan: &mut Plan, dir: &Path, arg: &DumpArg) -> Result<(), Dump
                 );
                 continue;
             }
-            let base = match &found {
-                Some(nt) if !nt.rest.is_empty() => nt.rest.clone(),
-                Some(_) => file_name(dir),
-                None => st.to_string(),
-            };
-            let target = match &arg.name {
-                Some(pre) => format!("{pre}/{base}"),
-                None => base,
+            // A file named only by a time is a snapshot of the directory's target
+            // (NAME= when given, else the directory's name).
+            let target = match (&found, &arg.name) {
+                (Some(nt), Some(pre)) if !nt.rest.is_empty() => format!("{pre}/{}", nt.rest),
+                (Some(nt), None) if !nt.rest.is_empty() => nt.rest.clone(),
+                (Some(_), Some(pre)) => pre.clone(),
+                (Some(_), None) => file_name(dir),
+                (None, Some(pre)) => format!("{pre}/{st}"),
+                (None, None) => st.to_string(),
             };
             if let Some(r) = arg.role {
                 plan.declare(&target, Some((r, "given on the command line".into())), None);

@@ -37,7 +37,8 @@
 //! summary quantile without a numeric `quantile`, duplicate label names.
 //!
 //! Warnings (samples are still delivered): a duplicate series (the sink sees both
-//! lines; a store that overwrites keeps the later value, as Prometheus does), a
+//! lines in order, so a store that overwrites keeps the later value; histogram
+//! series are checked once per run of buckets), a
 //! second HELP or TYPE (the first wins), a TYPE after the family's samples (the
 //! family stays untyped), an unknown TYPE word (untyped), a histogram series
 //! without `le="+Inf"` or with buckets out of order or decreasing, a counter
@@ -53,9 +54,8 @@
 mod hash;
 mod lex;
 
-use std::collections::HashMap;
-
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 /// A metric family's declared type (from `# TYPE`; the name suffix never decides).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -245,6 +245,7 @@ fn check_exposition(input: &[u8]) -> Result<(), ParseError> {
     let (mut examined, mut invalid) = (0usize, 0usize);
     let (mut first_invalid, mut first_binary) = (None, None);
     let mut labels = Vec::new();
+    let mut scratch = lex::Scratch::default();
     let mut no = 0;
     while pos < input.len() && no < PROBE_LINES {
         let end = memchr::memchr(b'\n', &input[pos..]).map_or(input.len(), |o| pos + o);
@@ -255,12 +256,16 @@ fn check_exposition(input: &[u8]) -> Result<(), ParseError> {
             continue;
         }
         examined += 1;
-        let binary = std::str::from_utf8(line).is_err() || line.iter().any(|&b| b < 0x20 && b != b'\t');
-        let ok = !binary
-            && (line[0] == b'#' || {
+        let text = std::str::from_utf8(line)
+            .ok()
+            .filter(|t| !t.bytes().any(|b| b < 0x20 && b != b'\t'));
+        let binary = text.is_none();
+        let ok = text.is_some_and(|t| {
+            t.starts_with('#') || {
                 labels.clear();
-                lex::lex_sample(line, &mut labels).is_ok()
-            });
+                lex::lex_sample(t, &mut labels, &mut scratch).is_ok()
+            }
+        });
         if !ok {
             invalid += 1;
             first_invalid.get_or_insert(no);
@@ -317,6 +322,16 @@ fn belongs(name: &str, fam: &str, ty: MetricType) -> bool {
     }
 }
 
+/// Describes where a sample line stops being UTF-8.
+fn invalid_utf8_message(line: &[u8], valid_up_to: usize) -> String {
+    let prefix = std::str::from_utf8(&line[..valid_up_to]).unwrap_or_default();
+    let mut labels = Vec::new();
+    match lex::lex_sample(prefix, &mut labels, &mut lex::Scratch::default()) {
+        Err(lex::LexError::Unterminated("label value")) => "invalid UTF-8 in label value".into(),
+        _ => format!("invalid UTF-8 at byte {} of the line", valid_up_to + 1),
+    }
+}
+
 fn type_word(word: &[u8]) -> Option<MetricType> {
     Some(match word {
         b"counter" => MetricType::Counter,
@@ -362,11 +377,36 @@ struct HistSeries<'a> {
     fam: usize,
     key: u64,
     first_line: usize,
-    raw: &'a [u8],
+    raw: &'a str,
     last_le: f64,
     last_count: f64,
     saw_inf: bool,
     warned: bool,
+}
+
+/// The histogram series whose buckets are being lexed through the fast path.
+struct BucketRun<'a> {
+    /// The line text before the `le` pair.
+    prefix: &'a str,
+    name_len: usize,
+    /// Labels before `le`.
+    n_labels: usize,
+    resume: hash::Resume,
+    bucket_key: u64,
+}
+
+/// Whether `text` is the next bucket of the run whose text before `le` is `prefix`.
+#[inline]
+fn continues_bucket_run(text: &str, prefix: &str) -> bool {
+    let t = text.as_bytes();
+    t.len() > prefix.len() + 4 && t.starts_with(prefix.as_bytes()) && t[prefix.len()..].starts_with(b"le=\"")
+}
+
+/// Keeps bucket-run keys apart from per-line series keys in one map.
+const BUCKET_RUN_SALT: u64 = 0x5bd1_e995_9e37_79b9;
+
+fn line_u32(no: usize) -> u32 {
+    u32::try_from(no).unwrap_or(u32::MAX)
 }
 
 struct Parser<'a> {
@@ -374,8 +414,11 @@ struct Parser<'a> {
     by_name: HashMap<String, usize>,
     cur: Option<usize>,
     labels: Vec<LabelRef<'a>>,
-    seen: HashMap<u64, usize, hash::BuildIdentity>,
+    scratch: lex::Scratch,
+    /// Series key → line of its last sample (saturated to `u32`).
+    seen: HashMap<u64, u32, hash::BuildIdentity>,
     hist: Option<HistSeries<'a>>,
+    bucket_run: Option<BucketRun<'a>>,
     kept: usize,
     skipped: usize,
     issues: Vec<Issue>,
@@ -389,8 +432,10 @@ impl<'a> Parser<'a> {
             by_name: HashMap::new(),
             cur: None,
             labels: Vec::with_capacity(16),
+            scratch: lex::Scratch::default(),
             seen: HashMap::default(),
             hist: None,
+            bucket_run: None,
             kept: 0,
             skipped: 0,
             issues: Vec::new(),
@@ -597,13 +642,54 @@ impl<'a> Parser<'a> {
     }
 
     fn sample(&mut self, line: &'a [u8], no: usize, keep: &mut dyn FnMut(&str) -> bool, sink: &mut dyn Sink) {
-        self.labels.clear();
-        let s = match lex::lex_sample(line, &mut self.labels) {
+        let text = match std::str::from_utf8(line) {
+            Ok(t) => t,
+            Err(e) => {
+                self.bucket_run = None;
+                let message = invalid_utf8_message(line, e.valid_up_to());
+                self.error(no, message);
+                return;
+            }
+        };
+        // The next bucket of the series just read repeats its text up to `le`.
+        let fast = match &self.bucket_run {
+            Some(r) if continues_bucket_run(text, r.prefix) => {
+                self.labels.truncate(r.n_labels);
+                lex::lex_next_bucket(
+                    text,
+                    r.prefix.len(),
+                    r.name_len,
+                    r.resume,
+                    r.bucket_key,
+                    &mut self.labels,
+                )
+            }
+            _ => None,
+        };
+        let lexed = match fast {
+            Some(s) => Ok(s),
+            None => {
+                self.labels.clear();
+                lex::lex_sample(text, &mut self.labels, &mut self.scratch)
+            }
+        };
+        let s = match lexed {
             Ok(s) => s,
             Err(e) => {
+                self.bucket_run = None;
                 self.error(no, e.message());
                 return;
             }
+        };
+        self.bucket_run = match (s.bucket_prefix, s.bucket_key) {
+            (Some((at, resume)), Some(bucket_key)) => text.get(..at).map(|prefix| BucketRun {
+                prefix,
+                name_len: s.name.len(),
+                n_labels: self.labels.len().saturating_sub(1),
+                resume,
+                bucket_key,
+            }),
+            _ => None,
         };
         let fi = self.resolve(s.name, no, keep);
         if !self.fams[fi].kept {
@@ -613,13 +699,16 @@ impl<'a> Parser<'a> {
         }
         let ty = self.fams[fi].ty;
         let fam_len = self.fams[fi].name.len();
-        let suffix = &s.name[fam_len.min(s.name.len())..];
+        let suffix = s.name.get(fam_len..).unwrap_or("");
+        let mut run_checked = false;
         match ty {
             MetricType::Histogram if suffix == "_bucket" => {
                 let Some(le) = self.bound(no, s.name, "le") else {
                     return;
                 };
-                self.bucket(fi, le, s.value, no, line);
+                let key = s.bucket_key.unwrap_or(s.series_key);
+                self.bucket(fi, key, le, s.value, no, text);
+                run_checked = true;
             }
             MetricType::Histogram => {
                 self.finish_hist();
@@ -634,9 +723,9 @@ impl<'a> Parser<'a> {
                 }
             }
             MetricType::Summary if suffix.is_empty() => {
-                if self.bound(no, s.name, "quantile").is_none() {
+                let Some(_quantile) = self.bound(no, s.name, "quantile") else {
                     return;
-                }
+                };
             }
             MetricType::Counter if s.value.is_nan() || s.value < 0.0 => {
                 let what = if s.value.is_nan() { "NaN" } else { "negative" };
@@ -645,8 +734,13 @@ impl<'a> Parser<'a> {
             }
             _ => {}
         }
-        let key = hash::series_hash(s.name, &self.labels, None);
-        if let Some(first) = self.seen.insert(key, no) {
+        // Buckets are checked once per series run, in `bucket`.
+        let seen = if run_checked {
+            None
+        } else {
+            self.seen.insert(s.series_key, line_u32(no))
+        };
+        if let Some(first) = seen {
             let series = render_series(s.name, &self.labels, None);
             self.warn(
                 no,
@@ -670,8 +764,9 @@ impl<'a> Parser<'a> {
     /// The numeric value of the `le` or `quantile` label of the current sample;
     /// reports an error (the line is dropped) when it is missing or not a number.
     fn bound(&mut self, no: usize, name: &str, label: &str) -> Option<f64> {
-        let found = self.labels.iter().find(|l| l.name == label);
-        let parsed = found.and_then(|l| lex::parse_value(l.value.as_bytes()));
+        // Encoders write `le` and `quantile` last.
+        let found = self.labels.iter().rev().find(|l| l.name == label);
+        let parsed = found.and_then(|l| lex::parse_value(&l.value));
         if parsed.is_none() {
             let series = render_series(name, &self.labels, None);
             let what = if found.is_some() { "a non-numeric" } else { "no" };
@@ -681,10 +776,20 @@ impl<'a> Parser<'a> {
     }
 
     /// Follows one histogram series through its buckets.
-    fn bucket(&mut self, fam: usize, le: f64, count: f64, no: usize, raw: &'a [u8]) {
-        let key = hash::series_hash("", &self.labels, Some("le"));
+    fn bucket(&mut self, fam: usize, key: u64, le: f64, count: f64, no: usize, raw: &'a str) {
         if self.hist.as_ref().is_some_and(|h| h.fam != fam || h.key != key) {
             self.finish_hist();
+        }
+        if self.hist.is_none() {
+            if let Some(first) = self.seen.insert(key ^ BUCKET_RUN_SALT, line_u32(no)) {
+                let series = render_series(&self.fams[fam].name, &self.labels, Some("le"));
+                self.warn(
+                    no,
+                    format!(
+                        "duplicate histogram series `{series}` (buckets also from line {first}); the later values win"
+                    ),
+                );
+            }
         }
         let h = self.hist.get_or_insert(HistSeries {
             fam,
@@ -726,7 +831,7 @@ impl<'a> Parser<'a> {
             return;
         }
         let mut labels = Vec::new();
-        let series = match lex::lex_sample(h.raw, &mut labels) {
+        let series = match lex::lex_sample(h.raw, &mut labels, &mut lex::Scratch::default()) {
             Ok(_) => render_series(&self.fams[h.fam].name, &labels, Some("le")),
             Err(_) => self.fams[h.fam].name.clone(),
         };

@@ -1,0 +1,255 @@
+//! The JSON verdict for scripts: a documented, versioned contract
+//! (`docs/json.md`, JSON Schema `docs/verdict-v1.schema.json`).
+//!
+//! Serialization-only types: the [`Report`] model can change without breaking
+//! scripts; this file is the contract. Times are RFC 3339 UTC strings, durations
+//! seconds, values numbers (`"NaN"`, `"+Inf"`, `"-Inf"` as strings), axis ids
+//! `auth`, `admission`, `apf`, `etcd`, `watch-cache`, `storage`, `joint`, … with
+//! etcd sub-axes `raft`, `disk`, `quota`, `compaction`, ….
+
+use std::io::Write;
+
+use serde::Serialize;
+use serde_json::Value as J;
+
+use super::model::{self, Report};
+use crate::store::Millis;
+use crate::timefmt::format_time;
+
+/// The schema identifier written in every verdict.
+pub const SCHEMA: &str = "cptriage/verdict/v1";
+
+fn t(ms: Millis) -> String {
+    format_time(ms)
+}
+
+fn ot(ms: Option<Millis>) -> Option<String> {
+    ms.map(t)
+}
+
+fn num(v: Option<f64>) -> J {
+    match v {
+        None => J::Null,
+        Some(x) if x.is_nan() => J::String("NaN".into()),
+        Some(x) if x == f64::INFINITY => J::String("+Inf".into()),
+        Some(x) if x == f64::NEG_INFINITY => J::String("-Inf".into()),
+        Some(x) => serde_json::Number::from_f64(x).map(J::Number).unwrap_or(J::Null),
+    }
+}
+
+fn secs(ms: Millis) -> J {
+    num(Some(ms as f64 / 1000.0))
+}
+
+fn to_json<T: Serialize>(v: &T) -> J {
+    serde_json::to_value(v).unwrap_or(J::Null)
+}
+
+#[derive(Serialize)]
+struct Verdict<'a> {
+    schema: &'static str,
+    status: model::Status,
+    summary: &'a str,
+    root_cause: Option<J>,
+    downstream: Vec<J>,
+    ties: Vec<J>,
+    assumptions: &'a [String],
+    symptom: Option<J>,
+    axes: Vec<J>,
+    path: Vec<J>,
+    walk_end: &'a str,
+    gaps: Vec<J>,
+    window: J,
+    sources: Vec<J>,
+    warnings: &'a [String],
+    falsifier: Option<&'a str>,
+    runbook: &'a [String],
+    rules: J,
+}
+
+fn instance_values(v: &[model::InstanceValue]) -> J {
+    J::Array(
+        v.iter()
+            .map(|i| {
+                serde_json::json!({
+                    "instance": i.instance,
+                    "value": num(i.value),
+                    "baseline": num(i.baseline),
+                    "lit": i.lit,
+                })
+            })
+            .collect(),
+    )
+}
+
+fn evidence(e: &model::Evidence) -> J {
+    serde_json::json!({
+        "signal": e.signal,
+        "description": e.description,
+        "role": e.role,
+        "unit": to_json(&e.unit),
+        "availability": to_json(&e.availability),
+        "alternative": e.alternative,
+        "expression": e.expression,
+        "threshold": e.threshold_text,
+        "value": num(e.value),
+        "value_at": ot(e.value_at),
+        "baseline": num(e.baseline),
+        "lit": e.lit,
+        "instances": instance_values(&e.instances),
+        "series": e.series.iter().map(|v| num(*v)).collect::<Vec<_>>(),
+        "localisation": e.localisation,
+        "note": e.note,
+    })
+}
+
+/// Builds the verdict document.
+pub fn document(r: &Report) -> J {
+    let v = &r.verdict;
+    let doc = Verdict {
+        schema: SCHEMA,
+        status: r.status,
+        summary: &v.summary,
+        root_cause: v.root_cause.as_ref().map(|rc| {
+            serde_json::json!({
+                "leaf": rc.leaf,
+                "axis": rc.axis,
+                "sub_axis": rc.sub_axis,
+                "severity": rc.severity.to_string(),
+                "title": rc.title,
+                "onset": ot(rc.onset),
+                "instances": rc.instances,
+                "localisation": rc.localisation,
+            })
+        }),
+        downstream: v
+            .downstream
+            .iter()
+            .map(|d| {
+                serde_json::json!({
+                    "leaf": d.leaf, "axis": d.axis, "sub_axis": d.sub_axis,
+                    "onset": t(d.onset), "lag_seconds": secs(d.lag_ms), "note": d.note,
+                })
+            })
+            .collect(),
+        ties: v
+            .ties
+            .iter()
+            .map(|d| {
+                serde_json::json!({
+                    "leaf": d.leaf, "axis": d.axis, "sub_axis": d.sub_axis,
+                    "onset": t(d.onset), "note": d.note,
+                })
+            })
+            .collect(),
+        assumptions: &v.assumptions,
+        symptom: r.symptom.as_ref().map(|s| {
+            serde_json::json!({
+                "node": s.node, "question": s.question, "state": to_json(&s.state),
+                "onset": ot(s.onset), "timeline": to_json(&s.timeline),
+            })
+        }),
+        axes: r
+            .axes
+            .iter()
+            .map(|a| {
+                serde_json::json!({
+                    "leaf": a.leaf,
+                    "axis": a.axis,
+                    "sub_axis": a.sub_axis,
+                    "severity": a.severity.to_string(),
+                    "title": a.title,
+                    "state": to_json(&a.state),
+                    "lit": a.state == model::AxisState::Lit,
+                    "lit_at_end": a.lit_at_end,
+                    "onset": ot(a.onset),
+                    "recovered": ot(a.recovered),
+                    "instances": a.instances,
+                    "localisation": a.localisation,
+                    "timeline": to_json(&a.timeline),
+                    "evidence": a.evidence.iter().map(evidence).collect::<Vec<_>>(),
+                    "note": a.note,
+                })
+            })
+            .collect(),
+        path: r
+            .path
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "node": p.node,
+                    "question": p.question,
+                    "condition": p.condition,
+                    "answer": to_json(&p.answer),
+                    "next": p.next,
+                    "note": p.note,
+                    "signals": p.signals.iter().map(|s| serde_json::json!({
+                        "signal": s.signal,
+                        "unit": to_json(&s.unit),
+                        "availability": to_json(&s.availability),
+                        "value": num(s.value),
+                        "baseline": num(s.baseline),
+                        "threshold": s.threshold_text,
+                        "lit": s.lit,
+                        "instances": instance_values(&s.instances),
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect(),
+        walk_end: &r.walk_end,
+        gaps: r
+            .gaps
+            .iter()
+            .map(
+                |g| serde_json::json!({"kind": to_json(&g.kind), "subject": g.subject, "message": g.message}),
+            )
+            .collect(),
+        window: serde_json::json!({
+            "from": t(r.window.from),
+            "to": t(r.window.to),
+            "at": t(r.window.at),
+            "step_seconds": secs(r.window.step),
+            "steps": r.window.steps.len(),
+            "range_seconds": secs(r.window.range),
+            "debounce": r.window.debounce,
+            "baseline": {
+                "kind": to_json(&r.window.baseline.kind),
+                "from": ot(r.window.baseline.from),
+                "to": ot(r.window.baseline.to),
+                "description": r.window.baseline.description,
+            },
+        }),
+        sources: r
+            .sources
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "target": s.target,
+                    "role": s.role,
+                    "role_reason": s.role_reason,
+                    "version": s.version,
+                    "time_source": s.time_source,
+                    "snapshots": s.snapshots,
+                    "first": ot(s.first),
+                    "last": ot(s.last),
+                    "restarts": s.restarts.iter().map(|x| t(*x)).collect::<Vec<_>>(),
+                    "missing": s.missing.iter().map(|[a, b]| [t(*a), t(*b)]).collect::<Vec<_>>(),
+                })
+            })
+            .collect(),
+        warnings: &r.warnings,
+        falsifier: r.falsifier.as_deref(),
+        runbook: &r.runbook,
+        rules: serde_json::json!({
+            "origin": r.rules.origin, "signals": r.rules.signals,
+            "nodes": r.rules.nodes, "leaves": r.rules.leaves,
+        }),
+    };
+    to_json(&doc)
+}
+
+/// Writes the verdict as pretty JSON.
+pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    let s = serde_json::to_string_pretty(&document(r)).map_err(std::io::Error::other)?;
+    writeln!(out, "{s}")
+}

@@ -1,0 +1,164 @@
+//! The Markdown rendering of a verdict, for incident documents.
+
+use std::io::Write;
+
+use super::model::{Answer, AxisState, Report, Status};
+use super::text::{axis_label, sparkline, timeline, value};
+use crate::timefmt::{format_duration, format_time};
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', "<br>")
+}
+
+fn opt_time(t: Option<i64>) -> String {
+    t.map(format_time).unwrap_or_else(|| "—".into())
+}
+
+/// Writes the verdict as Markdown.
+pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    let status = match r.status {
+        Status::Healthy => "healthy",
+        Status::Degraded => "degraded",
+        Status::Inconclusive => "inconclusive",
+    };
+    writeln!(out, "## cptriage verdict: {status}")?;
+    writeln!(out)?;
+    writeln!(out, "{}", r.verdict.summary)?;
+    writeln!(out)?;
+    if let Some(rc) = &r.verdict.root_cause {
+        let axis = match &rc.sub_axis {
+            Some(s) => format!("{}/{s}", rc.axis),
+            None => rc.axis.clone(),
+        };
+        writeln!(out, "- **Root cause:** `{axis}` ({}) — {}", rc.severity, rc.title)?;
+        writeln!(out, "- **Onset:** {}", opt_time(rc.onset))?;
+        if !rc.instances.is_empty() {
+            writeln!(out, "- **Instances:** {}", rc.instances.join(", "))?;
+        }
+        if let Some(l) = &rc.localisation {
+            writeln!(out, "- **Localisation:** {l}")?;
+        }
+    }
+    for d in &r.verdict.downstream {
+        writeln!(out, "- **Downstream:** {}", d.note)?;
+    }
+    for t in &r.verdict.ties {
+        writeln!(out, "- **Tie:** {}", t.note)?;
+    }
+    for a in &r.verdict.assumptions {
+        writeln!(out, "- **Assumption:** {a}")?;
+    }
+    let w = &r.window;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Window {} → {}, step {}, assessed at {}.",
+        format_time(w.from),
+        format_time(w.to),
+        format_duration(w.step),
+        format_time(w.at)
+    )?;
+    writeln!(out)?;
+    writeln!(out, "### Axes")?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "| axis | severity | state | onset | recovered | instances | timeline |"
+    )?;
+    writeln!(out, "|---|---|---|---|---|---|---|")?;
+    for a in &r.axes {
+        let state = match a.state {
+            AxisState::Lit => "**lit**",
+            AxisState::Clear => "clear",
+            AxisState::Unknown => "unknown",
+            AxisState::NotChecked => "not checked",
+        };
+        writeln!(
+            out,
+            "| `{}` | {} | {state} | {} | {} | {} | `{}` |",
+            axis_label(a),
+            a.severity,
+            opt_time(a.onset),
+            opt_time(a.recovered),
+            cell(&a.instances.join(", ")),
+            timeline(&a.timeline)
+        )?;
+    }
+    let lit: Vec<_> = r.axes.iter().filter(|a| a.state == AxisState::Lit).collect();
+    if !lit.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "### Evidence")?;
+        writeln!(out)?;
+        writeln!(out, "| axis | signal | value | threshold | baseline | trend |")?;
+        writeln!(out, "|---|---|---|---|---|---|")?;
+        for a in &lit {
+            for e in &a.evidence {
+                writeln!(
+                    out,
+                    "| `{}` | {} | {} | {} | {} | `{}` |",
+                    axis_label(a),
+                    cell(&format!("{} — {}", e.signal, e.description)),
+                    cell(&value(e.unit, e.value)),
+                    cell(&e.threshold_text),
+                    value(e.unit, e.baseline),
+                    sparkline(&e.series)
+                )?;
+            }
+        }
+    }
+    writeln!(out)?;
+    writeln!(out, "### Tree walk")?;
+    writeln!(out)?;
+    for (i, p) in r.path.iter().enumerate() {
+        let ans = match p.answer {
+            Answer::Yes => "yes",
+            Answer::No => "no",
+            Answer::Unknown => "unknown",
+        };
+        let vals: Vec<String> = p
+            .signals
+            .iter()
+            .map(|s| format!("{} = {} ({})", s.signal, value(s.unit, s.value), s.threshold_text))
+            .collect();
+        writeln!(out, "{}. {} — **{ans}**; {}", i + 1, p.question, vals.join("; "))?;
+    }
+    if !r.runbook.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "### Next steps")?;
+        writeln!(out)?;
+        for (i, s) in r.runbook.iter().enumerate() {
+            writeln!(out, "{}. {s}", i + 1)?;
+        }
+    }
+    if let Some(f) = &r.falsifier {
+        writeln!(out)?;
+        writeln!(out, "### Falsifier")?;
+        writeln!(out)?;
+        writeln!(out, "> {f}")?;
+    }
+    if !r.gaps.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "### Not checked")?;
+        writeln!(out)?;
+        for g in &r.gaps {
+            writeln!(out, "- `{}`: {}", g.subject, g.message)?;
+        }
+    }
+    writeln!(out)?;
+    writeln!(out, "### Sources")?;
+    writeln!(out)?;
+    writeln!(out, "| target | role | version | snapshots | time from |")?;
+    writeln!(out, "|---|---|---|---|---|")?;
+    for s in &r.sources {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} |",
+            cell(&s.target),
+            s.role,
+            s.version.as_deref().unwrap_or("—"),
+            s.snapshots,
+            s.time_source
+        )?;
+    }
+    Ok(())
+}

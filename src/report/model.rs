@@ -1,0 +1,344 @@
+//! The `Report`: everything a renderer needs to show a diagnosis, produced by the
+//! rules engine ([`crate::rules::engine::diagnose`]). Times are [`Millis`]
+//! (renderers format them as RFC 3339); durations are milliseconds too.
+//!
+//! The JSON rendering serialises this value under a versioned envelope;
+//! [`SCHEMA_VERSION`] changes whenever a field changes meaning or disappears.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::rules::model::{Severity, Threshold, Unit};
+use crate::store::Millis;
+
+/// Version of the report schema.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Overall answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Nothing lit and the symptom question answered "no".
+    Healthy,
+    /// At least one axis lit in the window (see `verdict.root_cause`).
+    Degraded,
+    /// The data cannot decide (e.g. the symptom signals are all missing and no
+    /// axis is lit).
+    Inconclusive,
+}
+
+/// The result of one diagnosis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub status: Status,
+    pub verdict: Verdict,
+    /// The symptom question's timeline (what clients feel).
+    pub symptom: Option<SymptomState>,
+    /// Every leaf of the tree, in tree order.
+    pub axes: Vec<AxisReport>,
+    /// The walk of the tree at `window.at`.
+    pub path: Vec<PathStep>,
+    /// Where the walk ended: a leaf id or `healthy`.
+    pub walk_end: String,
+    pub gaps: Vec<Gap>,
+    pub window: WindowInfo,
+    pub sources: Vec<SourceInfo>,
+    pub warnings: Vec<String>,
+    /// Falsifier of the root-cause leaf.
+    pub falsifier: Option<String>,
+    /// Runbook of the root-cause leaf.
+    pub runbook: Vec<String>,
+    /// Which rules produced this report.
+    pub rules: RulesInfo,
+}
+
+/// The verdict: the root cause and what followed it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// One sentence for the top of a table or an incident note.
+    pub summary: String,
+    pub root_cause: Option<RootCause>,
+    /// Axes lit after the root cause, with their lag.
+    pub downstream: Vec<Downstream>,
+    /// Axes whose onsets are within one step of the root cause's.
+    pub ties: Vec<Tie>,
+    /// Assumptions the verdict rests on (tie broken by tree order, no onsets
+    /// available, …).
+    pub assumptions: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RootCause {
+    pub leaf: String,
+    pub axis: String,
+    pub sub_axis: Option<String>,
+    pub severity: Severity,
+    pub title: String,
+    /// `None` when the data has no time series (a single snapshot).
+    pub onset: Option<Millis>,
+    /// Instances lit for this axis (all of its role's targets when the whole
+    /// tier is affected).
+    pub instances: Vec<String>,
+    /// Per-instance localisation, e.g. "only etcd-2: WAL fsync p99 1.2 s, others 7 ms".
+    pub localisation: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Downstream {
+    pub leaf: String,
+    pub axis: String,
+    pub sub_axis: Option<String>,
+    pub onset: Millis,
+    /// Onset minus the root cause's onset.
+    pub lag_ms: Millis,
+    /// E.g. "apf lit 85 s after etcd".
+    pub note: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Tie {
+    pub leaf: String,
+    pub axis: String,
+    pub sub_axis: Option<String>,
+    pub onset: Millis,
+    pub note: String,
+}
+
+/// Timeline of the symptom question.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SymptomState {
+    pub node: String,
+    pub question: String,
+    pub state: AxisState,
+    pub onset: Option<Millis>,
+    pub timeline: Vec<StepState>,
+}
+
+/// State of one step of a timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepState {
+    Lit,
+    Unlit,
+    /// No data decides this step.
+    Unknown,
+}
+
+/// Summary state of an axis over the window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AxisState {
+    /// Lit (with an onset, or in a single snapshot).
+    Lit,
+    /// Checked and not lit.
+    Clear,
+    /// Signals exist but no step could be decided.
+    Unknown,
+    /// No target of the role(s) it reads, or its metrics are not exposed.
+    NotChecked,
+}
+
+/// One leaf of the tree over the window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AxisReport {
+    pub leaf: String,
+    pub axis: String,
+    pub sub_axis: Option<String>,
+    pub severity: Severity,
+    pub title: String,
+    pub state: AxisState,
+    /// Lit at `window.at`.
+    pub lit_at_end: bool,
+    /// First step of the first run lit for at least `debounce` steps.
+    pub onset: Option<Millis>,
+    /// First step of the first unlit run of at least `debounce` steps after the onset.
+    pub recovered: Option<Millis>,
+    /// Instances lit at any step of the lit run(s).
+    pub instances: Vec<String>,
+    pub localisation: Option<String>,
+    /// One state per step of `window.steps`.
+    pub timeline: Vec<StepState>,
+    /// Signals that decide this leaf (conditions on its path).
+    pub evidence: Vec<Evidence>,
+    /// Why the axis is not checked, when it is not.
+    pub note: Option<String>,
+}
+
+/// Whether and how a signal could be evaluated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Availability {
+    Evaluated,
+    /// No expression's metrics exist for targets of the role: not exposed by
+    /// this version/target (never read as zero or healthy).
+    NotExposed,
+    /// The dataset has no target of the role.
+    RoleAbsent,
+    /// The signal needs a time series (a range function) and the dataset has a
+    /// single snapshot.
+    NeedsTimeSeries,
+    /// Evaluation failed (message in `note`).
+    Error,
+}
+
+/// One signal's values as evidence.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub signal: String,
+    pub description: String,
+    pub role: String,
+    pub unit: Unit,
+    pub availability: Availability,
+    /// Index of the expression used (0 = `expr`, n = alternative n).
+    pub alternative: Option<usize>,
+    /// The expression evaluated (window resolved, role matcher injected).
+    pub expression: Option<String>,
+    pub threshold: Threshold,
+    /// Human form of the threshold, e.g. "> 0.5 or > 3 × baseline (min 0.01)".
+    pub threshold_text: String,
+    /// Worst value over instances at the reference step (`at`, or the last lit step).
+    pub value: Option<f64>,
+    /// Time of `value`.
+    pub value_at: Option<Millis>,
+    /// Baseline of the worst instance.
+    pub baseline: Option<f64>,
+    pub lit: Option<bool>,
+    /// Per instance at the reference step.
+    pub instances: Vec<InstanceValue>,
+    /// Worst value over instances per step (sparkline).
+    pub series: Vec<Option<f64>>,
+    /// Values per instance per step.
+    pub instance_series: BTreeMap<String, Vec<Option<f64>>>,
+    pub localisation: Option<String>,
+    pub note: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InstanceValue {
+    pub instance: String,
+    pub value: Option<f64>,
+    pub baseline: Option<f64>,
+    pub lit: Option<bool>,
+}
+
+/// An answer of the tree walk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Answer {
+    Yes,
+    No,
+    Unknown,
+}
+
+/// One question of the walk at `window.at`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PathStep {
+    pub node: String,
+    pub question: String,
+    /// The condition, e.g. "(apf_rejections or apf_queue_wait_p99)".
+    pub condition: String,
+    pub answer: Answer,
+    /// Why the walk went on the way it did for an unknown answer.
+    pub note: Option<String>,
+    pub signals: Vec<PathSignal>,
+    /// Child taken: node id, leaf id or `healthy`.
+    pub next: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PathSignal {
+    pub signal: String,
+    pub unit: Unit,
+    pub availability: Availability,
+    pub value: Option<f64>,
+    pub baseline: Option<f64>,
+    pub threshold_text: String,
+    pub lit: Option<bool>,
+    pub instances: Vec<InstanceValue>,
+}
+
+/// What could not be checked, and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Gap {
+    pub kind: GapKind,
+    /// Signal id, role or leaf id concerned.
+    pub subject: String,
+    pub message: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GapKind {
+    NotExposed,
+    RoleAbsent,
+    NeedsTimeSeries,
+    NotChecked,
+    NoBaseline,
+    EvaluationError,
+}
+
+/// The analysed window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WindowInfo {
+    pub from: Millis,
+    pub to: Millis,
+    pub step: Millis,
+    /// The assessment time of the walk and of "lit at end".
+    pub at: Millis,
+    /// Step times.
+    pub steps: Vec<Millis>,
+    /// The range `$window` resolved to.
+    pub range: Millis,
+    pub debounce: usize,
+    pub baseline: BaselineInfo,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BaselineInfo {
+    pub kind: BaselineKind,
+    pub from: Option<Millis>,
+    pub to: Option<Millis>,
+    pub description: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BaselineKind {
+    /// The early part of the window.
+    WindowStart,
+    /// An explicit time range of the same data.
+    Range,
+    /// A separate (healthy) capture.
+    Dataset,
+    /// No baseline available; relative thresholds are not applied.
+    None,
+}
+
+/// One target the data came from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SourceInfo {
+    pub target: String,
+    pub role: String,
+    pub role_reason: String,
+    pub version: Option<String>,
+    pub time_source: String,
+    pub snapshots: usize,
+    pub first: Option<Millis>,
+    pub last: Option<Millis>,
+    /// Snapshot times at which `process_start_time_seconds` changed (restarts,
+    /// or a load balancer switching replicas).
+    pub restarts: Vec<Millis>,
+    /// Gaps between snapshots longer than twice the typical interval, and a
+    /// missing tail/head against the window, as `[from, to]`.
+    pub missing: Vec<[Millis; 2]>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RulesInfo {
+    pub origin: String,
+    pub signals: usize,
+    pub nodes: usize,
+    pub leaves: usize,
+}

@@ -1,0 +1,639 @@
+//! The assessment engine: evaluates every signal of a [`RuleSet`] over a
+//! [`Dataset`] at every step of the window and hands the values to the pure
+//! [`assess`](super::assess::assess).
+//!
+//! Window and step: the window is the dataset's time span (or `from`/`to`), cut
+//! at `at` when given; steps are aligned on the end of the window, so the last
+//! step is the assessment time. The default step is the typical snapshot
+//! interval.
+//!
+//! `$window` resolves to `max(4 × typical snapshot interval, 2 × step)`, rounded
+//! up to a whole second: 20 s for 5 s live scrapes, 4 m for 1 m Prometheus data,
+//! 1 m for 15 s captures. Four intervals keep at least three points in every
+//! range (so `rate` survives one missed scrape); two steps make consecutive
+//! steps overlap so no sample falls between windows. The instant-selector
+//! lookback is the same range, so a target that stopped answering drops out
+//! after one window instead of five minutes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::assess::{self, AssessInput, BaselinePlan, SignalInput};
+use super::load::RuleSet;
+use super::model::Direction;
+use super::promql;
+use crate::eval::{self, EvalOptions};
+use crate::report::model::{Availability, BaselineKind, Gap, GapKind, Report, SourceInfo};
+use crate::source::{Dataset, Role, Target};
+use crate::store::{Millis, Series};
+
+/// Default number of consecutive lit steps that make an onset.
+pub const DEFAULT_DEBOUNCE: usize = 2;
+
+/// Most steps one diagnosis evaluates; a longer window gets a larger step.
+pub const MAX_STEPS: usize = 5000;
+
+/// Where the baseline comes from.
+#[derive(Clone, Copy, Debug, Default)]
+pub enum BaselineSpec<'a> {
+    /// The first quarter of the window (at least 2 steps; none below 6 steps).
+    #[default]
+    WindowStart,
+    /// An explicit time range of the same data.
+    Range { from: Millis, to: Millis },
+    /// A separate (healthy) capture, evaluated over its own span.
+    Dataset(&'a Dataset),
+}
+
+/// Settings of one diagnosis.
+#[derive(Clone, Debug)]
+pub struct Options<'a> {
+    /// Assessment time (the walk and "lit at end"); default: end of the window.
+    pub at: Option<Millis>,
+    pub from: Option<Millis>,
+    pub to: Option<Millis>,
+    /// Default: the typical snapshot interval.
+    pub step: Option<Millis>,
+    pub baseline: BaselineSpec<'a>,
+    /// Consecutive lit steps that make an onset (default 2).
+    pub debounce: usize,
+}
+
+impl Default for Options<'_> {
+    fn default() -> Self {
+        Options {
+            at: None,
+            from: None,
+            to: None,
+            step: None,
+            baseline: BaselineSpec::WindowStart,
+            debounce: DEFAULT_DEBOUNCE,
+        }
+    }
+}
+
+/// Why a diagnosis could not run at all.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum EngineError {
+    #[error("the data has no snapshots")]
+    NoData,
+    #[error("invalid window: {0}")]
+    Window(String),
+    #[error("invalid baseline ({what}): {message}")]
+    Baseline { what: String, message: String },
+}
+
+/// The resolved time grid.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Grid {
+    pub steps: Vec<Millis>,
+    pub step: Millis,
+    /// The resolved `$window`.
+    pub range: Millis,
+    pub at_index: usize,
+}
+
+/// Resolves window, step, `$window` and the assessment time.
+pub fn grid(data: &Dataset, opts: &Options) -> Result<(Grid, Vec<String>), EngineError> {
+    let (dfrom, dto) = data.window().ok_or(EngineError::NoData)?;
+    let mut warnings = Vec::new();
+    let from = opts.from.unwrap_or(dfrom);
+    let mut to = opts.to.unwrap_or(dto);
+    if let Some(at) = opts.at {
+        if at > dto {
+            warnings.push(format!(
+                "the assessment time {} is after the last snapshot; assessing at {}",
+                fmt_time(at),
+                fmt_time(dto)
+            ));
+        }
+        if at < from {
+            return Err(EngineError::Window(format!(
+                "`at` ({at}) is before the start of the window ({from})"
+            )));
+        }
+        to = to.min(at);
+    }
+    if to < from {
+        return Err(EngineError::Window(format!(
+            "the window ends ({to}) before it starts ({from})"
+        )));
+    }
+    let interval = data.typical_interval();
+    let mut step = match opts.step {
+        Some(s) if s <= 0 => return Err(EngineError::Window(format!("step must be positive, got {s} ms"))),
+        Some(s) => s,
+        None => interval.unwrap_or(60_000),
+    };
+    let span = to - from;
+    if span / step >= MAX_STEPS as i64 {
+        let s = (span / (MAX_STEPS as i64 - 1)).max(1);
+        warnings.push(format!(
+            "the window has more than {MAX_STEPS} steps of {step} ms; using a step of {s} ms"
+        ));
+        step = s;
+    }
+    let mut steps = Vec::new();
+    let mut t = to;
+    while t >= from {
+        steps.push(t);
+        t -= step;
+    }
+    steps.reverse();
+    let base = interval.unwrap_or(step);
+    let range = (4 * base).max(2 * step);
+    let range = (range + 999) / 1000 * 1000;
+    let at_index = steps.len().saturating_sub(1);
+    Ok((
+        Grid {
+            steps,
+            step,
+            range,
+            at_index,
+        },
+        warnings,
+    ))
+}
+
+/// Whether targets of `role` expose metric `name` (by family list, or by series
+/// in the store).
+fn exposed(data: &Dataset, role: Role, name: &str) -> bool {
+    let fam = promql::family_of(name);
+    if data
+        .targets_with_role(role)
+        .any(|t| t.families.contains(name) || t.families.contains(fam))
+    {
+        return true;
+    }
+    data.store
+        .by_name(name)
+        .any(|s| s.labels.get(promql::ROLE_LABEL) == Some(role.as_str()))
+}
+
+/// Instance → values per step from an evaluation result; several series of one
+/// instance reduce to the worst value (max, or min for `below` thresholds).
+fn per_instance(series: &[Series], steps: &[Millis], below: bool) -> BTreeMap<String, Vec<Option<f64>>> {
+    let mut out: BTreeMap<String, Vec<Option<f64>>> = BTreeMap::new();
+    let index: BTreeMap<Millis, usize> = steps.iter().enumerate().map(|(i, t)| (*t, i)).collect();
+    for s in series {
+        let inst = s.labels.get("instance").unwrap_or("(all)").to_string();
+        let row = out.entry(inst).or_insert_with(|| vec![None; steps.len()]);
+        for p in &s.samples {
+            let Some(&i) = index.get(&p.t) else { continue };
+            // NaN (nothing observed) is kept only when no series has a number.
+            row[i] = Some(match row[i] {
+                None => p.v,
+                Some(o) if o.is_nan() => p.v,
+                Some(_) if p.v.is_nan() => continue,
+                Some(o) if below => o.min(p.v),
+                Some(o) => o.max(p.v),
+            });
+        }
+    }
+    out
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+fn source_info(t: &Target, interval: Option<Millis>, from: Millis, to: Millis) -> SourceInfo {
+    let mut restarts = Vec::new();
+    for w in t.snapshots.windows(2) {
+        if let (Some(a), Some(b)) = (w[0].process_start, w[1].process_start) {
+            if (a - b).abs() > 0.5 {
+                restarts.push(w[1].time);
+            }
+        }
+    }
+    let mut missing = Vec::new();
+    if let Some(iv) = interval {
+        let gap = 2 * iv;
+        let inside: Vec<Millis> = t
+            .snapshots
+            .iter()
+            .map(|s| s.time)
+            .filter(|x| *x >= from && *x <= to)
+            .collect();
+        match (inside.first(), inside.last()) {
+            (Some(&first), Some(&last)) => {
+                if first - from > gap {
+                    missing.push([from, first]);
+                }
+                for w in inside.windows(2) {
+                    if w[1] - w[0] > gap {
+                        missing.push([w[0], w[1]]);
+                    }
+                }
+                if to - last > gap {
+                    missing.push([last, to]);
+                }
+            }
+            _ => missing.push([from, to]),
+        }
+    }
+    SourceInfo {
+        target: t.name.clone(),
+        role: t.role.as_str().to_string(),
+        role_reason: t.role_reason.clone(),
+        version: t.version.clone(),
+        time_source: serde_json::to_value(t.time_source)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        snapshots: t.snapshots.len(),
+        first: t.snapshots.first().map(|s| s.time),
+        last: t.snapshots.last().map(|s| s.time),
+        restarts,
+        missing,
+    }
+}
+
+/// What signal evaluation needs besides the signal.
+struct Ctx<'a> {
+    data: &'a Dataset,
+    steps: &'a [Millis],
+    step: Millis,
+    range: Millis,
+}
+
+/// Picks the expression and evaluates it; returns the input for the pure part
+/// and the chosen expression index (for baseline evaluation).
+fn eval_signal(rules: &RuleSet, k: usize, ctx: &Ctx) -> SignalInput {
+    let sig = &rules.signals[k];
+    let role = sig.def.role.role();
+    let targets: Vec<&Target> = ctx.data.targets_with_role(role).collect();
+    if targets.is_empty() {
+        return SignalInput::unavailable(
+            Availability::RoleAbsent,
+            format!("no {} targets in the data", role.as_str()),
+        );
+    }
+    let optional: BTreeSet<&str> = sig.def.optional_metrics.iter().map(|s| s.as_str()).collect();
+    let chosen = sig.reads.iter().position(|r| {
+        r.metrics
+            .iter()
+            .filter(|m| !optional.contains(m.as_str()) && !optional.contains(promql::family_of(m)))
+            .all(|m| exposed(ctx.data, role, m))
+    });
+    let Some(i) = chosen else {
+        let tried: Vec<String> = sig
+            .reads
+            .iter()
+            .map(|r| {
+                let names: Vec<&str> = r
+                    .metrics
+                    .iter()
+                    .filter(|m| {
+                        !optional.contains(m.as_str())
+                            && !optional.contains(promql::family_of(m))
+                            && !exposed(ctx.data, role, m)
+                    })
+                    .map(|m| m.as_str())
+                    .collect();
+                names.join(" + ")
+            })
+            .collect();
+        return SignalInput::unavailable(
+            Availability::NotExposed,
+            format!(
+                "`{}` not exposed by this version/target (missing: {})",
+                sig.def.id,
+                tried.join("; or ")
+            ),
+        );
+    };
+    let needs_series = sig.reads[i].needs_series;
+    let max_snaps = targets.iter().map(|t| t.snapshots.len()).max().unwrap_or(0);
+    if needs_series && (ctx.steps.len() < 2 || max_snaps < 2) {
+        return SignalInput {
+            alternative: Some(i),
+            ..SignalInput::unavailable(
+                Availability::NeedsTimeSeries,
+                format!("`{}` needs a time series (at least 2 snapshots)", sig.def.id),
+            )
+        };
+    }
+    let expr = match promql::instantiate(&sig.exprs[i], ctx.range, role.as_str()) {
+        Ok(e) => e,
+        Err(e) => {
+            return SignalInput {
+                alternative: Some(i),
+                ..SignalInput::unavailable(Availability::Error, format!("`{}`: {e}", sig.def.id))
+            }
+        }
+    };
+    let text = expr.to_string();
+    let (Some(&start), Some(&end)) = (ctx.steps.first(), ctx.steps.last()) else {
+        return SignalInput::unavailable(Availability::Error, "empty window");
+    };
+    let opts = EvalOptions { lookback: ctx.range };
+    let below = sig.def.threshold.below.is_some()
+        || sig
+            .def
+            .threshold
+            .relative
+            .as_ref()
+            .is_some_and(|r| r.direction == Direction::Below);
+    match eval::range(&ctx.data.store, &expr, start, end, ctx.step, &opts) {
+        Ok(series) => SignalInput {
+            availability: Availability::Evaluated,
+            alternative: Some(i),
+            expression: Some(text),
+            note: (i > 0).then(|| {
+                format!("using alternative {i}: the metrics of earlier expressions are not exposed")
+            }),
+            values: per_instance(&series, ctx.steps, below),
+            baseline: None,
+        },
+        Err(e) => SignalInput {
+            availability: Availability::Error,
+            alternative: Some(i),
+            expression: Some(text),
+            note: Some(format!("`{}`: {e}", sig.def.id)),
+            values: BTreeMap::new(),
+            baseline: None,
+        },
+    }
+}
+
+/// Evaluates the whole rule set over `data` and assesses it.
+pub fn diagnose(rules: &RuleSet, data: &Dataset, opts: &Options) -> Result<Report, EngineError> {
+    let (g, mut warnings) = grid(data, opts)?;
+    let ctx = Ctx {
+        data,
+        steps: &g.steps,
+        step: g.step,
+        range: g.range,
+    };
+    let mut signals: Vec<SignalInput> = (0..rules.signals.len())
+        .map(|k| eval_signal(rules, k, &ctx))
+        .collect();
+
+    // Baseline.
+    let plan = match opts.baseline {
+        BaselineSpec::WindowStart => BaselinePlan::window_start(&g.steps),
+        BaselineSpec::Range { from, to } => {
+            let bdata = data;
+            let bopts = Options {
+                from: Some(from),
+                to: Some(to),
+                step: Some(g.step),
+                ..Options::default()
+            };
+            external_baseline(
+                rules,
+                bdata,
+                &bopts,
+                &mut signals,
+                &mut warnings,
+                BaselineKind::Range,
+                "explicit range",
+            )?
+        }
+        BaselineSpec::Dataset(b) => {
+            let bopts = Options::default();
+            external_baseline(
+                rules,
+                b,
+                &bopts,
+                &mut signals,
+                &mut warnings,
+                BaselineKind::Dataset,
+                "separate capture",
+            )?
+        }
+    };
+
+    // Sources and their evidence.
+    let interval = data.typical_interval();
+    let (from, to) = (
+        g.steps.first().copied().unwrap_or(0),
+        g.steps.last().copied().unwrap_or(0),
+    );
+    let sources: Vec<SourceInfo> = data
+        .targets
+        .iter()
+        .map(|t| source_info(t, interval, from, to))
+        .collect();
+    for s in &sources {
+        for r in &s.restarts {
+            warnings.push(format!(
+                "{} ({}) restarted at {} (process_start_time_seconds changed): counters reset there",
+                s.target,
+                s.role,
+                fmt_time(*r)
+            ));
+        }
+        for [a, b] in &s.missing {
+            warnings.push(format!(
+                "{} ({}) has no snapshots from {} to {}: unreachable, down, or not captured",
+                s.target,
+                s.role,
+                fmt_time(*a),
+                fmt_time(*b)
+            ));
+        }
+    }
+    for w in &data.warnings {
+        warnings.push(format!("{}: {}", w.origin, w.message));
+    }
+
+    // Gaps.
+    let mut gaps = Vec::new();
+    let mut roles_absent = BTreeSet::new();
+    let mut needs_series = Vec::new();
+    for (k, s) in signals.iter().enumerate() {
+        let id = &rules.signals[k].def.id;
+        match s.availability {
+            Availability::RoleAbsent => {
+                roles_absent.insert(rules.signals[k].def.role.as_str());
+            }
+            Availability::NotExposed => gaps.push(Gap {
+                kind: GapKind::NotExposed,
+                subject: id.clone(),
+                message: s.note.clone().unwrap_or_default(),
+            }),
+            Availability::NeedsTimeSeries => needs_series.push(id.clone()),
+            Availability::Error => gaps.push(Gap {
+                kind: GapKind::EvaluationError,
+                subject: id.clone(),
+                message: s.note.clone().unwrap_or_default(),
+            }),
+            Availability::Evaluated => {}
+        }
+    }
+    for r in roles_absent {
+        gaps.push(Gap {
+            kind: GapKind::RoleAbsent,
+            subject: r.to_string(),
+            message: format!("no {r} targets in the data: the axes read from {r} metrics are not checked"),
+        });
+    }
+    if !needs_series.is_empty() {
+        gaps.push(Gap {
+            kind: GapKind::NeedsTimeSeries,
+            subject: "time series".into(),
+            message: format!(
+                "the data has a single snapshot: {} rate signals need a time series ({}); gauges and since-start ratios were evaluated, and onsets need a time series",
+                needs_series.len(),
+                needs_series.join(", ")
+            ),
+        });
+    }
+
+    let input = AssessInput {
+        steps: g.steps.clone(),
+        step: g.step,
+        at_index: g.at_index,
+        range: g.range,
+        debounce: opts.debounce,
+        baseline: plan,
+        signals,
+        sources,
+        warnings,
+        gaps,
+    };
+    let mut report = assess::assess(rules, &input);
+    attach_absent_targets(&mut report);
+    Ok(report)
+}
+
+/// A target of a lit axis's role that stopped answering (no snapshots) or
+/// restarted while the axis was lit is evidence: an unreachable etcd member is
+/// often the member at fault. Such targets join the axis's instances, and the
+/// localisation says what happened to them.
+fn attach_absent_targets(report: &mut Report) {
+    let range = report.window.range;
+    let end = report.window.to;
+    let mut notes_by_leaf: BTreeMap<String, (Vec<String>, Vec<String>)> = BTreeMap::new();
+    for axis in &mut report.axes {
+        let Some(onset) = axis.onset else { continue };
+        let until = axis.recovered.unwrap_or(end);
+        let roles: BTreeSet<&str> = axis.evidence.iter().map(|e| e.role.as_str()).collect();
+        let mut notes = Vec::new();
+        let mut added = Vec::new();
+        for s in report.sources.iter().filter(|s| roles.contains(s.role.as_str())) {
+            let mut hit = false;
+            for [a, b] in &s.missing {
+                if *a <= until && *b >= onset - range {
+                    notes.push(format!(
+                        "{} did not answer from {} to {}",
+                        s.target,
+                        fmt_time(*a),
+                        fmt_time(*b)
+                    ));
+                    hit = true;
+                }
+            }
+            for r in &s.restarts {
+                if *r >= onset - range && *r <= until {
+                    notes.push(format!("{} restarted at {}", s.target, fmt_time(*r)));
+                    hit = true;
+                }
+            }
+            if hit && !axis.instances.contains(&s.target) {
+                axis.instances.push(s.target.clone());
+                added.push(s.target.clone());
+            }
+        }
+        if notes.is_empty() {
+            continue;
+        }
+        let text = notes.join("; ");
+        axis.localisation = Some(match axis.localisation.take() {
+            Some(l) => format!("{l}; {text}"),
+            None => text.clone(),
+        });
+        notes_by_leaf.insert(axis.leaf.clone(), (added, vec![text]));
+    }
+    if let Some(rc) = report.verdict.root_cause.as_mut() {
+        if let Some((added, texts)) = notes_by_leaf.get(&rc.leaf) {
+            for a in added {
+                if !rc.instances.contains(a) {
+                    rc.instances.push(a.clone());
+                }
+            }
+            let text = texts.join("; ");
+            rc.localisation = Some(match rc.localisation.take() {
+                Some(l) => format!("{l}; {text}"),
+                None => text,
+            });
+        }
+    }
+}
+
+/// Evaluates the chosen expressions over a baseline range or dataset and stores
+/// per-instance medians in `signals`.
+fn external_baseline(
+    rules: &RuleSet,
+    bdata: &Dataset,
+    bopts: &Options,
+    signals: &mut [SignalInput],
+    warnings: &mut Vec<String>,
+    kind: BaselineKind,
+    what: &str,
+) -> Result<BaselinePlan, EngineError> {
+    let (bg, _) = grid(bdata, bopts).map_err(|e| EngineError::Baseline {
+        what: what.to_string(),
+        message: match e {
+            EngineError::Window(m) => m,
+            EngineError::NoData => "it has no snapshots".to_string(),
+            other => other.to_string(),
+        },
+    })?;
+    let bctx = Ctx {
+        data: bdata,
+        steps: &bg.steps,
+        step: bg.step,
+        range: bg.range,
+    };
+    let mut missing = Vec::new();
+    for (k, s) in signals.iter_mut().enumerate() {
+        if s.availability != Availability::Evaluated || rules.signals[k].def.threshold.relative.is_none() {
+            continue;
+        }
+        let b = eval_signal(rules, k, &bctx);
+        if b.availability != Availability::Evaluated || b.alternative != s.alternative {
+            missing.push(rules.signals[k].def.id.clone());
+            continue;
+        }
+        let m: BTreeMap<String, f64> = b
+            .values
+            .into_iter()
+            .filter_map(|(inst, v)| median(v.into_iter().flatten().collect()).map(|m| (inst, m)))
+            .collect();
+        if m.is_empty() {
+            missing.push(rules.signals[k].def.id.clone());
+        }
+        s.baseline = Some(m);
+    }
+    if !missing.is_empty() {
+        warnings.push(format!(
+            "the baseline ({what}) has no values for {}: only their absolute thresholds apply",
+            missing.join(", ")
+        ));
+    }
+    Ok(BaselinePlan {
+        kind,
+        steps: None,
+        from: bg.steps.first().copied(),
+        to: bg.steps.last().copied(),
+        description: format!("median per instance over the {what} ({} steps)", bg.steps.len()),
+    })
+}
+
+fn fmt_time(t: Millis) -> String {
+    chrono::DateTime::from_timestamp_millis(t)
+        .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_else(|| format!("{t} ms"))
+}

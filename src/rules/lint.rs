@@ -1,0 +1,77 @@
+//! `cptriage rules check` logic: every diagnostic of the loader (schema, ids,
+//! references, PromQL subset, cycles, unreachable nodes) plus warnings for metric
+//! names that are not in the catalog of known kube-apiserver, etcd and
+//! controller families (`rules/catalog.txt`).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use super::load::{analyse, Diagnostic, Level, Locator};
+use super::promql;
+
+/// The catalog of known metric families, one per line (`#` comments).
+pub const CATALOG: &str = include_str!("../../rules/catalog.txt");
+
+/// The catalog as a set.
+pub fn catalog() -> BTreeSet<&'static str> {
+    CATALOG
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect()
+}
+
+/// Whether `name` (a sample name such as `x_bucket`) belongs to a known family.
+pub fn known_metric(catalog: &BTreeSet<&str>, name: &str) -> bool {
+    catalog.contains(name) || catalog.contains(promql::family_of(name))
+}
+
+/// Checks rule text; `origin` names the file in messages. Errors first, then
+/// warnings, each group in file order.
+pub fn check_str(src: &str, origin: &str) -> Vec<Diagnostic> {
+    let (set, mut diags) = analyse(src, origin);
+    if let Some(set) = &set {
+        let cat = catalog();
+        let loc = Locator::new(src, origin);
+        for s in &set.signals {
+            let mut seen = BTreeSet::new();
+            for r in &s.reads {
+                for m in &r.metrics {
+                    if !known_metric(&cat, m) && seen.insert(m.clone()) {
+                        diags.push(loc.token(
+                            ("signals", &s.def.id),
+                            m,
+                            Level::Warning,
+                            format!(
+                                "signal `{}` reads `{m}`, which is not a known kube-apiserver, etcd or controller metric (typo?)",
+                                s.def.id
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    diags.sort_by_key(|d| (d.level, d.line, d.col));
+    diags
+}
+
+/// Reads and checks a rule file.
+pub fn check_file(path: &Path) -> Vec<Diagnostic> {
+    match std::fs::read_to_string(path) {
+        Ok(src) => check_str(&src, &path.display().to_string()),
+        Err(e) => vec![Diagnostic {
+            file: path.display().to_string(),
+            line: 0,
+            col: 0,
+            level: Level::Error,
+            message: format!("cannot read rule file: {e}"),
+            snippet: String::new(),
+        }],
+    }
+}
+
+/// Whether any diagnostic is an error.
+pub fn has_errors(d: &[Diagnostic]) -> bool {
+    d.iter().any(|x| x.level == Level::Error)
+}

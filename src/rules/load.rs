@@ -1,0 +1,897 @@
+//! Loading and checking rule files: YAML schema errors with `file:line:col`,
+//! then semantic checks (ids, references, the PromQL subset, cycles,
+//! reachability), each located in the source text.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::model::{Direction, LeafDef, NodeDef, RuleFile, SignalDef, FORMAT_VERSION};
+use super::promql::{self, Reads, ROLE_LABEL, WINDOW_PLACEHOLDER};
+
+/// The reserved child id that ends the walk with "healthy".
+pub const HEALTHY: &str = "healthy";
+
+/// How serious a diagnostic is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Error,
+    Warning,
+}
+
+/// One problem found in a rule file, with its location (`line` 0 when unknown).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Diagnostic {
+    pub file: String,
+    pub line: usize,
+    pub col: usize,
+    pub level: Level,
+    pub message: String,
+    /// The offending source line, trimmed.
+    pub snippet: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let level = match self.level {
+            Level::Error => "error",
+            Level::Warning => "warning",
+        };
+        if self.line == 0 {
+            write!(f, "{}: {level}: {}", self.file, self.message)?;
+        } else {
+            write!(
+                f,
+                "{}:{}:{}: {level}: {}",
+                self.file, self.line, self.col, self.message
+            )?;
+        }
+        if !self.snippet.is_empty() {
+            write!(f, "\n    | {}", self.snippet)?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a rule file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum RuleError {
+    #[error("cannot read rule file `{path}`: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}", render(.0))]
+    Invalid(Vec<Diagnostic>),
+}
+
+fn render(d: &[Diagnostic]) -> String {
+    let errors: Vec<String> = d
+        .iter()
+        .filter(|d| d.level == Level::Error)
+        .map(|d| d.to_string())
+        .collect();
+    errors.join("\n")
+}
+
+/// A child of a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Child {
+    Node(usize),
+    Leaf(usize),
+    Healthy,
+}
+
+/// A signal with its expressions checked and analysed.
+#[derive(Clone, Debug)]
+pub struct Signal {
+    pub def: SignalDef,
+    /// `expr` followed by the alternatives, in the order they are tried.
+    pub exprs: Vec<String>,
+    /// What each expression reads.
+    pub reads: Vec<Reads>,
+}
+
+impl Signal {
+    /// Whether every expression needs two or more snapshots.
+    pub fn needs_series(&self) -> bool {
+        self.reads.iter().all(|r| r.needs_series)
+    }
+}
+
+/// A node with its children resolved.
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub def: NodeDef,
+    pub yes: Child,
+    pub no: Child,
+}
+
+/// A loaded, checked rule set.
+#[derive(Clone, Debug)]
+pub struct RuleSet {
+    /// Where it came from (for messages).
+    pub origin: String,
+    pub description: Option<String>,
+    pub root: usize,
+    pub signals: Vec<Signal>,
+    pub nodes: Vec<Node>,
+    pub leaves: Vec<LeafDef>,
+    /// Leaf indices in tree order (depth first, `yes` before `no`); ties between
+    /// onsets are broken by this order, as a stated assumption.
+    pub leaf_order: Vec<usize>,
+    signal_index: HashMap<String, usize>,
+    leaf_index: HashMap<String, usize>,
+    node_index: HashMap<String, usize>,
+}
+
+impl RuleSet {
+    pub fn signal(&self, id: &str) -> Option<usize> {
+        self.signal_index.get(id).copied()
+    }
+    pub fn leaf(&self, id: &str) -> Option<usize> {
+        self.leaf_index.get(id).copied()
+    }
+    pub fn node(&self, id: &str) -> Option<usize> {
+        self.node_index.get(id).copied()
+    }
+
+    /// Every metric name any expression reads (for the sources' family filter).
+    pub fn referenced_metrics(&self) -> BTreeSet<String> {
+        self.signals
+            .iter()
+            .flat_map(|s| s.reads.iter().flat_map(|r| r.metrics.iter().cloned()))
+            .collect()
+    }
+
+    /// The shipped rule set (`rules/default.yaml`).
+    pub fn default_rules() -> Result<RuleSet, RuleError> {
+        load_str(DEFAULT_RULES, "rules/default.yaml")
+    }
+}
+
+/// The text of the shipped rule file.
+pub const DEFAULT_RULES: &str = include_str!("../../rules/default.yaml");
+
+/// Reads and loads a rule file.
+pub fn load_file(path: &Path) -> Result<RuleSet, RuleError> {
+    let src = std::fs::read_to_string(path).map_err(|e| RuleError::Read {
+        path: path.display().to_string(),
+        source: e,
+    })?;
+    load_str(&src, &path.display().to_string())
+}
+
+/// Loads rules from text; `origin` names the file in messages. Warnings do not
+/// stop loading; any error does.
+pub fn load_str(src: &str, origin: &str) -> Result<RuleSet, RuleError> {
+    let (set, diags) = analyse(src, origin);
+    match set {
+        Some(s) if !diags.iter().any(|d| d.level == Level::Error) => Ok(s),
+        _ => Err(RuleError::Invalid(diags)),
+    }
+}
+
+/// Schema and semantic checks, returning every diagnostic (errors and warnings)
+/// plus the rule set when there were no errors.
+pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
+    let loc = Locator::new(src, origin);
+    let file: RuleFile = match serde_yaml::from_str(src) {
+        Ok(f) => f,
+        Err(e) => {
+            let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+            let msg = e.to_string();
+            // serde_yaml appends " at line X column Y"; the location is shown in front.
+            let msg = match msg.find(" at line ") {
+                Some(i) => msg[..i].to_string(),
+                None => msg,
+            };
+            return (None, vec![loc.at(line, col, Level::Error, msg)]);
+        }
+    };
+    let mut d = Vec::new();
+    if file.version != FORMAT_VERSION {
+        d.push(loc.key(
+            None,
+            "version",
+            Level::Error,
+            format!(
+                "unsupported rule format version {} (this build reads version {FORMAT_VERSION})",
+                file.version
+            ),
+        ));
+    }
+
+    // Ids.
+    let mut signal_index = HashMap::new();
+    for (i, s) in file.signals.iter().enumerate() {
+        check_id(&loc, "signals", &s.id, &mut d);
+        if signal_index.insert(s.id.clone(), i).is_some() {
+            d.push(loc.entity(
+                "signals",
+                &s.id,
+                2,
+                Level::Error,
+                format!("duplicate signal id `{}`", s.id),
+            ));
+        }
+    }
+    let mut node_index = HashMap::new();
+    for (i, n) in file.nodes.iter().enumerate() {
+        check_id(&loc, "nodes", &n.id, &mut d);
+        if node_index.insert(n.id.clone(), i).is_some() {
+            d.push(loc.entity(
+                "nodes",
+                &n.id,
+                2,
+                Level::Error,
+                format!("duplicate node id `{}`", n.id),
+            ));
+        }
+    }
+    let mut leaf_index = HashMap::new();
+    for (i, l) in file.leaves.iter().enumerate() {
+        check_id(&loc, "leaves", &l.id, &mut d);
+        if leaf_index.insert(l.id.clone(), i).is_some() {
+            d.push(loc.entity(
+                "leaves",
+                &l.id,
+                2,
+                Level::Error,
+                format!("duplicate leaf id `{}`", l.id),
+            ));
+        }
+        if node_index.contains_key(&l.id) {
+            d.push(loc.entity(
+                "leaves",
+                &l.id,
+                1,
+                Level::Error,
+                format!(
+                    "leaf id `{}` is also a node id; children would be ambiguous",
+                    l.id
+                ),
+            ));
+        }
+        if !is_kebab(&l.axis) {
+            d.push(loc.key(
+                Some(("leaves", &l.id)),
+                "axis",
+                Level::Error,
+                format!("axis `{}` must be lowercase kebab-case", l.axis),
+            ));
+        }
+        if let Some(sa) = &l.sub_axis {
+            if !is_kebab(sa) {
+                d.push(loc.key(
+                    Some(("leaves", &l.id)),
+                    "sub_axis",
+                    Level::Error,
+                    format!("sub-axis `{sa}` must be lowercase kebab-case"),
+                ));
+            }
+        }
+        if l.falsifier.trim().is_empty() {
+            d.push(loc.key(
+                Some(("leaves", &l.id)),
+                "falsifier",
+                Level::Error,
+                format!("leaf `{}` has an empty falsifier", l.id),
+            ));
+        }
+        if l.runbook.is_empty() {
+            d.push(loc.key(
+                Some(("leaves", &l.id)),
+                "runbook",
+                Level::Error,
+                format!("leaf `{}` has no runbook steps", l.id),
+            ));
+        }
+    }
+    for reserved in [HEALTHY] {
+        if node_index.contains_key(reserved) || leaf_index.contains_key(reserved) {
+            let section = if node_index.contains_key(reserved) {
+                "nodes"
+            } else {
+                "leaves"
+            };
+            d.push(loc.entity(
+                section,
+                reserved,
+                1,
+                Level::Error,
+                format!("`{reserved}` is reserved for the healthy end of the walk"),
+            ));
+        }
+    }
+
+    // Signals.
+    let mut signals = Vec::new();
+    for s in &file.signals {
+        signals.push(check_signal(&loc, s, &mut d));
+    }
+
+    // Nodes.
+    let resolve = |id: &str| -> Option<Child> {
+        if id == HEALTHY {
+            Some(Child::Healthy)
+        } else if let Some(&i) = node_index.get(id) {
+            Some(Child::Node(i))
+        } else {
+            leaf_index.get(id).map(|&i| Child::Leaf(i))
+        }
+    };
+    let mut nodes = Vec::new();
+    let mut used_signals = BTreeSet::new();
+    for n in &file.nodes {
+        for s in n.when.signals() {
+            used_signals.insert(s.to_string());
+            if !signal_index.contains_key(s) {
+                d.push(loc.token(
+                    ("nodes", &n.id),
+                    s,
+                    Level::Error,
+                    format!("node `{}` uses unknown signal `{s}`", n.id),
+                ));
+            }
+        }
+        if matches!(&n.when, super::model::Condition::Any { any: v } | super::model::Condition::All { all: v } if v.is_empty())
+        {
+            d.push(loc.key(
+                Some(("nodes", &n.id)),
+                "when",
+                Level::Error,
+                format!("node `{}` has an empty condition", n.id),
+            ));
+        }
+        let mut child = |key: &str, id: &str| -> Child {
+            resolve(id).unwrap_or_else(|| {
+                d.push(loc.key(
+                    Some(("nodes", &n.id)),
+                    key,
+                    Level::Error,
+                    format!(
+                        "node `{}` refers to unknown child `{id}` (not a node, a leaf or `healthy`)",
+                        n.id
+                    ),
+                ));
+                Child::Healthy
+            })
+        };
+        let yes = child("yes", &n.yes);
+        let no = child("no", &n.no);
+        nodes.push(Node {
+            def: n.clone(),
+            yes,
+            no,
+        });
+    }
+    for s in &file.signals {
+        if !used_signals.contains(&s.id) {
+            d.push(loc.entity(
+                "signals",
+                &s.id,
+                1,
+                Level::Warning,
+                format!("signal `{}` is not used by any node", s.id),
+            ));
+        }
+    }
+
+    // Root, cycles, reachability.
+    let root = match node_index.get(&file.root) {
+        Some(&r) => Some(r),
+        None => {
+            d.push(loc.key(
+                None,
+                "root",
+                Level::Error,
+                format!("root `{}` is not a node id", file.root),
+            ));
+            None
+        }
+    };
+    let mut leaf_order = Vec::new();
+    if let Some(root) = root {
+        if let Some(cycle) = find_cycle(&nodes) {
+            let names: Vec<&str> = cycle.iter().map(|&i| nodes[i].def.id.as_str()).collect();
+            let first = &nodes[cycle[0]].def.id;
+            d.push(loc.entity(
+                "nodes",
+                first,
+                1,
+                Level::Error,
+                format!("the tree has a cycle: {} → {}", names.join(" → "), names[0]),
+            ));
+        } else {
+            let mut seen_nodes = vec![false; nodes.len()];
+            let mut seen_leaves = vec![false; file.leaves.len()];
+            walk_order(&nodes, root, &mut seen_nodes, &mut seen_leaves, &mut leaf_order);
+            for (i, seen) in seen_nodes.iter().enumerate() {
+                if !seen {
+                    let id = &nodes[i].def.id;
+                    d.push(loc.entity(
+                        "nodes",
+                        id,
+                        1,
+                        Level::Error,
+                        format!("node `{id}` is unreachable from root `{}`", file.root),
+                    ));
+                }
+            }
+            for (i, seen) in seen_leaves.iter().enumerate() {
+                if !seen {
+                    let id = &file.leaves[i].id;
+                    d.push(loc.entity(
+                        "leaves",
+                        id,
+                        1,
+                        Level::Error,
+                        format!("leaf `{id}` is unreachable from root `{}`", file.root),
+                    ));
+                }
+            }
+        }
+    }
+
+    let ok = !d.iter().any(|x| x.level == Level::Error);
+    let set = match (ok, root) {
+        (true, Some(root)) => Some(RuleSet {
+            origin: origin.to_string(),
+            description: file.description.clone(),
+            root,
+            signals,
+            nodes,
+            leaves: file.leaves.clone(),
+            leaf_order,
+            signal_index,
+            leaf_index,
+            node_index,
+        }),
+        _ => None,
+    };
+    (set, d)
+}
+
+fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal {
+    let at = Some(("signals", s.id.as_str()));
+    let mut exprs = vec![s.expr.clone()];
+    exprs.extend(s.alternatives.iter().cloned());
+    let mut reads = Vec::new();
+    for (i, text) in exprs.iter().enumerate() {
+        let key = if i == 0 { "expr" } else { "alternatives" };
+        let what = if i == 0 {
+            "expression".to_string()
+        } else {
+            format!("alternative {i}")
+        };
+        match promql::parse_template(text) {
+            Ok(e) => {
+                let r = promql::reads(&e);
+                if r.matcher_labels.contains(ROLE_LABEL) {
+                    d.push(loc.text_or_key(at, text, key, Level::Error, format!(
+                        "signal `{}` {what} matches on `{ROLE_LABEL}`; the engine injects the role from `role:`", s.id
+                    )));
+                }
+                if r.any_metric {
+                    d.push(loc.text_or_key(
+                        at,
+                        text,
+                        key,
+                        Level::Warning,
+                        format!("signal `{}` {what} has a selector without a metric name", s.id),
+                    ));
+                }
+                if r.needs_series && !text.contains(WINDOW_PLACEHOLDER) {
+                    d.push(loc.text_or_key(
+                        at,
+                        text,
+                        key,
+                        Level::Warning,
+                        format!(
+                            "signal `{}` {what} uses a fixed range instead of `{WINDOW_PLACEHOLDER}`",
+                            s.id
+                        ),
+                    ));
+                }
+                reads.push(r);
+            }
+            Err(e) => {
+                d.push(loc.text_or_key(
+                    at,
+                    text,
+                    key,
+                    Level::Error,
+                    format!("signal `{}` {what}: {e}", s.id),
+                ));
+                reads.push(Reads::default());
+            }
+        }
+    }
+    for m in &s.optional_metrics {
+        if !reads
+            .iter()
+            .any(|r| r.metrics.iter().any(|x| x == m || promql::family_of(x) == m))
+        {
+            d.push(loc.token(
+                ("signals", &s.id),
+                m,
+                Level::Warning,
+                format!(
+                    "signal `{}` lists optional metric `{m}` that no expression reads",
+                    s.id
+                ),
+            ));
+        }
+    }
+    let t = &s.threshold;
+    let finite = |v: Option<f64>| v.is_none_or(|x| x.is_finite());
+    if t.above.is_none() && t.below.is_none() && t.relative.is_none() {
+        d.push(loc.key(
+            at,
+            "threshold",
+            Level::Error,
+            format!("signal `{}` threshold needs `above`, `below` or `relative`", s.id),
+        ));
+    }
+    if t.above.is_some() && t.below.is_some() {
+        d.push(loc.key(
+            at,
+            "threshold",
+            Level::Error,
+            format!(
+                "signal `{}` threshold has both `above` and `below`; use two signals",
+                s.id
+            ),
+        ));
+    }
+    if !finite(t.above) || !finite(t.below) {
+        d.push(loc.key(
+            at,
+            "threshold",
+            Level::Error,
+            format!("signal `{}` threshold is not a finite number", s.id),
+        ));
+    }
+    if let Some(r) = &t.relative {
+        if !(r.factor.is_finite() && r.factor > 0.0 && r.floor.is_finite()) {
+            d.push(loc.key(
+                at,
+                "relative",
+                Level::Error,
+                format!(
+                    "signal `{}` relative threshold needs a positive factor and a finite floor",
+                    s.id
+                ),
+            ));
+        }
+        let clash = (r.direction == Direction::Above && t.below.is_some())
+            || (r.direction == Direction::Below && t.above.is_some());
+        if clash {
+            d.push(loc.key(
+                at,
+                "relative",
+                Level::Error,
+                format!(
+                    "signal `{}` relative direction disagrees with the absolute threshold",
+                    s.id
+                ),
+            ));
+        }
+        if r.direction == Direction::Above && r.factor <= 1.0 {
+            d.push(loc.key(
+                at,
+                "factor",
+                Level::Warning,
+                format!(
+                    "signal `{}` relative factor {} ≤ 1 lights at or below the baseline",
+                    s.id, r.factor
+                ),
+            ));
+        }
+        if r.direction == Direction::Below && r.factor >= 1.0 {
+            d.push(loc.key(
+                at,
+                "factor",
+                Level::Warning,
+                format!(
+                    "signal `{}` relative factor {} ≥ 1 with direction below lights at or above the baseline",
+                    s.id, r.factor
+                ),
+            ));
+        }
+    }
+    Signal {
+        def: s.clone(),
+        exprs,
+        reads,
+    }
+}
+
+fn check_id(loc: &Locator, section: &str, id: &str, d: &mut Vec<Diagnostic>) {
+    let ok = !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+    if !ok {
+        d.push(loc.entity(
+            section,
+            id,
+            1,
+            Level::Error,
+            format!("id `{id}` must use lowercase letters, digits, `_` and `-`"),
+        ));
+    }
+}
+
+fn is_kebab(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with('-')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// Returns the nodes of a cycle, if any.
+fn find_cycle(nodes: &[Node]) -> Option<Vec<usize>> {
+    // 0 = unvisited, 1 = on stack, 2 = done
+    fn dfs(nodes: &[Node], i: usize, state: &mut [u8], stack: &mut Vec<usize>) -> Option<Vec<usize>> {
+        state[i] = 1;
+        stack.push(i);
+        for c in [nodes[i].yes, nodes[i].no] {
+            if let Child::Node(j) = c {
+                if state[j] == 1 {
+                    let pos = stack.iter().position(|&x| x == j).unwrap_or(0);
+                    return Some(stack[pos..].to_vec());
+                }
+                if state[j] == 0 {
+                    if let Some(c) = dfs(nodes, j, state, stack) {
+                        return Some(c);
+                    }
+                }
+            }
+        }
+        stack.pop();
+        state[i] = 2;
+        None
+    }
+    let mut state = vec![0u8; nodes.len()];
+    for i in 0..nodes.len() {
+        if state[i] == 0 {
+            let mut stack = Vec::new();
+            if let Some(c) = dfs(nodes, i, &mut state, &mut stack) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+fn walk_order(nodes: &[Node], i: usize, seen_n: &mut [bool], seen_l: &mut [bool], order: &mut Vec<usize>) {
+    if seen_n[i] {
+        return;
+    }
+    seen_n[i] = true;
+    for c in [nodes[i].yes, nodes[i].no] {
+        match c {
+            Child::Node(j) => walk_order(nodes, j, seen_n, seen_l, order),
+            Child::Leaf(l) => {
+                if !seen_l[l] {
+                    seen_l[l] = true;
+                    order.push(l);
+                }
+            }
+            Child::Healthy => {}
+        }
+    }
+}
+
+/// Finds where things are in the YAML source, for semantic errors (serde_yaml
+/// only locates syntax and schema errors).
+pub(crate) struct Locator<'a> {
+    origin: &'a str,
+    lines: Vec<&'a str>,
+}
+
+impl<'a> Locator<'a> {
+    pub(crate) fn new(src: &'a str, origin: &'a str) -> Self {
+        Locator {
+            origin,
+            lines: src.lines().collect(),
+        }
+    }
+
+    /// A diagnostic at 1-based `line`, `col` (0 = unknown).
+    pub(crate) fn at(&self, line: usize, col: usize, level: Level, message: String) -> Diagnostic {
+        let snippet = if line > 0 {
+            self.lines
+                .get(line - 1)
+                .map(|l| l.trim().to_string())
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
+        Diagnostic {
+            file: self.origin.to_string(),
+            line,
+            col,
+            level,
+            message,
+            snippet,
+        }
+    }
+
+    /// Index of the top-level `section:` line.
+    fn section(&self, section: &str) -> Option<usize> {
+        let head = format!("{section}:");
+        self.lines.iter().position(|l| l.starts_with(&head))
+    }
+
+    /// The line range `[start, end)` of entity `id` inside `section`.
+    fn block(&self, section: &str, id: &str) -> Option<(usize, usize)> {
+        self.block_nth(section, id, 0)
+    }
+
+    /// The line range of the `nth` (0-based) entity with this id (duplicates).
+    fn block_nth(&self, section: &str, id: &str, nth: usize) -> Option<(usize, usize)> {
+        let s = self.section(section)?;
+        let mut start = None;
+        let mut seen = 0;
+        for (i, l) in self.lines.iter().enumerate().skip(s + 1) {
+            if !l.is_empty() && !l.starts_with(' ') && !l.starts_with('-') && !l.starts_with('#') {
+                break; // next top-level key
+            }
+            if id_on_line(l) == Some(id) {
+                if seen == nth {
+                    start = Some(i);
+                    break;
+                }
+                seen += 1;
+            }
+        }
+        let start = start?;
+        let mut end = self.lines.len();
+        for (i, l) in self.lines.iter().enumerate().skip(start + 1) {
+            let top = !l.is_empty() && !l.starts_with(' ') && !l.starts_with('-') && !l.starts_with('#');
+            if top || id_on_line(l).is_some() {
+                end = i;
+                break;
+            }
+        }
+        Some((start, end))
+    }
+
+    /// A diagnostic on the `id:` line of the `nth` entity with this id (0 = the
+    /// first; duplicates are reported on their second occurrence).
+    pub(crate) fn entity(
+        &self,
+        section: &str,
+        id: &str,
+        nth: usize,
+        level: Level,
+        message: String,
+    ) -> Diagnostic {
+        match self
+            .block_nth(section, id, nth.saturating_sub(1))
+            .or_else(|| self.block(section, id))
+        {
+            Some((s, _)) => {
+                let col = self.lines[s].find(id).map(|c| c + 1).unwrap_or(1);
+                self.at(s + 1, col, level, message)
+            }
+            None => self.at(0, 0, level, message),
+        }
+    }
+
+    /// A diagnostic on `key:` inside an entity (or at top level when `within` is None).
+    pub(crate) fn key(
+        &self,
+        within: Option<(&str, &str)>,
+        key: &str,
+        level: Level,
+        message: String,
+    ) -> Diagnostic {
+        let (s, e) = match within {
+            Some((section, id)) => match self.block(section, id) {
+                Some(r) => r,
+                None => return self.at(0, 0, level, message),
+            },
+            None => (0, self.lines.len()),
+        };
+        let pat = format!("{key}:");
+        for i in s..e {
+            let l = self.lines[i];
+            if let Some(c) = find_key(l, &pat) {
+                if within.is_some() || c == 0 {
+                    return self.at(i + 1, c + 1, level, message);
+                }
+            }
+        }
+        match within {
+            Some((section, id)) => self.entity(section, id, 1, level, message),
+            None => self.at(0, 0, level, message),
+        }
+    }
+
+    /// A diagnostic on the first occurrence of `token` (as a word) inside an entity.
+    pub(crate) fn token(
+        &self,
+        within: (&str, &str),
+        token: &str,
+        level: Level,
+        message: String,
+    ) -> Diagnostic {
+        if let Some((s, e)) = self.block(within.0, within.1) {
+            for i in s..e {
+                if let Some(c) = find_word(self.lines[i], token) {
+                    return self.at(i + 1, c + 1, level, message);
+                }
+            }
+        }
+        self.entity(within.0, within.1, 1, level, message)
+    }
+
+    /// A diagnostic on the line holding the first line of `text` inside an
+    /// entity, else on `key:`.
+    pub(crate) fn text_or_key(
+        &self,
+        within: Option<(&str, &str)>,
+        text: &str,
+        key: &str,
+        level: Level,
+        message: String,
+    ) -> Diagnostic {
+        let first = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+        if let (Some((section, id)), false) = (within, first.is_empty()) {
+            if let Some((s, e)) = self.block(section, id) {
+                for i in s..e {
+                    if let Some(c) = self.lines[i].find(first) {
+                        return self.at(i + 1, c + 1, level, message);
+                    }
+                }
+            }
+        }
+        self.key(within, key, level, message)
+    }
+}
+
+fn id_on_line(l: &str) -> Option<&str> {
+    let t = l.trim_start();
+    let t = t.strip_prefix('-').map(str::trim_start).unwrap_or(t);
+    let t = t.strip_prefix('{').map(str::trim_start).unwrap_or(t);
+    let rest = t.strip_prefix("id:")?;
+    let v = rest.trim();
+    let v = v.split(['#', ',', '}']).next().unwrap_or("").trim();
+    Some(v.trim_matches(|c| c == '"' || c == '\''))
+}
+
+fn find_key(line: &str, pat: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(p) = line[from..].find(pat) {
+        let c = from + p;
+        let before = line[..c].chars().last();
+        if before.is_none_or(|b| b == ' ' || b == '-' || b == '{' || b == ',') {
+            return Some(c);
+        }
+        from = c + pat.len();
+    }
+    None
+}
+
+fn find_word(line: &str, w: &str) -> Option<usize> {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    let mut from = 0;
+    while let Some(p) = line[from..].find(w) {
+        let c = from + p;
+        let before = line[..c].chars().last();
+        let after = line[c + w.len()..].chars().next();
+        if !before.is_some_and(is_word) && !after.is_some_and(is_word) {
+            return Some(c);
+        }
+        from = c + w.len();
+    }
+    None
+}

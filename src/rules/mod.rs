@@ -1,0 +1,18 @@
+//! Rules: the rule-file format (signals, the exclusion tree, leaves), its loader
+//! and lint, tree printing, and the assessment engine that turns a dataset into a
+//! [`Report`](crate::report::model::Report).
+//!
+//! Data flow: [`load`] → [`RuleSet`]; [`engine::diagnose`] evaluates every
+//! signal over the window ([`crate::eval::range`]) and hands per-step values to
+//! [`assess::assess`], the pure part (thresholds → timelines → onsets →
+//! verdict), which is testable with hand-built inputs.
+
+pub mod assess;
+pub mod engine;
+pub mod lint;
+pub mod load;
+pub mod model;
+pub mod promql;
+pub mod tree;
+
+pub use load::{load_file, load_str, Child, Diagnostic, Level, RuleError, RuleSet, Signal, HEALTHY};

@@ -1,0 +1,250 @@
+//! The rule-file format as written in YAML (`rules/default.yaml`, `--rules FILE`).
+//!
+//! Parsing is strict: unknown keys are rejected. The grammar is documented in
+//! `rules/README.md`; [`super::load`] turns a [`RuleFile`] into a checked
+//! [`super::RuleSet`].
+
+use serde::{Deserialize, Serialize};
+
+/// Format version this build reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The whole rule file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleFile {
+    /// Format version; must be [`FORMAT_VERSION`].
+    pub version: u32,
+    /// Free text shown by `cptriage tree`.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Id of the first node of the walk (the symptom question).
+    pub root: String,
+    pub signals: Vec<SignalDef>,
+    pub nodes: Vec<NodeDef>,
+    pub leaves: Vec<LeafDef>,
+}
+
+/// Which kind of target a signal reads. The engine adds `role="<role>"` to every
+/// selector of the expression, so expressions never mention the role.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum SignalRole {
+    Apiserver,
+    Etcd,
+    Controller,
+}
+
+impl SignalRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignalRole::Apiserver => "apiserver",
+            SignalRole::Etcd => "etcd",
+            SignalRole::Controller => "controller",
+        }
+    }
+
+    /// The dataset role this signal reads.
+    pub fn role(self) -> crate::source::Role {
+        match self {
+            SignalRole::Apiserver => crate::source::Role::Apiserver,
+            SignalRole::Etcd => crate::source::Role::Etcd,
+            SignalRole::Controller => crate::source::Role::Controller,
+        }
+    }
+}
+
+/// How a signal's value is rendered.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unit {
+    Seconds,
+    Ratio,
+    PerSecond,
+    Bytes,
+    Count,
+}
+
+/// One measured quantity: a PromQL expression per target of a role, compared with
+/// a threshold.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignalDef {
+    pub id: String,
+    pub role: SignalRole,
+    pub description: String,
+    pub unit: Unit,
+    /// PromQL; `$window` stands for the range window chosen by the engine.
+    pub expr: String,
+    /// Further expressions for other metric names or labels, tried in order when
+    /// the metrics of `expr` are not exposed.
+    #[serde(default)]
+    pub alternatives: Vec<String>,
+    /// Metric families that targets expose only after the first event (for
+    /// example APF rejections or webhook errors). Their absence does not rule an
+    /// expression out; expressions read an absent family as zero with `or … * 0`.
+    #[serde(default)]
+    pub optional_metrics: Vec<String>,
+    pub threshold: Threshold,
+}
+
+/// When a signal value is "lit".
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Threshold {
+    /// Lit when the value is strictly above this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub above: Option<f64>,
+    /// Lit when the value is strictly below this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub below: Option<f64>,
+    /// Lit relative to the instance's baseline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relative: Option<Relative>,
+    /// How the absolute and relative parts combine when both are given.
+    #[serde(default)]
+    pub combine: Combine,
+}
+
+/// A threshold relative to the baseline (the median of the instance's values over
+/// the baseline period).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Relative {
+    /// `above`: lit when value > factor × baseline and value > floor.
+    /// `below`: lit when value < factor × baseline and baseline > floor.
+    pub factor: f64,
+    pub floor: f64,
+    #[serde(default)]
+    pub direction: Direction,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    #[default]
+    Above,
+    Below,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Combine {
+    #[default]
+    Any,
+    All,
+}
+
+/// A condition over signals: a signal id, or `any:` / `all:` lists (nestable).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum Condition {
+    Signal(String),
+    Any { any: Vec<Condition> },
+    All { all: Vec<Condition> },
+}
+
+impl Condition {
+    /// Every signal id mentioned, in order of appearance.
+    pub fn signals(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        self.collect(&mut out);
+        out
+    }
+
+    fn collect<'a>(&'a self, out: &mut Vec<&'a str>) {
+        match self {
+            Condition::Signal(s) => out.push(s),
+            Condition::Any { any: v } | Condition::All { all: v } => {
+                for c in v {
+                    c.collect(out);
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Condition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Condition::Signal(s) => f.write_str(s),
+            Condition::Any { any: v } | Condition::All { all: v } => {
+                let op = if matches!(self, Condition::Any { .. }) {
+                    " or "
+                } else {
+                    " and "
+                };
+                f.write_str("(")?;
+                for (i, c) in v.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(op)?;
+                    }
+                    write!(f, "{c}")?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+/// A question of the exclusion tree.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeDef {
+    pub id: String,
+    pub question: String,
+    /// A gate (the symptom question) stops the walk at `no`, but axis timelines
+    /// do not require it: an upstream cause lights before clients feel it.
+    #[serde(default)]
+    pub gate: bool,
+    pub when: Condition,
+    /// Child when the condition holds: a node id, a leaf id or `healthy`.
+    pub yes: String,
+    /// Child when it does not.
+    pub no: String,
+}
+
+/// Severity of a leaf: P0/P1 on the strong-consistency path (apiserver → etcd
+/// writes and reads), P2/P3 on the eventual path (watch propagation, controller
+/// work queues, kubelet status).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    P0,
+    P1,
+    P2,
+    P3,
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Severity::P0 => "P0",
+            Severity::P1 => "P1",
+            Severity::P2 => "P2",
+            Severity::P3 => "P3",
+        })
+    }
+}
+
+/// An answer of the tree: a failing axis.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeafDef {
+    pub id: String,
+    /// Axis id (kebab-case), e.g. `etcd`, `apf`, `watch-cache`, `joint`.
+    pub axis: String,
+    #[serde(default)]
+    pub sub_axis: Option<String>,
+    pub severity: Severity,
+    /// One-line name of the failure, for tables.
+    pub title: String,
+    /// A fallback leaf lights only when no other leaf under the same question is
+    /// lit (e.g. `joint`: a symptom that no axis explains).
+    #[serde(default)]
+    pub fallback: bool,
+    /// The observation that would prove this verdict wrong, written for an
+    /// incident record.
+    pub falsifier: String,
+    /// Next steps, in order.
+    pub runbook: Vec<String>,
+}
