@@ -39,6 +39,7 @@ pub struct ClientSpec {
 #[serde(rename_all = "kebab-case")]
 pub enum FailureKind {
     ConnectionRefused,
+    ConnectionReset,
     Unreachable,
     Timeout,
     TlsUnknownCa,
@@ -299,6 +300,11 @@ fn classify(e: &reqwest::Error, timeout: Duration) -> FetchError {
         FetchError::new(
             FailureKind::Unreachable,
             "network unreachable (no route to the host)",
+        )
+    } else if has("Connection reset") || has("ConnectionReset") {
+        FetchError::new(
+            FailureKind::ConnectionReset,
+            "connection reset (the process closed the connection: crashing or restarting?)",
         )
     } else if has("Connection refused") || has("ConnectionRefused") {
         FetchError::new(

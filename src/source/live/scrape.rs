@@ -107,7 +107,12 @@ pub(super) fn none_reachable(specs: &[TargetSpec], timeout: Duration) -> Option<
             })
             .collect()
     });
-    let unreachable = |r: &Result<(), FetchError>| matches!(r, Err(e) if matches!(e.kind, FailureKind::ConnectionRefused | FailureKind::Timeout | FailureKind::Unreachable));
+    let unreachable = |r: &Result<(), FetchError>| {
+        matches!(r, Err(e) if matches!(e.kind, FailureKind::ConnectionRefused
+                        | FailureKind::ConnectionReset
+                        | FailureKind::Timeout
+                        | FailureKind::Unreachable))
+    };
     if results.iter().all(unreachable) {
         results.into_iter().find_map(|r| r.err()).map(|e| e.message)
     } else {
