@@ -29,6 +29,7 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             [CompletionResult]::new('tree', 'tree', [CompletionResultType]::ParameterValue, 'Print the exclusion tree of a rule file')
             [CompletionResult]::new('rules', 'rules', [CompletionResultType]::ParameterValue, 'Check rule files')
             [CompletionResult]::new('query', 'query', [CompletionResultType]::ParameterValue, 'Evaluate a PromQL expression over captured metrics')
+            [CompletionResult]::new('record', 'record', [CompletionResultType]::ParameterValue, 'Scrape live targets and write a capture directory')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print shell completions for SHELL to stdout')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -103,6 +104,28 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'cptriage;record' {
+            [CompletionResult]::new('--out', '--out', [CompletionResultType]::ParameterName, 'The capture directory to create (must not exist or be empty)')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Kubeconfig file (default: `KUBECONFIG`, a colon-separated list, else `~/.kube/config`, else the in-cluster service account)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'Kubeconfig context (default: the current context)')
+            [CompletionResult]::new('--etcd', '--etcd', [CompletionResultType]::ParameterName, 'An etcd member: `[NAME=]URL`, the client URL (e.g. `https://10.0.0.1:2379`, with `--etcd-cacert/--etcd-cert/--etcd-key`) or a plain metrics port (kubeadm: `http://127.0.0.1:2381`). Named `etcd-<host>` by default. Repeatable')
+            [CompletionResult]::new('--etcd-cacert', '--etcd-cacert', [CompletionResultType]::ParameterName, 'CA that signed the etcd server certificates (kubeadm: /etc/kubernetes/pki/etcd/ca.crt)')
+            [CompletionResult]::new('--etcd-cert', '--etcd-cert', [CompletionResultType]::ParameterName, 'etcd client certificate (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.crt)')
+            [CompletionResult]::new('--etcd-key', '--etcd-key', [CompletionResultType]::ParameterName, 'etcd client key (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key)')
+            [CompletionResult]::new('--controller', '--controller', [CompletionResultType]::ParameterName, 'A kube-controller-manager: `[NAME=]URL` (e.g. `https://127.0.0.1:10257`), scraped with the kubeconfig''s credentials. Repeatable')
+            [CompletionResult]::new('--interval', '--interval', [CompletionResultType]::ParameterName, 'Time between scrape rounds')
+            [CompletionResult]::new('--duration', '--duration', [CompletionResultType]::ParameterName, 'How long to scrape (at least two rounds are taken)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Timeout of each request')
+            [CompletionResult]::new('--no-apiserver', '--no-apiserver', [CompletionResultType]::ParameterName, 'Do not scrape the apiserver (only `--etcd`/`--controller`)')
+            [CompletionResult]::new('--no-discovery', '--no-discovery', [CompletionResultType]::ParameterName, 'Scrape only the kubeconfig''s server address instead of every replica listed by the default/kubernetes EndpointSlice')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the apiserver''s certificate (reported loudly)')
+            [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Keep every metric family as received (default: the apiserver, etcd, process and Go families cptriage knows)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'cptriage;completions' {
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
@@ -115,6 +138,7 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             [CompletionResult]::new('tree', 'tree', [CompletionResultType]::ParameterValue, 'Print the exclusion tree of a rule file')
             [CompletionResult]::new('rules', 'rules', [CompletionResultType]::ParameterValue, 'Check rule files')
             [CompletionResult]::new('query', 'query', [CompletionResultType]::ParameterValue, 'Evaluate a PromQL expression over captured metrics')
+            [CompletionResult]::new('record', 'record', [CompletionResultType]::ParameterValue, 'Scrape live targets and write a capture directory')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print shell completions for SHELL to stdout')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -133,6 +157,9 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             break
         }
         'cptriage;help;query' {
+            break
+        }
+        'cptriage;help;record' {
             break
         }
         'cptriage;help;completions' {

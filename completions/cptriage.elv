@@ -26,6 +26,7 @@ set edit:completion:arg-completer[cptriage] = {|@words|
             cand tree 'Print the exclusion tree of a rule file'
             cand rules 'Check rule files'
             cand query 'Evaluate a PromQL expression over captured metrics'
+            cand record 'Scrape live targets and write a capture directory'
             cand completions 'Print shell completions for SHELL to stdout'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -91,6 +92,27 @@ set edit:completion:arg-completer[cptriage] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'cptriage;record'= {
+            cand --out 'The capture directory to create (must not exist or be empty)'
+            cand --kubeconfig 'Kubeconfig file (default: `KUBECONFIG`, a colon-separated list, else `~/.kube/config`, else the in-cluster service account)'
+            cand --context 'Kubeconfig context (default: the current context)'
+            cand --etcd 'An etcd member: `[NAME=]URL`, the client URL (e.g. `https://10.0.0.1:2379`, with `--etcd-cacert/--etcd-cert/--etcd-key`) or a plain metrics port (kubeadm: `http://127.0.0.1:2381`). Named `etcd-<host>` by default. Repeatable'
+            cand --etcd-cacert 'CA that signed the etcd server certificates (kubeadm: /etc/kubernetes/pki/etcd/ca.crt)'
+            cand --etcd-cert 'etcd client certificate (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.crt)'
+            cand --etcd-key 'etcd client key (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key)'
+            cand --controller 'A kube-controller-manager: `[NAME=]URL` (e.g. `https://127.0.0.1:10257`), scraped with the kubeconfig''s credentials. Repeatable'
+            cand --interval 'Time between scrape rounds'
+            cand --duration 'How long to scrape (at least two rounds are taken)'
+            cand --timeout 'Timeout of each request'
+            cand --no-apiserver 'Do not scrape the apiserver (only `--etcd`/`--controller`)'
+            cand --no-discovery 'Scrape only the kubeconfig''s server address instead of every replica listed by the default/kubernetes EndpointSlice'
+            cand --insecure-skip-tls-verify 'Do not verify the apiserver''s certificate (reported loudly)'
+            cand --all 'Keep every metric family as received (default: the apiserver, etcd, process and Go families cptriage knows)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'cptriage;completions'= {
             cand -h 'Print help'
             cand --help 'Print help'
@@ -102,6 +124,7 @@ set edit:completion:arg-completer[cptriage] = {|@words|
             cand tree 'Print the exclusion tree of a rule file'
             cand rules 'Check rule files'
             cand query 'Evaluate a PromQL expression over captured metrics'
+            cand record 'Scrape live targets and write a capture directory'
             cand completions 'Print shell completions for SHELL to stdout'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -115,6 +138,8 @@ set edit:completion:arg-completer[cptriage] = {|@words|
         &'cptriage;help;rules;check'= {
         }
         &'cptriage;help;query'= {
+        }
+        &'cptriage;help;record'= {
         }
         &'cptriage;help;completions'= {
         }

@@ -30,6 +30,7 @@ complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "diagnose" -d 'Dia
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "tree" -d 'Print the exclusion tree of a rule file'
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "rules" -d 'Check rule files'
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "query" -d 'Evaluate a PromQL expression over captured metrics'
+complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "record" -d 'Scrape live targets and write a capture directory'
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "completions" -d 'Print shell completions for SHELL to stdout'
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l dump -d 'Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]` files, or single files, each optionally prefixed `NAME=` or `role:NAME=` (role: apiserver, etcd, controller). Repeatable' -r
@@ -69,12 +70,30 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand query" -s o -l output 
 json\t'The Prometheus HTTP API response shape'"
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -s V -l version -d 'Print version'
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l out -d 'The capture directory to create (must not exist or be empty)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l kubeconfig -d 'Kubeconfig file (default: `KUBECONFIG`, a colon-separated list, else `~/.kube/config`, else the in-cluster service account)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l context -d 'Kubeconfig context (default: the current context)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l etcd -d 'An etcd member: `[NAME=]URL`, the client URL (e.g. `https://10.0.0.1:2379`, with `--etcd-cacert/--etcd-cert/--etcd-key`) or a plain metrics port (kubeadm: `http://127.0.0.1:2381`). Named `etcd-<host>` by default. Repeatable' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l etcd-cacert -d 'CA that signed the etcd server certificates (kubeadm: /etc/kubernetes/pki/etcd/ca.crt)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l etcd-cert -d 'etcd client certificate (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.crt)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l etcd-key -d 'etcd client key (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l controller -d 'A kube-controller-manager: `[NAME=]URL` (e.g. `https://127.0.0.1:10257`), scraped with the kubeconfig\'s credentials. Repeatable' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l interval -d 'Time between scrape rounds' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l duration -d 'How long to scrape (at least two rounds are taken)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l timeout -d 'Timeout of each request' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l no-apiserver -d 'Do not scrape the apiserver (only `--etcd`/`--controller`)'
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l no-discovery -d 'Scrape only the kubeconfig\'s server address instead of every replica listed by the default/kubernetes EndpointSlice'
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l insecure-skip-tls-verify -d 'Do not verify the apiserver\'s certificate (reported loudly)'
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l all -d 'Keep every metric family as received (default: the apiserver, etcd, process and Go families cptriage knows)'
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -s V -l version -d 'Print version'
 complete -c cptriage -n "__fish_cptriage_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c cptriage -n "__fish_cptriage_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query completions help" -f -a "diagnose" -d 'Diagnose the control plane from captured metrics: name the failing axis, its evidence, the root cause by onset time, and what to do next'
-complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query completions help" -f -a "tree" -d 'Print the exclusion tree of a rule file'
-complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query completions help" -f -a "rules" -d 'Check rule files'
-complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query completions help" -f -a "query" -d 'Evaluate a PromQL expression over captured metrics'
-complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query completions help" -f -a "completions" -d 'Print shell completions for SHELL to stdout'
-complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "diagnose" -d 'Diagnose the control plane from captured metrics: name the failing axis, its evidence, the root cause by onset time, and what to do next'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "tree" -d 'Print the exclusion tree of a rule file'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "rules" -d 'Check rule files'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "query" -d 'Evaluate a PromQL expression over captured metrics'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "record" -d 'Scrape live targets and write a capture directory'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "completions" -d 'Print shell completions for SHELL to stdout'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "check" -d 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors'

@@ -41,8 +41,79 @@ pub enum Command {
     /// Each series is labelled with its target as `instance="<target>"` and
     /// `role="<role>"`. The JSON output is the Prometheus HTTP API response shape.
     Query(QueryArgs),
+    /// Scrape live targets and write a capture directory.
+    ///
+    /// Scrapes every apiserver replica (found from the kubeconfig and the
+    /// default/kubernetes EndpointSlice), every `--etcd` member and every
+    /// `--controller` every `--interval` for `--duration`, with their health
+    /// endpoints, and writes `DIR/manifest.yaml`,
+    /// `DIR/<target>/<unix-ms>.prom.gz` and `DIR/health/<target>.json`. Read it
+    /// back with `--dump DIR`. Exit 3 when every scrape failed.
+    Record(RecordArgs),
     /// Print shell completions for SHELL to stdout.
     Completions(CompletionsArgs),
+}
+
+/// Live targets: apiserver replicas from a kubeconfig, etcd members, controllers.
+#[derive(Debug, Args, Clone)]
+pub struct LiveArgs {
+    /// Kubeconfig file (default: `KUBECONFIG`, a colon-separated list, else
+    /// `~/.kube/config`, else the in-cluster service account).
+    #[arg(long, value_name = "FILE", help_heading = "Apiserver")]
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// Kubeconfig context (default: the current context).
+    #[arg(long, value_name = "NAME", help_heading = "Apiserver")]
+    pub context: Option<String>,
+    /// Do not scrape the apiserver (only `--etcd`/`--controller`).
+    #[arg(long, help_heading = "Apiserver")]
+    pub no_apiserver: bool,
+    /// Scrape only the kubeconfig's server address instead of every replica
+    /// listed by the default/kubernetes EndpointSlice.
+    #[arg(long, help_heading = "Apiserver")]
+    pub no_discovery: bool,
+    /// Do not verify the apiserver's certificate (reported loudly).
+    #[arg(long, help_heading = "Apiserver")]
+    pub insecure_skip_tls_verify: bool,
+    /// An etcd member: `[NAME=]URL`, the client URL (e.g. `https://10.0.0.1:2379`,
+    /// with `--etcd-cacert/--etcd-cert/--etcd-key`) or a plain metrics port
+    /// (kubeadm: `http://127.0.0.1:2381`). Named `etcd-<host>` by default. Repeatable.
+    #[arg(long, value_name = "[NAME=]URL", num_args = 1.., help_heading = "etcd")]
+    pub etcd: Vec<String>,
+    /// CA that signed the etcd server certificates (kubeadm: /etc/kubernetes/pki/etcd/ca.crt).
+    #[arg(long, value_name = "FILE", help_heading = "etcd")]
+    pub etcd_cacert: Option<std::path::PathBuf>,
+    /// etcd client certificate (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.crt).
+    #[arg(long, value_name = "FILE", requires = "etcd_key", help_heading = "etcd")]
+    pub etcd_cert: Option<std::path::PathBuf>,
+    /// etcd client key (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key).
+    #[arg(long, value_name = "FILE", requires = "etcd_cert", help_heading = "etcd")]
+    pub etcd_key: Option<std::path::PathBuf>,
+    /// A kube-controller-manager: `[NAME=]URL` (e.g. `https://127.0.0.1:10257`),
+    /// scraped with the kubeconfig's credentials. Repeatable.
+    #[arg(long, value_name = "[NAME=]URL", num_args = 1.., help_heading = "Controller")]
+    pub controller: Vec<String>,
+    /// Time between scrape rounds.
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    pub interval: String,
+    /// How long to scrape (at least two rounds are taken).
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub duration: String,
+    /// Timeout of each request.
+    #[arg(long, value_name = "DURATION", default_value = "4s")]
+    pub timeout: String,
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// The capture directory to create (must not exist or be empty).
+    #[arg(long, value_name = "DIR")]
+    pub out: std::path::PathBuf,
+    #[command(flatten)]
+    pub live: LiveArgs,
+    /// Keep every metric family as received (default: the apiserver, etcd,
+    /// process and Go families cptriage knows).
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// Where captured metrics come from.

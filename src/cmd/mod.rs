@@ -3,6 +3,7 @@
 pub mod completions;
 pub mod diagnose;
 pub mod query;
+pub mod record;
 pub mod rules;
 pub mod tree;
 
@@ -21,6 +22,7 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCod
     match cli.command {
         Command::Diagnose(a) => diagnose::run(a, out, err),
         Command::Query(a) => query::run(a, out, err),
+        Command::Record(a) => record::run(a, out, err),
         Command::Tree(a) => tree::run(a, out),
         Command::Rules(c) => rules::run(c, out, err),
         Command::Completions(a) => completions::run(a, out),

@@ -8,6 +8,7 @@
 
 pub mod dump;
 pub mod expfmt;
+pub mod live;
 pub mod manifest;
 pub mod timename;
 

@@ -1,0 +1,336 @@
+//! `cptriage record`: scrape live targets and write a capture directory
+//! (`manifest.yaml`, `<target>/<unix-ms>.prom.gz`, `health/<target>.json`).
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use flate2::write::GzEncoder;
+use serde::Serialize;
+
+use crate::cli::{LiveArgs, RecordArgs};
+use crate::error::CliError;
+use crate::exit::ExitCode;
+use crate::source::dump::Keep;
+use crate::source::live::{
+    self, families, kubeconfig, HealthResult, KubeconfigOptions, LiveConfig, LiveEvent, LiveResult, Plan,
+    ReplicaSwitch, TargetFailure, TargetOptions,
+};
+use crate::source::manifest::{self, Manifest};
+use crate::timefmt;
+
+/// The live targets and rounds asked for on the command line, with the
+/// warnings planning produced (printed by the caller). Used by `record` and
+/// by `diagnose --live`.
+pub fn prepare_live(a: &LiveArgs, keep: Keep, err: &mut dyn Write) -> Result<(LiveConfig, Plan), CliError> {
+    let interval = duration_arg("--interval", &a.interval)?;
+    let duration = duration_arg("--duration", &a.duration)?;
+    let timeout = duration_arg("--timeout", &a.timeout)?;
+    if interval.is_zero() || timeout.is_zero() {
+        return Err(CliError::Usage(
+            "`--interval` and `--timeout` must be greater than zero".into(),
+        ));
+    }
+    let kopts = KubeconfigOptions::from_env(a.kubeconfig.clone(), a.context.clone());
+    let explicit = a.kubeconfig.is_some() || a.context.is_some();
+    let others = !a.etcd.is_empty() || !a.controller.is_empty();
+    let apiserver = if a.no_apiserver {
+        None
+    } else if explicit || kubeconfig::available(&kopts) {
+        match kubeconfig::resolve(&kopts) {
+            Ok(mut acc) => {
+                if a.insecure_skip_tls_verify {
+                    acc.insecure = true;
+                }
+                writeln!(err, "apiserver access from {}", acc.origin)?;
+                Some(acc)
+            }
+            Err(e) if explicit || !others => return Err(CliError::Usage(e.to_string())),
+            Err(e) => {
+                writeln!(err, "warning: apiserver not scraped: {e}")?;
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let topts = TargetOptions {
+        apiserver,
+        discover: !a.no_discovery,
+        etcd: a.etcd.clone(),
+        etcd_tls: live::EtcdTls {
+            ca: a.etcd_cacert.clone(),
+            cert: a.etcd_cert.clone(),
+            key: a.etcd_key.clone(),
+            insecure: false,
+        },
+        controllers: a.controller.clone(),
+        timeout,
+    };
+    let plan = live::plan_targets(&topts).map_err(|e| CliError::Usage(e.to_string()))?;
+    let cfg = LiveConfig {
+        targets: plan.targets.clone(),
+        interval,
+        rounds: LiveConfig::rounds_for(duration, interval),
+        timeout,
+        keep,
+        retain_snapshots: false,
+    };
+    Ok((cfg, plan))
+}
+
+fn duration_arg(flag: &str, v: &str) -> Result<std::time::Duration, CliError> {
+    let ms = timefmt::parse_duration(v).map_err(|e| CliError::Usage(format!("`{flag}`: {e}")))?;
+    Ok(std::time::Duration::from_millis(ms.max(0) as u64))
+}
+
+/// Refuses to write into anything but a missing or empty directory.
+fn prepare_out(dir: &Path) -> Result<(), CliError> {
+    match fs::read_dir(dir) {
+        Ok(mut rd) => {
+            if rd.next().is_some() {
+                return Err(CliError::Usage(format!(
+                    "`{}`: exists and is not empty; cptriage never writes into existing data (choose a new directory)",
+                    dir.display()
+                )));
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => fs::create_dir_all(dir)
+            .map_err(|e| CliError::Usage(format!("`{}`: cannot create: {e}", dir.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => Err(CliError::Usage(format!(
+            "`{}`: exists and is not a directory",
+            dir.display()
+        ))),
+        Err(e) => Err(CliError::Usage(format!("`{}`: cannot read: {e}", dir.display()))),
+    }
+}
+
+fn write_gz(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let f = fs::File::create(path)?;
+    let mut gz = GzEncoder::new(std::io::BufWriter::new(f), flate2::Compression::fast());
+    gz.write_all(bytes)?;
+    gz.finish()?.flush()
+}
+
+/// The health file of one target (`health/<target>.json`).
+#[derive(Serialize)]
+struct HealthFile<'a> {
+    target: &'a str,
+    url: &'a str,
+    /// false when the server certificate was not verified.
+    tls_verified: bool,
+    checks: Vec<&'a HealthResult>,
+    failures: Vec<&'a TargetFailure>,
+    switches: Vec<&'a ReplicaSwitch>,
+}
+
+pub fn run(a: RecordArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
+    let keep = if a.all {
+        Keep::All
+    } else {
+        families::default_keep()
+    };
+    prepare_out(&a.out)?;
+    let (cfg, plan) = prepare_live(&a.live, keep, err)?;
+    if let Some(d) = &plan.discovery {
+        writeln!(err, "apiserver replicas {d}")?;
+    }
+    for w in &plan.warnings {
+        writeln!(err, "warning: {w}")?;
+    }
+    let created = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let manifest_of =
+        |targets: Vec<manifest::ManifestTarget>, failures: Vec<manifest::ScrapeFailure>| Manifest {
+            format: manifest::FORMAT.into(),
+            tool: Some(format!("cptriage {}", env!("CARGO_PKG_VERSION"))),
+            created: Some(created.clone()),
+            interval: Some(timefmt::format_duration(cfg.interval.as_millis() as i64)),
+            targets,
+            failures,
+        };
+    // A first manifest (targets and roles, no versions yet), so that a recording
+    // interrupted half-way is still a readable capture.
+    let provisional = cfg
+        .targets
+        .iter()
+        .map(|t| manifest::ManifestTarget {
+            name: t.name.clone(),
+            role: t.role,
+            url: Some(t.display_url.clone()),
+            version: None,
+        })
+        .collect();
+    write_manifest(&a.out, &manifest_of(provisional, Vec::new()))?;
+    let res = record_rounds(&cfg, &a.out, err)?;
+    let manifest = manifest_of(res.targets.clone(), res.failures.clone());
+    let health_dir = a.out.join("health");
+    fs::create_dir_all(&health_dir)?;
+    for t in &cfg.targets {
+        let hf = HealthFile {
+            target: &t.name,
+            url: &t.display_url,
+            tls_verified: t.tls_verified(),
+            checks: res.health.iter().filter(|h| h.target == t.name).collect(),
+            failures: res
+                .failure_details
+                .iter()
+                .filter(|f| f.target == t.name)
+                .collect(),
+            switches: res.switches.iter().filter(|s| s.target == t.name).collect(),
+        };
+        let text = serde_json::to_string_pretty(&hf).map_err(|e| CliError::Data(e.to_string()))?;
+        fs::write(health_dir.join(format!("{}.json", t.name)), text + "\n")?;
+    }
+    write_manifest(&a.out, &manifest)?;
+    summary(&cfg, &res, &a.out, out)?;
+    if res.all_failed() {
+        return Err(CliError::Data(format!(
+            "every scrape failed; the failures are recorded in `{}`",
+            a.out.join("manifest.yaml").display()
+        )));
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// Writes `manifest.yaml` atomically (a temporary file renamed over it).
+fn write_manifest(dir: &Path, m: &Manifest) -> Result<(), CliError> {
+    let text = serde_yaml::to_string(m).map_err(|e| CliError::Data(e.to_string()))?;
+    let tmp = dir.join(".manifest.yaml.tmp");
+    fs::write(&tmp, text)?;
+    fs::rename(&tmp, dir.join("manifest.yaml"))?;
+    Ok(())
+}
+
+/// Runs the rounds, writing each snapshot as it arrives (memory stays bounded).
+fn record_rounds(cfg: &LiveConfig, dir: &Path, err: &mut dyn Write) -> Result<LiveResult, CliError> {
+    for t in &cfg.targets {
+        fs::create_dir_all(dir.join(&t.name))?;
+    }
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some((cfg.rounds * cfg.targets.len()) as u64),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{spinner} round {msg} [{bar:30}] {pos}/{len} scrapes")
+    {
+        bar.set_style(style);
+    }
+    let mut write_error: Option<(PathBuf, std::io::Error)> = None;
+    // Warnings are printed as they happen, above the progress bar.
+    let mut warn = |bar: &indicatif::ProgressBar, l: String| {
+        bar.suspend(|| {
+            let _ = writeln!(err, "{l}");
+        })
+    };
+    let res = live::scrape_rounds(cfg, &mut |ev| {
+        match ev {
+        LiveEvent::RoundStarted { round, rounds, .. } => bar.set_message(format!("{}/{rounds}", round + 1)),
+        LiveEvent::Snapshot(s) => {
+            bar.inc(1);
+            let tdir = dir.join(&s.target);
+            let p = tdir.join(format!("{}.prom.gz", s.time));
+            if write_error.is_none() {
+                if let Err(e) = fs::create_dir_all(&tdir).and_then(|_| write_gz(&p, &s.bytes)) {
+                    write_error = Some((p, e));
+                }
+            }
+        }
+        LiveEvent::Failed(f) => {
+            bar.inc(1);
+            warn(&bar, format!("warning: {}: round {}: {}", f.target, f.round + 1, f.error));
+        }
+        LiveEvent::Switch(s) => warn(
+            &bar,
+            format!(
+                "warning: {}: a different process answered at round {} ({} → {}); rates across it are not valid",
+                s.target,
+                s.round + 1,
+                s.before,
+                s.after
+            ),
+        ),
+        LiveEvent::RoundDone(_) => {}
+    }
+    });
+    bar.finish_and_clear();
+    if let Some((p, e)) = write_error {
+        return Err(CliError::Data(format!("`{}`: cannot write: {e}", p.display())));
+    }
+    Ok(res)
+}
+
+fn summary(cfg: &LiveConfig, res: &LiveResult, dir: &Path, out: &mut dyn Write) -> Result<(), CliError> {
+    writeln!(
+        out,
+        "capture written to {} ({} rounds, {} apart)",
+        dir.display(),
+        res.rounds.len(),
+        timefmt::format_duration(cfg.interval.as_millis() as i64)
+    )?;
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header([
+        "target", "role", "url", "version", "ok", "failed", "health", "tls",
+    ]);
+    for spec in &cfg.targets {
+        let version = res
+            .targets
+            .iter()
+            .find(|t| t.name == spec.name)
+            .and_then(|t| t.version.clone());
+        let failed = res.failures.iter().filter(|f| f.target == spec.name).count();
+        let health: Vec<&HealthResult> = res.health.iter().filter(|h| h.target == spec.name).collect();
+        let bad = health.iter().filter(|h| !h.ok).count();
+        t.add_row([
+            spec.name.clone(),
+            spec.role.to_string(),
+            spec.display_url.clone(),
+            version.unwrap_or_else(|| "-".into()),
+            format!("{}", res.rounds.len() - failed.min(res.rounds.len())),
+            failed.to_string(),
+            if health.is_empty() {
+                "-".into()
+            } else {
+                format!("{}/{} ok", health.len() - bad, health.len())
+            },
+            if !spec.metrics_url.starts_with("https://") {
+                "plain http".into()
+            } else if spec.tls_verified() {
+                "verified".into()
+            } else {
+                "NOT VERIFIED".into()
+            },
+        ]);
+    }
+    writeln!(out, "{t}")?;
+    let mut reasons: Vec<(&str, &str)> = res
+        .failure_details
+        .iter()
+        .map(|f| (f.target.as_str(), f.error.as_str()))
+        .collect();
+    reasons.sort();
+    reasons.dedup();
+    for (target, e) in reasons {
+        writeln!(out, "{target}: {e}")?;
+    }
+    for s in &res.switches {
+        writeln!(
+            out,
+            "{}: a different process answered at round {} ({} → {})",
+            s.target,
+            s.round + 1,
+            s.before,
+            s.after
+        )?;
+    }
+    if !res.unverified_tls.is_empty() {
+        writeln!(
+            out,
+            "TLS verification was OFF for: {} (their identity was not checked)",
+            res.unverified_tls.join(", ")
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,369 @@
+//! HTTP(S) access to one target: TLS (CA, client certificate, verification name),
+//! bearer token, proxy, timeouts, gzip and a bounded body; and failures turned
+//! into reasons an on-call engineer can act on.
+
+use std::io::Read;
+use std::net::SocketAddr;
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+use reqwest::blocking::Client;
+use reqwest::header::{HeaderValue, ACCEPT, AUTHORIZATION};
+use serde::Serialize;
+
+use super::kubeconfig::Secret;
+
+/// Largest `/metrics` body accepted (after gzip decoding).
+pub const MAX_BODY: u64 = 512 << 20;
+/// Largest health body kept.
+pub const MAX_HEALTH_BODY: u64 = 64 << 10;
+
+/// How to reach one target.
+#[derive(Clone, Debug, Default)]
+pub struct ClientSpec {
+    /// Trusted CA certificates (PEM); `None`: the system roots.
+    pub ca_pem: Option<Vec<u8>>,
+    /// Do not verify the server certificate.
+    pub insecure: bool,
+    /// Client certificate (PEM) and its key.
+    pub client_cert_pem: Option<Vec<u8>>,
+    pub client_key_pem: Option<Secret>,
+    /// Connect to this address whenever the URL names this host: scrapes one
+    /// replica directly while verifying its certificate for the cluster's name.
+    pub resolve: Option<(String, Vec<SocketAddr>)>,
+    pub proxy_url: Option<String>,
+}
+
+/// What went wrong with one request, by kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureKind {
+    ConnectionRefused,
+    ConnectionReset,
+    Unreachable,
+    Timeout,
+    TlsUnknownCa,
+    TlsExpired,
+    TlsNameMismatch,
+    TlsClientCertificateRejected,
+    Tls,
+    Unauthorized,
+    Forbidden,
+    HttpStatus,
+    TooLarge,
+    Other,
+}
+
+/// A failed request: the kind and a message naming the cause.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error("{message}")]
+pub struct FetchError {
+    pub kind: FailureKind,
+    pub message: String,
+}
+
+impl FetchError {
+    fn new(kind: FailureKind, message: impl Into<String>) -> FetchError {
+        FetchError {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+/// A successful response.
+#[derive(Debug)]
+pub struct Fetched {
+    pub status: u16,
+    pub body: Vec<u8>,
+    pub elapsed: Duration,
+}
+
+fn install_crypto() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // Fails only when a provider is already installed, which is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// Builds a client for one target.
+pub fn build(spec: &ClientSpec) -> Result<Client, String> {
+    install_crypto();
+    let mut b = Client::builder()
+        .gzip(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("cptriage/", env!("CARGO_PKG_VERSION")))
+        .pool_max_idle_per_host(2);
+    if let Some(ca) = &spec.ca_pem {
+        let certs = reqwest::Certificate::from_pem_bundle(ca)
+            .map_err(|_| "the CA bundle is not valid PEM".to_string())?;
+        if certs.is_empty() {
+            return Err("the CA bundle holds no certificate".into());
+        }
+        b = b.tls_certs_only(certs);
+    }
+    if spec.insecure {
+        b = b.tls_danger_accept_invalid_certs(true);
+    }
+    match (&spec.client_cert_pem, &spec.client_key_pem) {
+        (Some(cert), Some(key)) => {
+            let mut pem = pem_blocks(cert, &["CERTIFICATE"]);
+            pem.extend(pem_blocks(
+                key.expose(),
+                &["PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY"],
+            ));
+            let id = reqwest::Identity::from_pem(&pem)
+                .map_err(|_| "the client certificate or key is not valid PEM".to_string())?;
+            b = b.identity(id);
+        }
+        (Some(_), None) => return Err("a client certificate was given without its key".into()),
+        (None, Some(_)) => return Err("a client key was given without its certificate".into()),
+        (None, None) => {}
+    }
+    if let Some((host, addrs)) = &spec.resolve {
+        b = b.resolve_to_addrs(host, addrs);
+    }
+    match &spec.proxy_url {
+        Some(p) => {
+            let proxy =
+                reqwest::Proxy::all(p).map_err(|_| format!("invalid proxy URL `{}`", redact_url(p)))?;
+            b = b.proxy(proxy);
+        }
+        None => b = b.no_proxy(),
+    }
+    b.build()
+        .map_err(|e| format!("cannot set up the HTTP client: {}", chain(&e)))
+}
+
+/// The PEM blocks of the given kinds (others, such as `EC PARAMETERS`, are dropped).
+fn pem_blocks(pem: &[u8], kinds: &[&str]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(pem);
+    let mut out = String::new();
+    let mut rest: &str = &text;
+    while let Some(start) = rest.find("-----BEGIN ") {
+        let after = &rest[start + 11..];
+        let Some(kind_end) = after.find("-----") else {
+            break;
+        };
+        let kind = &after[..kind_end];
+        let end_marker = format!("-----END {kind}-----");
+        let Some(end) = rest[start..].find(&end_marker) else {
+            break;
+        };
+        let block_end = start + end + end_marker.len();
+        if kinds.contains(&kind) {
+            out.push_str(&rest[start..block_end]);
+            out.push('\n');
+        }
+        rest = &rest[block_end..];
+    }
+    out.into_bytes()
+}
+
+/// GETs `url` with an optional bearer token, within `timeout`, reading at most `limit` bytes.
+pub fn get(
+    client: &Client,
+    url: &str,
+    token: Option<&Secret>,
+    accept: &str,
+    timeout: Duration,
+    limit: u64,
+) -> Result<Fetched, FetchError> {
+    let start = Instant::now();
+    let mut req = client.get(url).timeout(timeout);
+    if let Ok(v) = HeaderValue::from_str(accept) {
+        req = req.header(ACCEPT, v);
+    }
+    if let Some(t) = token {
+        let mut v = Vec::with_capacity(t.expose().len() + 7);
+        v.extend_from_slice(b"Bearer ");
+        v.extend_from_slice(t.expose());
+        let mut hv = HeaderValue::from_bytes(&v).map_err(|_| {
+            FetchError::new(
+                FailureKind::Other,
+                "the bearer token holds characters not allowed in a header",
+            )
+        })?;
+        hv.set_sensitive(true);
+        req = req.header(AUTHORIZATION, hv);
+    }
+    let resp = req.send().map_err(|e| classify(&e, timeout))?;
+    let status = resp.status().as_u16();
+    let mut body = Vec::new();
+    let mut r = resp.take(limit + 1);
+    r.read_to_end(&mut body).map_err(|e| {
+        let text = chain(&e);
+        if text.contains("timed out") || text.contains("TimedOut") {
+            FetchError::new(
+                FailureKind::Timeout,
+                format!("timed out after {} reading the response", secs(timeout)),
+            )
+        } else {
+            FetchError::new(FailureKind::Other, format!("reading the response failed: {text}"))
+        }
+    })?;
+    if body.len() as u64 > limit {
+        return Err(FetchError::new(
+            FailureKind::TooLarge,
+            format!("the response is larger than {} MiB; refused", limit >> 20),
+        ));
+    }
+    Ok(Fetched {
+        status,
+        body,
+        elapsed: start.elapsed(),
+    })
+}
+
+/// The reason for a non-success HTTP status on `path`.
+pub fn status_error(status: u16, path: &str) -> FetchError {
+    match status {
+        401 => FetchError::new(
+            FailureKind::Unauthorized,
+            "HTTP 401 Unauthorized: the credentials were not accepted (expired token, wrong client certificate?)",
+        ),
+        403 => FetchError::new(
+            FailureKind::Forbidden,
+            format!("HTTP 403 Forbidden: the identity lacks `get` on the non-resource URL `{path}`"),
+        ),
+        s => FetchError::new(FailureKind::HttpStatus, format!("HTTP {s} {}", reason(s))),
+    }
+}
+
+fn reason(s: u16) -> &'static str {
+    reqwest::StatusCode::from_u16(s)
+        .ok()
+        .and_then(|c| c.canonical_reason())
+        .unwrap_or("")
+}
+
+fn secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0}s")
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// The whole source chain of an error, in one line.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut parts: Vec<String> = vec![e.to_string()];
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let t = s.to_string();
+        if !parts.iter().any(|p| p.contains(&t)) {
+            parts.push(t);
+        }
+        cur = s.source();
+    }
+    parts.join(": ")
+}
+
+/// Turns a request error into a reason.
+fn classify(e: &reqwest::Error, timeout: Duration) -> FetchError {
+    let text = chain(e);
+    let debug = format!("{e:?}");
+    let has = |s: &str| text.contains(s) || debug.contains(s);
+    if has("UnknownIssuer") || has("unknown issuer") {
+        FetchError::new(
+            FailureKind::TlsUnknownCa,
+            "TLS: the server certificate is signed by an unknown certificate authority (check the CA file or data)",
+        )
+    } else if has("certificate expired") || has("Expired") {
+        FetchError::new(
+            FailureKind::TlsExpired,
+            "TLS: the server certificate has expired (or is not yet valid)",
+        )
+    } else if has("NotValidForName") || has("not valid for name") {
+        FetchError::new(
+            FailureKind::TlsNameMismatch,
+            "TLS: the server certificate is not valid for the name cptriage verified (certificate name mismatch)",
+        )
+    } else if has("CertificateRequired")
+        || has("BadCertificate")
+        || has("UnknownCA")
+        || has("DecryptError") && has("alert")
+    {
+        FetchError::new(
+            FailureKind::TlsClientCertificateRejected,
+            "TLS: the server rejected the client certificate (missing, or not signed by a CA it trusts)",
+        )
+    } else if e.is_timeout() || has("timed out") {
+        FetchError::new(FailureKind::Timeout, format!("timed out after {}", secs(timeout)))
+    } else if has("No route to host")
+        || has("Network is unreachable")
+        || has("HostUnreachable")
+        || has("NetworkUnreachable")
+    {
+        FetchError::new(
+            FailureKind::Unreachable,
+            "network unreachable (no route to the host)",
+        )
+    } else if has("Connection reset") || has("ConnectionReset") {
+        FetchError::new(
+            FailureKind::ConnectionReset,
+            "connection reset (the process closed the connection: crashing or restarting?)",
+        )
+    } else if has("Connection refused") || has("ConnectionRefused") {
+        FetchError::new(
+            FailureKind::ConnectionRefused,
+            "connection refused (nothing listening: member down?)",
+        )
+    } else if has("invalid peer certificate") || has("tls") || has("TLS") {
+        FetchError::new(FailureKind::Tls, format!("TLS: {text}"))
+    } else {
+        FetchError::new(FailureKind::Other, text)
+    }
+}
+
+/// A URL with any user information removed (for reports).
+pub fn redact_url(u: &str) -> String {
+    match reqwest::Url::parse(u) {
+        Ok(mut url) => {
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
+            url.to_string()
+        }
+        // Not a URL: mask anything that could be `user:password@`.
+        Err(_) => match u.rfind('@') {
+            Some(at) => {
+                let start = u.find("//").map(|i| i + 2).unwrap_or(0).min(at);
+                format!("{}<redacted>{}", &u[..start], &u[at..])
+            }
+            None => u.to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pem_blocks_keep_only_the_asked_kinds() {
+        let pem = b"-----BEGIN EC PARAMETERS-----\nBggq\n-----END EC PARAMETERS-----\n-----BEGIN EC PRIVATE KEY-----\nMHc\n-----END EC PRIVATE KEY-----\n";
+        let got = pem_blocks(pem, &["EC PRIVATE KEY"]);
+        assert_eq!(
+            got,
+            b"-----BEGIN EC PRIVATE KEY-----\nMHc\n-----END EC PRIVATE KEY-----\n"
+        );
+        assert!(pem_blocks(b"garbage", &["CERTIFICATE"]).is_empty());
+    }
+
+    #[test]
+    fn status_errors_name_the_cause() {
+        assert!(status_error(403, "/metrics")
+            .message
+            .contains("lacks `get` on the non-resource URL `/metrics`"));
+        assert_eq!(status_error(401, "/metrics").kind, FailureKind::Unauthorized);
+        assert_eq!(
+            status_error(503, "/readyz").message,
+            "HTTP 503 Service Unavailable"
+        );
+        assert_eq!(redact_url("https://u:p@h:1/metrics"), "https://h:1/metrics");
+        assert_eq!(redact_url("htps//u:p@h:1:2:3"), "htps//<redacted>@h:1:2:3");
+        assert_eq!(redact_url("not a url"), "not a url");
+    }
+}

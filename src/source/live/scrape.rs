@@ -1,0 +1,458 @@
+//! Scrape rounds: every target (and each of its health endpoints) in its own
+//! thread, each request with its own timeout, so a round lasts about one
+//! timeout at worst whatever the number of targets.
+
+use std::collections::HashMap;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use reqwest::blocking::Client;
+
+use super::client::{self, FailureKind, FetchError, MAX_BODY, MAX_HEALTH_BODY};
+use super::discover;
+use super::filter;
+use super::{
+    ApiAccess, HealthResult, LiveConfig, LiveEvent, LiveResult, ReplicaSwitch, RoundStat, TargetFailure,
+    TargetSpec,
+};
+use crate::source::dump::{MemorySnapshot, ALWAYS_KEEP};
+use crate::source::expfmt::{self, SampleRef};
+use crate::source::manifest::{ManifestTarget, ScrapeFailure};
+use crate::store::Millis;
+
+const METRICS_ACCEPT: &str = "text/plain;version=0.0.4;q=1,*/*;q=0.1";
+
+fn now_ms() -> Millis {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as Millis)
+        .unwrap_or(0)
+}
+
+/// Finds apiserver replicas; returns them and how they were found.
+pub(super) fn discover(
+    api: &ApiAccess,
+    base: &str,
+    resolve: Option<(String, Vec<std::net::SocketAddr>)>,
+    timeout: Duration,
+) -> Result<(Vec<discover::Replica>, String), String> {
+    let spec = super::api_client_spec(api, resolve);
+    let c = client::build(&spec)?;
+    let token = api.credentials.token.as_ref();
+    let base = base.trim_end_matches('/');
+    let get = |path: &str| -> Result<Vec<u8>, FetchError> {
+        let url = format!("{base}{path}");
+        let f = client::get(&c, &url, token, "application/json", timeout, 16 << 20)?;
+        if !(200..300).contains(&f.status) {
+            let p = path.split('?').next().unwrap_or(path);
+            return Err(match f.status {
+                401 => client::status_error(401, p),
+                403 => FetchError {
+                    kind: FailureKind::Forbidden,
+                    message: format!("HTTP 403 Forbidden: the identity cannot read `{p}`"),
+                },
+                s => client::status_error(s, p),
+            });
+        }
+        Ok(f.body)
+    };
+    match get(discover::ENDPOINTSLICE_PATH) {
+        Ok(b) => {
+            let r = discover::parse_slices(&b)?;
+            if !r.is_empty() {
+                return Ok((r, "from the default/kubernetes EndpointSlice".into()));
+            }
+        }
+        Err(e) if matches!(e.kind, FailureKind::HttpStatus) => {}
+        Err(e) => return Err(format!("EndpointSlice: {e}")),
+    }
+    let b = get(discover::ENDPOINTS_PATH).map_err(|e| format!("Endpoints: {e}"))?;
+    Ok((
+        discover::parse_endpoints(&b)?,
+        "from the default/kubernetes Endpoints".into(),
+    ))
+}
+
+/// When no target answers at all (every `/livez` probe refused, unreachable or
+/// timed out, all probed at once), the first reason; `None` as soon as one
+/// answers anything (even an HTTP or TLS error).
+pub(super) fn none_reachable(specs: &[TargetSpec], timeout: Duration) -> Option<String> {
+    if specs.is_empty() {
+        return None;
+    }
+    let results: Vec<Result<(), FetchError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = specs
+            .iter()
+            .map(|t| {
+                s.spawn(move || {
+                    let c = client::build(&t.client).map_err(|message| FetchError {
+                        kind: FailureKind::Other,
+                        message,
+                    })?;
+                    let url = t.health_urls.last().unwrap_or(&t.metrics_url);
+                    client::get(&c, url, t.token.as_ref(), "text/plain", timeout, MAX_HEALTH_BODY).map(|_| ())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(FetchError {
+                        kind: FailureKind::Other,
+                        message: "probe failed".into(),
+                    })
+                })
+            })
+            .collect()
+    });
+    let unreachable = |r: &Result<(), FetchError>| {
+        matches!(r, Err(e) if matches!(e.kind, FailureKind::ConnectionRefused
+                        | FailureKind::ConnectionReset
+                        | FailureKind::Timeout
+                        | FailureKind::Unreachable))
+    };
+    if results.iter().all(unreachable) {
+        results.into_iter().find_map(|r| r.err()).map(|e| e.message)
+    } else {
+        None
+    }
+}
+
+/// What identifies the process behind a target.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Identity {
+    process_start: Option<f64>,
+    version: Option<String>,
+}
+
+impl Identity {
+    fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(v) = &self.version {
+            parts.push(format!("version {v}"));
+        }
+        if let Some(s) = self.process_start {
+            parts.push(format!("process started at {s}"));
+        }
+        parts.join(", ")
+    }
+}
+
+fn identity(body: &[u8]) -> Identity {
+    let mut id = Identity::default();
+    let mut keep = |f: &str| ALWAYS_KEEP.contains(&f);
+    let mut sink = |s: &SampleRef<'_>| match s.name {
+        "process_start_time_seconds" => id.process_start = Some(s.value),
+        "kubernetes_build_info" => {
+            if let Some(v) = s.labels.iter().find(|l| l.name == "git_version") {
+                id.version = Some(v.value.to_string());
+            }
+        }
+        "etcd_server_version" => {
+            if let Some(v) = s.labels.iter().find(|l| l.name == "server_version") {
+                id.version = Some(v.value.to_string());
+            }
+        }
+        _ => {}
+    };
+    let _ = expfmt::parse(body, &mut keep, &mut sink);
+    id
+}
+
+enum JobResult {
+    Metrics {
+        target: usize,
+        time: Millis,
+        result: Result<(Vec<u8>, Identity), FetchError>,
+    },
+    Health(HealthResult),
+}
+
+fn scrape_metrics(t: &TargetSpec, c: &Client, cfg: &LiveConfig) -> Result<(Vec<u8>, Identity), FetchError> {
+    let f = client::get(
+        c,
+        &t.metrics_url,
+        t.token.as_ref(),
+        METRICS_ACCEPT,
+        cfg.timeout,
+        MAX_BODY,
+    )?;
+    if !(200..300).contains(&f.status) {
+        let path = reqwest::Url::parse(&t.metrics_url)
+            .map(|u| u.path().to_string())
+            .unwrap_or_else(|_| "/metrics".into());
+        return Err(client::status_error(f.status, &path));
+    }
+    let id = identity(&f.body);
+    let kept = filter::filter(&f.body, &cfg.keep).map_err(|e| FetchError {
+        kind: FailureKind::Other,
+        message: format!("the response is not a Prometheus text exposition: {e}"),
+    })?;
+    Ok((kept.bytes, id))
+}
+
+fn check_health(t: &TargetSpec, c: &Client, url: &str, round: usize, cfg: &LiveConfig) -> HealthResult {
+    let endpoint = reqwest::Url::parse(url)
+        .map(|u| match u.query() {
+            Some(q) => format!("{}?{q}", u.path()),
+            None => u.path().to_string(),
+        })
+        .unwrap_or_else(|_| url.to_string());
+    let r = client::get(
+        c,
+        url,
+        t.token.as_ref(),
+        "text/plain,application/json",
+        cfg.timeout,
+        MAX_HEALTH_BODY,
+    );
+    let time = now_ms();
+    match r {
+        Ok(f) => {
+            let ok = (200..300).contains(&f.status);
+            HealthResult {
+                target: t.name.clone(),
+                round,
+                time,
+                endpoint,
+                status: Some(f.status),
+                ok,
+                body: String::from_utf8_lossy(&f.body).chars().take(8192).collect(),
+                error: if ok {
+                    None
+                } else {
+                    Some(client::status_error(f.status, url_path(url)).message)
+                },
+            }
+        }
+        Err(e) => HealthResult {
+            target: t.name.clone(),
+            round,
+            time,
+            endpoint,
+            status: None,
+            ok: false,
+            body: String::new(),
+            error: Some(e.message),
+        },
+    }
+}
+
+fn url_path(url: &str) -> &str {
+    url.split("://")
+        .nth(1)
+        .and_then(|r| r.find('/').map(|i| &r[i..]))
+        .map(|p| p.split('?').next().unwrap_or(p))
+        .unwrap_or("/")
+}
+
+/// Scrapes every target `cfg.rounds` times, `cfg.interval` apart. Never fails:
+/// a target that cannot be reached (or whose client cannot be set up) is a
+/// failure in the result, and the others go on.
+pub fn scrape_rounds(cfg: &LiveConfig, on_event: &mut dyn FnMut(LiveEvent<'_>)) -> LiveResult {
+    let mut res = LiveResult::default();
+    let rounds = cfg.rounds.clamp(1, super::MAX_ROUNDS);
+    let clients: Vec<Result<Client, String>> = cfg.targets.iter().map(|t| client::build(&t.client)).collect();
+    let mut versions: HashMap<usize, Option<String>> = HashMap::new();
+    let mut last_id: HashMap<usize, Identity> = HashMap::new();
+    // Per split target: the processes seen, in order of first appearance.
+    let mut processes: HashMap<usize, Vec<Identity>> = HashMap::new();
+    let mut extra: Vec<(usize, ManifestTarget)> = Vec::new();
+    for t in &cfg.targets {
+        if !t.tls_verified() {
+            res.unverified_tls.push(t.name.clone());
+        }
+    }
+    let start = Instant::now();
+    for round in 0..rounds {
+        let due = u32::try_from(round)
+            .ok()
+            .and_then(|r| cfg.interval.checked_mul(r))
+            .and_then(|d| start.checked_add(d));
+        let now = Instant::now();
+        if let Some(due) = due.filter(|d| *d > now) {
+            std::thread::sleep(due - now);
+        }
+        let round_start = Instant::now();
+        let started = now_ms();
+        on_event(LiveEvent::RoundStarted {
+            round,
+            rounds,
+            targets: cfg.targets.len(),
+        });
+        let (tx, rx) = mpsc::channel::<JobResult>();
+        std::thread::scope(|s| {
+            for (i, t) in cfg.targets.iter().enumerate() {
+                let c = match &clients[i] {
+                    Ok(c) => c,
+                    Err(e) => {
+                        let _ = tx.send(JobResult::Metrics {
+                            target: i,
+                            time: started,
+                            result: Err(FetchError {
+                                kind: FailureKind::Other,
+                                message: e.clone(),
+                            }),
+                        });
+                        continue;
+                    }
+                };
+                let txm = tx.clone();
+                s.spawn(move || {
+                    let result = scrape_metrics(t, c, cfg);
+                    let _ = txm.send(JobResult::Metrics {
+                        target: i,
+                        time: now_ms(),
+                        result,
+                    });
+                });
+                for url in &t.health_urls {
+                    let txh = tx.clone();
+                    s.spawn(move || {
+                        let _ = txh.send(JobResult::Health(check_health(t, c, url, round, cfg)));
+                    });
+                }
+            }
+            drop(tx);
+            for jr in rx {
+                match jr {
+                    JobResult::Health(h) => res.health.push(h),
+                    JobResult::Metrics { target, time, result } => {
+                        let t = &cfg.targets[target];
+                        match result {
+                            Ok((bytes, id)) => {
+                                res.scraped += 1;
+                                if let Some(prev) = last_id.get(&target) {
+                                    let changed = (prev.process_start.is_some()
+                                        && id.process_start.is_some()
+                                        && prev.process_start != id.process_start)
+                                        || (prev.version.is_some()
+                                            && id.version.is_some()
+                                            && prev.version != id.version);
+                                    if changed {
+                                        let sw = ReplicaSwitch {
+                                            target: t.name.clone(),
+                                            time,
+                                            round,
+                                            before: prev.describe(),
+                                            after: id.describe(),
+                                        };
+                                        on_event(LiveEvent::Switch(&sw));
+                                        res.switches.push(sw);
+                                    }
+                                }
+                                if id.version.is_some() {
+                                    versions.insert(target, id.version.clone());
+                                }
+                                // Behind a load balancer, each process gets its own
+                                // series (`NAME`, `NAME.p2`, …): no rate spans two processes.
+                                let name = if t.split_by_process && id.process_start.is_some() {
+                                    let seen = processes.entry(target).or_default();
+                                    let k = match seen.iter().position(|p| *p == id) {
+                                        Some(k) => k,
+                                        None => {
+                                            seen.push(id.clone());
+                                            seen.len() - 1
+                                        }
+                                    };
+                                    if k == 0 {
+                                        t.name.clone()
+                                    } else {
+                                        let n = format!("{}.p{}", t.name, k + 1);
+                                        if !extra.iter().any(|(_, m): &(usize, ManifestTarget)| m.name == n) {
+                                            extra.push((
+                                                target,
+                                                ManifestTarget {
+                                                    name: n.clone(),
+                                                    role: t.role,
+                                                    url: Some(t.display_url.clone()),
+                                                    version: id.version.clone(),
+                                                },
+                                            ));
+                                        }
+                                        n
+                                    }
+                                } else {
+                                    t.name.clone()
+                                };
+                                last_id.insert(target, id);
+                                let snap = MemorySnapshot {
+                                    target: name,
+                                    role: Some(t.role),
+                                    role_reason: t.role_reason.clone(),
+                                    time,
+                                    origin: t.display_url.clone(),
+                                    bytes: Arc::new(bytes),
+                                };
+                                on_event(LiveEvent::Snapshot(&snap));
+                                if cfg.retain_snapshots {
+                                    res.snapshots.push(snap);
+                                }
+                            }
+                            Err(e) => {
+                                let f = TargetFailure {
+                                    target: t.name.clone(),
+                                    round,
+                                    time,
+                                    kind: e.kind,
+                                    error: e.message,
+                                };
+                                on_event(LiveEvent::Failed(&f));
+                                res.failures.push(ScrapeFailure {
+                                    target: f.target.clone(),
+                                    time: f.time,
+                                    error: f.error.clone(),
+                                });
+                                res.failure_details.push(f);
+                            }
+                        }
+                    }
+                }
+            }
+        });
+        let stat = RoundStat {
+            round,
+            started,
+            elapsed_ms: round_start.elapsed().as_millis() as u64,
+        };
+        on_event(LiveEvent::RoundDone(&stat));
+        res.rounds.push(stat);
+    }
+    res.snapshots
+        .sort_by(|a, b| (a.time, &a.target).cmp(&(b.time, &b.target)));
+    res.health
+        .sort_by(|a, b| (&a.target, a.round, &a.endpoint).cmp(&(&b.target, b.round, &b.endpoint)));
+    for (i, t) in cfg.targets.iter().enumerate() {
+        // The first process of a split target keeps the name (and its version).
+        let version = match processes.get(&i).and_then(|p| p.first()) {
+            Some(first) => first.version.clone(),
+            None => versions.get(&i).cloned().flatten(),
+        };
+        res.targets.push(ManifestTarget {
+            name: t.name.clone(),
+            role: t.role,
+            url: Some(t.display_url.clone()),
+            version,
+        });
+        res.targets
+            .extend(extra.iter().filter(|(k, _)| *k == i).map(|(_, m)| m.clone()));
+    }
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_reads_start_time_and_version() {
+        let id = identity(
+            b"# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds 1.5e+09\n# TYPE kubernetes_build_info gauge\nkubernetes_build_info{git_version=\"v1.30.1\"} 1\n# TYPE x counter\nx 1\n",
+        );
+        assert_eq!(id.process_start, Some(1.5e9));
+        assert_eq!(id.version.as_deref(), Some("v1.30.1"));
+        assert_eq!(url_path("https://h:1/readyz?verbose"), "/readyz");
+    }
+}

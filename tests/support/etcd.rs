@@ -1,0 +1,278 @@
+//! A real etcd cluster (`/usr/bin/etcd`) on free 127.0.0.1 ports: client URLs
+//! over TLS with client-certificate auth, peers over plain HTTP, and a plain
+//! `--listen-metrics-urls` port per member. Members are killed by pid when the
+//! cluster is dropped, also on panic.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use base64::Engine;
+use cptriage::source::live::{client, ClientSpec, Secret};
+
+use super::pki::{write, Ca, Leaf};
+use super::{free_port, wait_for};
+
+pub const ETCD: &str = "/usr/bin/etcd";
+
+pub struct Member {
+    pub name: String,
+    pub client_port: u16,
+    pub peer_port: u16,
+    pub metrics_port: u16,
+    pub child: Option<Child>,
+}
+
+impl Member {
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+}
+
+pub struct Cluster {
+    pub dir: tempfile::TempDir,
+    pub ca_path: PathBuf,
+    pub cert_path: PathBuf,
+    pub key_path: PathBuf,
+    pub members: Vec<Member>,
+    pub client_leaf: Leaf,
+    http: reqwest::blocking::Client,
+    plain: reqwest::blocking::Client,
+}
+
+impl Cluster {
+    /// Starts `n` members (with `--quota-backend-bytes` when given) and waits
+    /// until every member reports healthy (at most 30 s).
+    pub fn start(n: usize, quota: Option<u64>) -> Cluster {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ca = Ca::new("etcd test ca");
+        let server = ca.peer(&["localhost", "127.0.0.1"]);
+        let client_leaf = ca.client("cptriage-healthcheck");
+        let ca_path = write(dir.path(), "ca.crt", &ca.pem());
+        let scert = write(dir.path(), "server.crt", &server.cert_pem);
+        let skey = write(dir.path(), "server.key", &server.key_pem);
+        let cert_path = write(dir.path(), "client.crt", &client_leaf.cert_pem);
+        let key_path = write(dir.path(), "client.key", &client_leaf.key_pem);
+        let members: Vec<Member> = (0..n)
+            .map(|i| Member {
+                name: format!("m{i}"),
+                client_port: free_port(),
+                peer_port: free_port(),
+                metrics_port: free_port(),
+                child: None,
+            })
+            .collect();
+        let initial = members
+            .iter()
+            .map(|m| format!("{}=http://127.0.0.1:{}", m.name, m.peer_port))
+            .collect::<Vec<_>>()
+            .join(",");
+        let http = client::build(&ClientSpec {
+            ca_pem: Some(ca.pem().into_bytes()),
+            client_cert_pem: Some(client_leaf.cert_pem.clone().into_bytes()),
+            client_key_pem: Some(Secret::new(client_leaf.key_pem.clone().into_bytes())),
+            ..Default::default()
+        })
+        .expect("etcd test client");
+        let plain = client::build(&ClientSpec::default()).expect("plain client");
+        let mut c = Cluster {
+            dir,
+            ca_path,
+            cert_path,
+            key_path,
+            members,
+            client_leaf,
+            http,
+            plain,
+        };
+        for i in 0..n {
+            let m = &c.members[i];
+            let data = c.dir.path().join(format!("{}.data", m.name));
+            let log = std::fs::File::create(c.dir.path().join(format!("{}.log", m.name))).expect("log file");
+            let curl = format!("https://127.0.0.1:{}", m.client_port);
+            let purl = format!("http://127.0.0.1:{}", m.peer_port);
+            let mut cmd = Command::new(ETCD);
+            cmd.args(["--name", &m.name])
+                .arg(format!("--data-dir={}", data.display()))
+                .arg(format!("--listen-client-urls={curl}"))
+                .arg(format!("--advertise-client-urls={curl}"))
+                .arg(format!("--listen-peer-urls={purl}"))
+                .arg(format!("--initial-advertise-peer-urls={purl}"))
+                .arg(format!(
+                    "--listen-metrics-urls=http://127.0.0.1:{}",
+                    m.metrics_port
+                ))
+                .arg(format!("--initial-cluster={initial}"))
+                .args([
+                    "--initial-cluster-state=new",
+                    "--initial-cluster-token=cptriage-test",
+                ])
+                .arg(format!("--cert-file={}", scert.display()))
+                .arg(format!("--key-file={}", skey.display()))
+                .arg(format!("--trusted-ca-file={}", c.ca_path.display()))
+                .args([
+                    "--client-cert-auth",
+                    "--heartbeat-interval=100",
+                    "--election-timeout=1000",
+                ])
+                .args(["--snapshot-count=100000", "--metrics=extensive"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::from(log));
+            if let Some(q) = quota {
+                cmd.arg(format!("--quota-backend-bytes={q}"));
+            }
+            let child = cmd.spawn().expect("start etcd (Debian package etcd-server)");
+            c.members[i].child = Some(child);
+        }
+        for i in 0..n {
+            let ok = wait_for(Duration::from_secs(30), || {
+                c.health(i).filter(|h| h.contains("\"true\"")).map(|_| ())
+            });
+            assert!(
+                ok.is_some(),
+                "etcd member m{i} not healthy within 30s; log:\n{}",
+                c.log(i)
+            );
+        }
+        c
+    }
+
+    pub fn log(&self, i: usize) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("m{i}.log"))).unwrap_or_default()
+    }
+
+    pub fn client_url(&self, i: usize) -> String {
+        format!("https://127.0.0.1:{}", self.members[i].client_port)
+    }
+
+    pub fn metrics_url(&self, i: usize) -> String {
+        format!("http://127.0.0.1:{}", self.members[i].metrics_port)
+    }
+
+    /// `/health` on the plain metrics port.
+    pub fn health(&self, i: usize) -> Option<String> {
+        let r = self
+            .plain
+            .get(format!("{}/health", self.metrics_url(i)))
+            .timeout(Duration::from_secs(2))
+            .send()
+            .ok()?;
+        r.text().ok()
+    }
+
+    /// The value of an unlabelled metric on member `i` (plain metrics port).
+    pub fn metric(&self, i: usize, name: &str) -> Option<f64> {
+        let text = self
+            .plain
+            .get(format!("{}/metrics", self.metrics_url(i)))
+            .timeout(Duration::from_secs(2))
+            .send()
+            .ok()?
+            .text()
+            .ok()?;
+        text.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(' ')))
+            .and_then(|v| v.trim().parse().ok())
+    }
+
+    /// The member that is leader, among the running ones.
+    pub fn leader(&self) -> Option<usize> {
+        (0..self.members.len())
+            .filter(|&i| self.members[i].child.is_some())
+            .find(|&i| self.metric(i, "etcd_server_is_leader") == Some(1.0))
+    }
+
+    /// A put through the gRPC gateway of member `i` (mTLS). Err holds etcd's error.
+    pub fn put(&self, i: usize, key: &str, value: &[u8], timeout: Duration) -> Result<(), String> {
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        let body = serde_json::json!({"key": b64(key.as_bytes()), "value": b64(value)});
+        let r = self
+            .http
+            .post(format!("{}/v3/kv/put", self.client_url(i)))
+            .timeout(timeout)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .map_err(|e| client::chain(&e))?;
+        let status = r.status();
+        let text = r.text().unwrap_or_default();
+        if status.is_success() && !text.contains("\"error\"") {
+            Ok(())
+        } else {
+            Err(format!("HTTP {status}: {text}"))
+        }
+    }
+
+    /// SIGKILL member `i` and reap it.
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.members[i].child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Sends a signal (`STOP`, `CONT`) to member `i` by its pid.
+    pub fn signal(&self, i: usize, sig: &str) {
+        if let Some(pid) = self.members[i].pid() {
+            let st = Command::new("kill")
+                .arg(format!("-{sig}"))
+                .arg(pid.to_string())
+                .status()
+                .expect("run kill");
+            assert!(st.success(), "kill -{sig} {pid} failed");
+        }
+    }
+
+    /// The `record` flags for every member over TLS, named m0, m1, …
+    pub fn record_flags(&self) -> Vec<String> {
+        let mut v = vec!["--no-apiserver".to_string(), "--etcd".into()];
+        for (i, m) in self.members.iter().enumerate() {
+            v.push(format!("{}={}", m.name, self.client_url(i)));
+        }
+        v.extend([
+            "--etcd-cacert".into(),
+            self.ca_path.display().to_string(),
+            "--etcd-cert".into(),
+            self.cert_path.display().to_string(),
+            "--etcd-key".into(),
+            self.key_path.display().to_string(),
+        ]);
+        v
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for i in 0..self.members.len() {
+            self.signal_quiet(i);
+            self.kill(i);
+        }
+    }
+}
+
+impl Cluster {
+    /// Resumes a stopped member before it is killed (a stopped process still dies on SIGKILL,
+    /// but resuming first lets it be reaped promptly).
+    fn signal_quiet(&self, i: usize) {
+        if let Some(pid) = self.members[i].pid() {
+            let _ = Command::new("kill")
+                .arg("-CONT")
+                .arg(pid.to_string())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+/// A child process killed by pid on drop (strace, helpers).
+pub struct Guard(pub Option<Child>);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! Shared harness of the live tests: certificates generated per test (rcgen),
+//! an HTTP(S) test server on 127.0.0.1, and a real etcd cluster runner. Every
+//! process a test starts is owned by a guard that kills it by its pid on drop,
+//! also when the test panics.
+#![allow(dead_code)]
+
+pub mod etcd;
+pub mod pki;
+pub mod server;
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// A free TCP port on 127.0.0.1 (bound, then released).
+pub fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    l.local_addr().expect("local addr").port()
+}
+
+/// Runs the cptriage binary with `args`, with a clean environment for kubeconfig lookups.
+pub fn cptriage(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_cptriage"));
+    c.args(args)
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("KUBERNETES_SERVICE_PORT")
+        .env("HOME", "/nonexistent-home-for-cptriage-tests");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run cptriage")
+}
+
+/// Polls `f` every 50 ms until it returns `Some`, for at most `limit`.
+pub fn wait_for<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if start.elapsed() > limit {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Asserts that `needle` appears in no output and no file under `dir` (gzip files decompressed).
+#[track_caller]
+pub fn assert_absent_everywhere(needle: &str, outputs: &[&[u8]], dir: &Path) {
+    for (i, o) in outputs.iter().enumerate() {
+        assert!(
+            !String::from_utf8_lossy(o).contains(needle),
+            "secret found in output #{i}"
+        );
+    }
+    let mut stack = vec![dir.to_path_buf()];
+    let mut files = 0;
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read capture dir") {
+            let p = e.expect("dir entry").path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            files += 1;
+            let bytes = cptriage::source::dump::read_maybe_gzip(&p).expect("read capture file");
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(needle),
+                "secret found in {}",
+                p.display()
+            );
+        }
+    }
+    assert!(files > 0, "no file under {}", dir.display());
+}
+
+/// A capture file of the shared real data.
+pub fn realdata(name: &str) -> Vec<u8> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/realdata")
+        .join(name);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
