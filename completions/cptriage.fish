@@ -34,6 +34,16 @@ complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "record" -d 'Scrap
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "completions" -d 'Print shell completions for SHELL to stdout'
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l dump -d 'Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]` files, or single files, each optionally prefixed `NAME=` or `role:NAME=` (role: apiserver, etcd, controller). Repeatable' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l kubeconfig -d 'Kubeconfig file (default: `KUBECONFIG`, a colon-separated list, else `~/.kube/config`, else the in-cluster service account)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l context -d 'Kubeconfig context (default: the current context)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd -d 'An etcd member: `[NAME=]URL`, the client URL (e.g. `https://10.0.0.1:2379`, with `--etcd-cacert/--etcd-cert/--etcd-key`) or a plain metrics port (kubeadm: `http://127.0.0.1:2381`). Named `etcd-<host>` by default. Repeatable' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd-cacert -d 'CA that signed the etcd server certificates (kubeadm: /etc/kubernetes/pki/etcd/ca.crt)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd-cert -d 'etcd client certificate (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.crt)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd-key -d 'etcd client key (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l controller -d 'A kube-controller-manager: `[NAME=]URL` (e.g. `https://127.0.0.1:10257`), scraped with the kubeconfig\'s credentials. Repeatable' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l interval -d 'Time between scrape rounds' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l duration -d 'How long to scrape (at least two rounds are taken)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l timeout -d 'Timeout of each request' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l rules -d 'Rule file (default: the shipped `rules/default.yaml`)' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l at -d 'Assess at this time (RFC 3339 or unix seconds): the tree walk and "lit now". Default: the end of the window' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l from -d 'Start of the analysed window (default: the first snapshot)' -r
@@ -46,6 +56,10 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l debounce 
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -s o -l output -d 'Output format' -r -f -a "table\t'Tables for a terminal'
 json\t'The `cptriage/verdict/v1` JSON document for scripts'
 markdown\t'Markdown for incident documents'"
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l live -d 'Scrape the live control plane now (apiserver replicas from the kubeconfig, `--etcd` members, `--controller`s) for `--duration`, then diagnose'
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l no-apiserver -d 'Do not scrape the apiserver (only `--etcd`/`--controller`)'
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l no-discovery -d 'Scrape only the kubeconfig\'s server address instead of every replica listed by the default/kubernetes EndpointSlice'
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l insecure-skip-tls-verify -d 'Do not verify the apiserver\'s certificate (reported loudly)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -s V -l version -d 'Print version'
 complete -c cptriage -n "__fish_cptriage_using_subcommand tree" -l rules -d 'Rule file (default: the shipped `rules/default.yaml`)' -r -F

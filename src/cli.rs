@@ -169,8 +169,17 @@ pub enum QueryFormat {
 
 #[derive(Debug, Args)]
 pub struct DiagnoseArgs {
+    /// Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]`
+    /// files, or single files, each optionally prefixed `NAME=` or `role:NAME=`
+    /// (role: apiserver, etcd, controller). Repeatable.
+    #[arg(long = "dump", value_name = "PATH", num_args = 1.., required_unless_present = "live")]
+    pub dump: Vec<String>,
+    /// Scrape the live control plane now (apiserver replicas from the kubeconfig,
+    /// `--etcd` members, `--controller`s) for `--duration`, then diagnose.
+    #[arg(long, conflicts_with = "dump")]
+    pub live: bool,
     #[command(flatten)]
-    pub dump: DumpArgs,
+    pub live_args: LiveArgs,
     /// Rule file (default: the shipped `rules/default.yaml`).
     #[arg(long, value_name = "FILE")]
     pub rules: Option<PathBuf>,

@@ -15,7 +15,11 @@ use crate::timefmt::{parse_duration, parse_time};
 pub fn run(a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
     let rules = load_rules(a.rules.as_deref())?;
     let keep = Keep::Names(rules.referenced_metrics());
-    let ds = load_dumps(&a.dump, &keep, &mut std::io::sink())?;
+    let ds = if a.live {
+        live_dataset(&a, &keep, err)?
+    } else {
+        load_dumps(&DumpArgs { dump: a.dump.clone() }, &keep, &mut std::io::sink())?
+    };
     let baseline_ds = if a.baseline_dump.is_empty() {
         None
     } else {
@@ -58,4 +62,40 @@ pub fn run(a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
         Status::Degraded => ExitCode::AxisNamed,
         Status::Inconclusive => ExitCode::Data,
     })
+}
+
+/// Scrapes the live targets for the configured rounds and loads the snapshots
+/// from memory, as `record` + `diagnose --dump` would.
+fn live_dataset(
+    a: &DiagnoseArgs,
+    keep: &Keep,
+    err: &mut dyn Write,
+) -> Result<crate::source::Dataset, CliError> {
+    let (mut cfg, plan) = crate::cmd::record::prepare_live(&a.live_args, keep.clone(), err)?;
+    cfg.retain_snapshots = true;
+    for w in &plan.warnings {
+        writeln!(err, "warning: {w}")?;
+    }
+    let mut lines = Vec::new();
+    let res = crate::source::live::scrape_rounds(&cfg, &mut |ev| match ev {
+        crate::source::live::LiveEvent::Failed(f) => lines.push(format!(
+            "warning: {}: round {}: {}",
+            f.target,
+            f.round + 1,
+            f.error
+        )),
+        crate::source::live::LiveEvent::RoundStarted { round, rounds, .. } => {
+            lines.push(format!("round {}/{rounds}", round + 1))
+        }
+        _ => {}
+    });
+    for l in lines {
+        writeln!(err, "{l}")?;
+    }
+    if res.all_failed() {
+        return Err(CliError::Data(
+            "every scrape failed; see the warnings above".into(),
+        ));
+    }
+    Ok(res.dataset(keep)?)
 }

@@ -127,10 +127,15 @@ struct HealthFile<'a> {
 }
 
 pub fn run(a: RecordArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let keep = if a.all {
-        Keep::All
-    } else {
-        families::default_keep()
+    let keep = match (a.all, families::default_keep()) {
+        (false, Keep::Names(mut names)) => {
+            // Also every metric the shipped rules read, so a recording always
+            // holds what `diagnose` needs.
+            names.extend(crate::cmd::load_rules(None)?.referenced_metrics());
+            Keep::Names(names)
+        }
+        (_, k) if !a.all => k,
+        _ => Keep::All,
     };
     prepare_out(&a.out)?;
     let (cfg, plan) = prepare_live(&a.live, keep, err)?;

@@ -146,7 +146,11 @@ impl RuleSet {
     pub fn referenced_metrics(&self) -> BTreeSet<String> {
         self.signals
             .iter()
-            .flat_map(|s| s.reads.iter().chain(s.snapshot.iter().flat_map(|x| x.reads.iter())))
+            .flat_map(|s| {
+                s.reads
+                    .iter()
+                    .chain(s.snapshot.iter().flat_map(|x| x.reads.iter()))
+            })
             .flat_map(|r| r.metrics.iter().cloned())
             .collect()
     }

@@ -432,11 +432,13 @@ pub fn read_maybe_gzip(path: &Path) -> Result<Vec<u8>, String> {
     }
 }
 
+/// One kept sample: labels including `__name__`, value, explicit timestamp.
+type OwnedSample = (Vec<(Box<str>, Box<str>)>, f64, Option<i64>);
+
 /// The kept samples of one parsed file.
 #[derive(Default)]
 struct FileData {
-    /// (labels including `__name__`, value, explicit timestamp)
-    samples: Vec<(Vec<(Box<str>, Box<str>)>, f64, Option<i64>)>,
+    samples: Vec<OwnedSample>,
     families: BTreeSet<String>,
     max_ts: Option<i64>,
     process_start: Option<f64>,
