@@ -270,6 +270,10 @@ fn plan_capture(plan: &mut Plan, dir: &Path, arg: &DumpArg) -> Result<(), DumpEr
     }
     for p in sorted_entries(dir)? {
         let n = file_name(&p);
+        if p.is_dir() && n == "health" {
+            // Health-endpoint results written by `record` (not metrics).
+            continue;
+        }
         if p.is_dir() && !known.contains(&n) {
             plan.warn(
                 p.display().to_string(),
@@ -694,6 +698,7 @@ fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError> {
                     });
                 }
                 let (time, ts) = match (pf.name_time, data.max_ts, data.mtime) {
+                    (Some(t), _, _) if pf.bytes.is_some() => (t, TimeSource::Scrape),
                     (Some(t), _, _) => (t, TimeSource::FileName),
                     (None, Some(t), _) => (t, TimeSource::SampleTimestamp),
                     (None, None, Some(t)) => (t, TimeSource::Mtime),
