@@ -30,38 +30,9 @@ impl PromDuration {
         if s == "0" {
             return Ok(PromDuration(0));
         }
-        let b = s.as_bytes();
-        if b.is_empty() {
-            return Err(bad());
-        }
-        let mut i = 0;
-        let mut total: Millis = 0;
-        let mut last_unit = usize::MAX;
-        while i < b.len() {
-            let ds = i;
-            while i < b.len() && b[i].is_ascii_digit() {
-                i += 1;
-            }
-            if ds == i {
-                return Err(bad());
-            }
-            let n: Millis = s[ds..i].parse().map_err(|_| bad())?;
-            let us = i;
-            while i < b.len() && b[i].is_ascii_alphabetic() {
-                i += 1;
-            }
-            let unit = &s[us..i];
-            let ui = UNITS.iter().position(|(u, _)| *u == unit).ok_or_else(bad)?;
-            if last_unit != usize::MAX && ui <= last_unit {
-                return Err(bad());
-            }
-            last_unit = ui;
-            total = n
-                .checked_mul(UNITS[ui].1)
-                .and_then(|x| total.checked_add(x))
-                .ok_or_else(bad)?;
-        }
-        Ok(PromDuration(total))
+        crate::timefmt::parse_duration(s)
+            .map(PromDuration)
+            .map_err(|_| bad())
     }
 
     pub fn millis(self) -> Millis {
