@@ -254,6 +254,20 @@ pub enum RulesCommand {
     /// Lint rule files: schema, PromQL subset, metric names unknown to the
     /// catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors.
     Check(RulesCheckArgs),
+    /// Run promtool-style unit tests of rule files: input series in expanding
+    /// notation per target, an evaluation time, the expected verdict. Exit 0
+    /// all pass, 1 a test failed, 2 a test file is invalid.
+    Test(RulesTestArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RulesTestArgs {
+    /// Unit-test files (format: rules/README.md, "Unit tests").
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Print what each passing test concluded, too.
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Args)]

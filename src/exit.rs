@@ -5,7 +5,7 @@
 pub enum ExitCode {
     /// 0: healthy (diagnose), or the command succeeded.
     Ok = 0,
-    /// 1: a failing axis was named.
+    /// 1: a failing axis was named (diagnose), or a rule unit test failed (rules test).
     AxisNamed = 1,
     /// 2: usage or configuration error (bad flags, bad rule file, bad expression).
     Usage = 2,

@@ -14,5 +14,6 @@ pub mod load;
 pub mod model;
 pub mod promql;
 pub mod tree;
+pub mod unittest;
 
 pub use load::{load_file, load_str, Child, Diagnostic, Level, RuleError, RuleSet, Signal, HEALTHY};

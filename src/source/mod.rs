@@ -10,6 +10,7 @@ pub mod dump;
 pub mod expfmt;
 pub mod live;
 pub mod manifest;
+pub mod notation;
 pub mod timename;
 
 use std::fmt;
