@@ -83,6 +83,7 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors')
+            [CompletionResult]::new('test', 'test', [CompletionResultType]::ParameterValue, 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -93,12 +94,25 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'cptriage;rules;test' {
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print what each passing test concluded, too')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Print what each passing test concluded, too')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'cptriage;rules;help' {
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors')
+            [CompletionResult]::new('test', 'test', [CompletionResultType]::ParameterValue, 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
         'cptriage;rules;help;check' {
+            break
+        }
+        'cptriage;rules;help;test' {
             break
         }
         'cptriage;rules;help;help' {
@@ -165,9 +179,13 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
         }
         'cptriage;help;rules' {
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors')
+            [CompletionResult]::new('test', 'test', [CompletionResultType]::ParameterValue, 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid')
             break
         }
         'cptriage;help;rules;check' {
+            break
+        }
+        'cptriage;help;rules;test' {
             break
         }
         'cptriage;help;query' {

@@ -61,17 +61,26 @@ _cptriage() {
             cptriage__subcmd__help__subcmd__rules,check)
                 cmd="cptriage__subcmd__help__subcmd__rules__subcmd__check"
                 ;;
+            cptriage__subcmd__help__subcmd__rules,test)
+                cmd="cptriage__subcmd__help__subcmd__rules__subcmd__test"
+                ;;
             cptriage__subcmd__rules,check)
                 cmd="cptriage__subcmd__rules__subcmd__check"
                 ;;
             cptriage__subcmd__rules,help)
                 cmd="cptriage__subcmd__rules__subcmd__help"
                 ;;
+            cptriage__subcmd__rules,test)
+                cmd="cptriage__subcmd__rules__subcmd__test"
+                ;;
             cptriage__subcmd__rules__subcmd__help,check)
                 cmd="cptriage__subcmd__rules__subcmd__help__subcmd__check"
                 ;;
             cptriage__subcmd__rules__subcmd__help,help)
                 cmd="cptriage__subcmd__rules__subcmd__help__subcmd__help"
+                ;;
+            cptriage__subcmd__rules__subcmd__help,test)
+                cmd="cptriage__subcmd__rules__subcmd__help__subcmd__test"
                 ;;
             *)
                 ;;
@@ -294,7 +303,7 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__help__subcmd__rules)
-            opts="check"
+            opts="check test"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -308,6 +317,20 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__help__subcmd__rules__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        cptriage__subcmd__help__subcmd__rules__subcmd__test)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -436,7 +459,7 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__rules)
-            opts="-h -V --help --version check help"
+            opts="-h -V --help --version check test help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -464,7 +487,7 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__rules__subcmd__help)
-            opts="check help"
+            opts="check test help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -494,6 +517,34 @@ _cptriage() {
         cptriage__subcmd__rules__subcmd__help__subcmd__help)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        cptriage__subcmd__rules__subcmd__help__subcmd__test)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        cptriage__subcmd__rules__subcmd__test)
+            opts="-v -h -V --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

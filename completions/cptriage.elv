@@ -77,6 +77,7 @@ set edit:completion:arg-completer[cptriage] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand check 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors'
+            cand test 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'cptriage;rules;check'= {
@@ -85,11 +86,22 @@ set edit:completion:arg-completer[cptriage] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'cptriage;rules;test'= {
+            cand -v 'Print what each passing test concluded, too'
+            cand --verbose 'Print what each passing test concluded, too'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'cptriage;rules;help'= {
             cand check 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors'
+            cand test 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'cptriage;rules;help;check'= {
+        }
+        &'cptriage;rules;help;test'= {
         }
         &'cptriage;rules;help;help'= {
         }
@@ -148,8 +160,11 @@ set edit:completion:arg-completer[cptriage] = {|@words|
         }
         &'cptriage;help;rules'= {
             cand check 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors'
+            cand test 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid'
         }
         &'cptriage;help;rules;check'= {
+        }
+        &'cptriage;help;rules;test'= {
         }
         &'cptriage;help;query'= {
         }

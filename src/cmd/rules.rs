@@ -55,6 +55,13 @@ fn run_tests(a: &RulesTestArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
                 } else {
                     writeln!(out, "  SUCCESS  {}", t.name)?;
                 }
+            } else if t.invalid {
+                invalid += 1;
+                writeln!(out, "  ERROR    {} (line {})", t.name, t.line)?;
+                for m in &t.failures {
+                    writeln!(err, "error: {}:{}: {m}", f.display(), t.line)?;
+                    writeln!(out, "           {m}")?;
+                }
             } else {
                 failed += 1;
                 writeln!(out, "  FAILED   {} (line {})", t.name, t.line)?;
@@ -68,7 +75,7 @@ fn run_tests(a: &RulesTestArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
         }
         writeln!(out)?;
     }
-    writeln!(out, "{passed} passed, {failed} failed")?;
+    writeln!(out, "{passed} passed, {failed} failed, {invalid} not run")?;
     if invalid > 0 {
         return Err(CliError::Usage(format!(
             "{invalid} test file(s) could not be run"

@@ -185,6 +185,9 @@ pub struct TestOutcome {
     pub line: usize,
     /// Empty when the test passed.
     pub failures: Vec<String>,
+    /// The test itself is malformed (bad values, unknown role, …): `failures`
+    /// holds the reason and nothing was evaluated.
+    pub invalid: bool,
     /// One line: what the engine concluded.
     pub got: String,
 }
@@ -264,12 +267,14 @@ pub fn run_file(path: &Path) -> Result<FileOutcome, UnitTestError> {
                 name,
                 line,
                 failures,
+                invalid: false,
                 got,
             },
             Err(m) => TestOutcome {
                 name,
                 line,
                 failures: vec![m],
+                invalid: true,
                 got: String::new(),
             },
         };
@@ -297,7 +302,7 @@ fn test_lines(text: &str) -> Vec<usize> {
             in_tests = t.starts_with("tests:");
             continue;
         }
-        if in_tests && t.starts_with("- ") || in_tests && t == "-" {
+        if in_tests && (t.starts_with("- ") || t == "-") {
             let i = *indent.get_or_insert(ind);
             if ind == i {
                 out.push(n + 1);

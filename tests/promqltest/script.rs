@@ -5,19 +5,14 @@
 use std::collections::BTreeMap;
 
 use cptriage::eval::{self, EvalError, EvalOptions, Value};
-use cptriage::store::{stale_nan, Labels, Millis, Series, Store};
-use promql_parser::label::MatchOp;
+use cptriage::source::notation;
+use cptriage::store::{Labels, Millis, Series, Store};
 use promql_parser::parser::Expr;
 
 /// Prometheus's test tolerance (`defaultEpsilon`).
 const EPSILON: f64 = 0.000001;
 
-/// One point of an expected or loaded series.
-#[derive(Clone, Copy, Debug)]
-pub enum Point {
-    Blank,
-    Value(f64),
-}
+pub use cptriage::source::notation::Point;
 
 /// Parses a Prometheus duration (`1m30s`, `10s53ms`, `0`), in milliseconds.
 pub fn parse_duration(s: &str) -> Result<Millis, String> {
@@ -63,120 +58,17 @@ pub fn parse_duration(s: &str) -> Result<Millis, String> {
 }
 
 fn parse_value(tok: &str) -> Result<f64, String> {
-    match tok {
-        "stale" => Ok(stale_nan()),
-        "Inf" | "+Inf" | "inf" | "+inf" => Ok(f64::INFINITY),
-        "-Inf" | "-inf" => Ok(f64::NEG_INFINITY),
-        "NaN" | "nan" => Ok(f64::NAN),
-        _ => tok.parse::<f64>().map_err(|_| format!("bad value `{tok}`")),
-    }
+    notation::parse_value(tok).map_err(|e| e.to_string())
 }
 
-/// Expands series values: `1 2 _ stale 0+10x3 5-1x2 1x3 _x2`.
+/// Expands series values (`1 2 _ stale 0+10x3`) with cptriage's reader.
 pub fn expand_values(s: &str) -> Result<Vec<Point>, String> {
-    let mut out = Vec::new();
-    for tok in s.split_whitespace() {
-        if tok == "_" {
-            out.push(Point::Blank);
-            continue;
-        }
-        if let Some(n) = tok.strip_prefix("_x") {
-            let n: usize = n.parse().map_err(|_| format!("bad repeat `{tok}`"))?;
-            out.extend(std::iter::repeat_n(Point::Blank, n));
-            continue;
-        }
-        // `a`, `axN`, `a+bxN`, `a-bxN`.
-        let (base, times) = match tok.rfind('x') {
-            Some(i) if tok[i + 1..].chars().all(|c| c.is_ascii_digit()) && i + 1 < tok.len() => (
-                &tok[..i],
-                Some(
-                    tok[i + 1..]
-                        .parse::<usize>()
-                        .map_err(|_| format!("bad repeat `{tok}`"))?,
-                ),
-            ),
-            _ => (tok, None),
-        };
-        let Some(times) = times else {
-            out.push(Point::Value(parse_value(tok)?));
-            continue;
-        };
-        // Split `a+b` / `a-b` at a sign that is not leading and not an exponent sign.
-        let bytes = base.as_bytes();
-        let mut split = None;
-        for i in 1..bytes.len() {
-            if (bytes[i] == b'+' || bytes[i] == b'-') && !matches!(bytes[i - 1], b'e' | b'E') {
-                split = Some(i);
-            }
-        }
-        let (a, b) = match split {
-            Some(i) => (parse_value(&base[..i])?, parse_value(&base[i..])?),
-            None => (parse_value(base)?, 0.0),
-        };
-        let mut v = a;
-        for _ in 0..=times {
-            out.push(Point::Value(v));
-            v += b;
-        }
-    }
-    Ok(out)
+    notation::expand_values(s).map_err(|e| e.to_string())
 }
 
 /// Splits `name{a="b"} values` into the label set and the values text.
 pub fn parse_series_line(line: &str) -> Result<(Labels, String), String> {
-    let line = line.trim();
-    let end = if let Some(open) = line
-        .find('{')
-        .filter(|&i| !line[..i].contains(char::is_whitespace))
-    {
-        let mut in_str = false;
-        let mut esc = false;
-        let mut close = None;
-        for (i, c) in line[open..].char_indices() {
-            if esc {
-                esc = false;
-                continue;
-            }
-            match c {
-                '\\' if in_str => esc = true,
-                '"' => in_str = !in_str,
-                '}' if !in_str => {
-                    close = Some(open + i + 1);
-                    break;
-                }
-                _ => {}
-            }
-        }
-        close.ok_or_else(|| format!("unclosed `{{` in `{line}`"))?
-    } else {
-        line.find(char::is_whitespace).unwrap_or(line.len())
-    };
-    let sel = &line[..end];
-    let rest = line[end..].to_string();
-    let labels = selector_labels(sel)?;
-    Ok((labels, rest))
-}
-
-fn selector_labels(sel: &str) -> Result<Labels, String> {
-    let compact: String = sel.chars().filter(|c| !c.is_whitespace()).collect();
-    if compact == "{}" {
-        return Ok(Labels::new());
-    }
-    let e = promql_parser::parser::parse(sel).map_err(|e| format!("bad series `{sel}`: {e}"))?;
-    let Expr::VectorSelector(vs) = e else {
-        return Err(format!("bad series `{sel}`"));
-    };
-    let mut pairs: Vec<(String, String)> = Vec::new();
-    if let Some(n) = vs.name {
-        pairs.push(("__name__".into(), n));
-    }
-    for m in vs.matchers.matchers {
-        if !matches!(m.op, MatchOp::Equal) {
-            return Err(format!("bad series `{sel}`: only `=` allowed"));
-        }
-        pairs.push((m.name, m.value));
-    }
-    Ok(Labels::from_pairs(pairs))
+    notation::parse_series_line(line).map_err(|e| e.to_string())
 }
 
 /// What an eval case expects.
