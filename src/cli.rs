@@ -178,6 +178,10 @@ pub struct DiagnoseArgs {
     /// `--etcd` members, `--controller`s) for `--duration`, then diagnose.
     #[arg(long, conflicts_with = "dump")]
     pub live: bool,
+    /// With `--live`: also write the rounds as a capture directory (as `record`
+    /// does), to diagnose the same rounds again later with `--dump DIR`.
+    #[arg(long, value_name = "DIR", requires = "live")]
+    pub save: Option<PathBuf>,
     #[command(flatten)]
     pub live_args: LiveArgs,
     /// Rule file (default: the shipped `rules/default.yaml`).

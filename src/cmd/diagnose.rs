@@ -65,32 +65,45 @@ pub fn run(a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
 }
 
 /// Scrapes the live targets for the configured rounds and loads the snapshots
-/// from memory, as `record` + `diagnose --dump` would.
+/// from memory, as `record` + `diagnose --dump` would. With `--save DIR` the
+/// rounds are also written as a capture directory (the families `record`
+/// keeps), so the same rounds can be diagnosed again later.
 fn live_dataset(
     a: &DiagnoseArgs,
     keep: &Keep,
     err: &mut dyn Write,
 ) -> Result<crate::source::Dataset, CliError> {
-    let (mut cfg, plan) = crate::cmd::record::prepare_live(&a.live_args, keep.clone(), err)?;
+    use crate::cmd::record::{self, Recorder};
+    let scrape_keep = match &a.save {
+        Some(_) => match (record::record_keep(false)?, keep) {
+            (Keep::Names(mut n), Keep::Names(r)) => {
+                n.extend(r.iter().cloned());
+                Keep::Names(n)
+            }
+            _ => Keep::All,
+        },
+        None => keep.clone(),
+    };
+    let (mut cfg, plan) = record::prepare_live(&a.live_args, scrape_keep, err)?;
     cfg.retain_snapshots = true;
+    if let Some(d) = &plan.discovery {
+        writeln!(err, "apiserver replicas {d}")?;
+    }
     for w in &plan.warnings {
         writeln!(err, "warning: {w}")?;
     }
-    let mut lines = Vec::new();
-    let res = crate::source::live::scrape_rounds(&cfg, &mut |ev| match ev {
-        crate::source::live::LiveEvent::Failed(f) => lines.push(format!(
-            "warning: {}: round {}: {}",
-            f.target,
-            f.round + 1,
-            f.error
-        )),
-        crate::source::live::LiveEvent::RoundStarted { round, rounds, .. } => {
-            lines.push(format!("round {}/{rounds}", round + 1))
+    let mut rec = a.save.as_deref().map(|d| Recorder::start(d, &cfg)).transpose()?;
+    let bar = record::progress_bar(&cfg);
+    let res = crate::source::live::scrape_rounds(&cfg, &mut |ev| {
+        if let Some(r) = rec.as_mut() {
+            r.on_event(&ev);
         }
-        _ => {}
+        record::progress(&bar, &ev, err);
     });
-    for l in lines {
-        writeln!(err, "{l}")?;
+    bar.finish_and_clear();
+    if let (Some(r), Some(dir)) = (rec, a.save.as_deref()) {
+        r.finish(&cfg, &res)?;
+        writeln!(err, "rounds saved to {}", dir.display())?;
     }
     if res.all_failed() {
         return Err(CliError::Data(

@@ -126,17 +126,24 @@ struct HealthFile<'a> {
     switches: Vec<&'a ReplicaSwitch>,
 }
 
-pub fn run(a: RecordArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let keep = match (a.all, families::default_keep()) {
-        (false, Keep::Names(mut names)) => {
-            // Also every metric the shipped rules read, so a recording always
-            // holds what `diagnose` needs.
+/// What `record` keeps by default: the triage families plus every metric the
+/// shipped rules read, so a recording always holds what `diagnose` needs;
+/// everything with `--all`.
+pub fn record_keep(all: bool) -> Result<Keep, CliError> {
+    if all {
+        return Ok(Keep::All);
+    }
+    Ok(match families::default_keep() {
+        Keep::Names(mut names) => {
             names.extend(crate::cmd::load_rules(None)?.referenced_metrics());
             Keep::Names(names)
         }
-        (_, k) if !a.all => k,
-        _ => Keep::All,
-    };
+        k => k,
+    })
+}
+
+pub fn run(a: RecordArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
+    let keep = record_keep(a.all)?;
     prepare_out(&a.out)?;
     let (cfg, plan) = prepare_live(&a.live, keep, err)?;
     if let Some(d) = &plan.discovery {
@@ -145,50 +152,9 @@ pub fn run(a: RecordArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<Ex
     for w in &plan.warnings {
         writeln!(err, "warning: {w}")?;
     }
-    let created = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let manifest_of =
-        |targets: Vec<manifest::ManifestTarget>, failures: Vec<manifest::ScrapeFailure>| Manifest {
-            format: manifest::FORMAT.into(),
-            tool: Some(format!("cptriage {}", env!("CARGO_PKG_VERSION"))),
-            created: Some(created.clone()),
-            interval: Some(timefmt::format_duration(cfg.interval.as_millis() as i64)),
-            targets,
-            failures,
-        };
-    // A first manifest (targets and roles, no versions yet), so that a recording
-    // interrupted half-way is still a readable capture.
-    let provisional = cfg
-        .targets
-        .iter()
-        .map(|t| manifest::ManifestTarget {
-            name: t.name.clone(),
-            role: t.role,
-            url: Some(t.display_url.clone()),
-            version: None,
-        })
-        .collect();
-    write_manifest(&a.out, &manifest_of(provisional, Vec::new()))?;
-    let res = record_rounds(&cfg, &a.out, err)?;
-    let manifest = manifest_of(res.targets.clone(), res.failures.clone());
-    let health_dir = a.out.join("health");
-    fs::create_dir_all(&health_dir)?;
-    for t in &cfg.targets {
-        let hf = HealthFile {
-            target: &t.name,
-            url: &t.display_url,
-            tls_verified: t.tls_verified(),
-            checks: res.health.iter().filter(|h| h.target == t.name).collect(),
-            failures: res
-                .failure_details
-                .iter()
-                .filter(|f| f.target == t.name)
-                .collect(),
-            switches: res.switches.iter().filter(|s| s.target == t.name).collect(),
-        };
-        let text = serde_json::to_string_pretty(&hf).map_err(|e| CliError::Data(e.to_string()))?;
-        fs::write(health_dir.join(format!("{}.json", t.name)), text + "\n")?;
-    }
-    write_manifest(&a.out, &manifest)?;
+    let mut rec = Recorder::start(&a.out, &cfg)?;
+    let res = record_rounds(&cfg, &mut rec, err)?;
+    rec.finish(&cfg, &res)?;
     summary(&cfg, &res, &a.out, out)?;
     if res.all_failed() {
         return Err(CliError::Data(format!(
@@ -197,6 +163,100 @@ pub fn run(a: RecordArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<Ex
         )));
     }
     Ok(ExitCode::Ok)
+}
+
+/// Writes live rounds as a capture directory while they happen: a provisional
+/// manifest first (so an interrupted recording is still readable), each
+/// snapshot as it arrives (memory stays bounded), then the health files and
+/// the final manifest. Used by `record` and `diagnose --live --save`.
+pub struct Recorder {
+    dir: PathBuf,
+    created: String,
+    write_error: Option<(PathBuf, std::io::Error)>,
+}
+
+impl Recorder {
+    /// Creates the directory (refusing a non-empty one) and the provisional manifest.
+    pub fn start(dir: &Path, cfg: &LiveConfig) -> Result<Recorder, CliError> {
+        prepare_out(dir)?;
+        let rec = Recorder {
+            dir: dir.to_path_buf(),
+            created: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            write_error: None,
+        };
+        let provisional = cfg
+            .targets
+            .iter()
+            .map(|t| manifest::ManifestTarget {
+                name: t.name.clone(),
+                role: t.role,
+                url: Some(t.display_url.clone()),
+                version: None,
+            })
+            .collect();
+        write_manifest(dir, &rec.manifest(cfg, provisional, Vec::new()))?;
+        for t in &cfg.targets {
+            fs::create_dir_all(dir.join(&t.name))?;
+        }
+        Ok(rec)
+    }
+
+    fn manifest(
+        &self,
+        cfg: &LiveConfig,
+        targets: Vec<manifest::ManifestTarget>,
+        failures: Vec<manifest::ScrapeFailure>,
+    ) -> Manifest {
+        Manifest {
+            format: manifest::FORMAT.into(),
+            tool: Some(format!("cptriage {}", env!("CARGO_PKG_VERSION"))),
+            created: Some(self.created.clone()),
+            interval: Some(timefmt::format_duration(cfg.interval.as_millis() as i64)),
+            targets,
+            failures,
+        }
+    }
+
+    /// Writes a snapshot event; the first write error stops writing and is
+    /// reported by [`Recorder::finish`].
+    pub fn on_event(&mut self, ev: &LiveEvent) {
+        if let LiveEvent::Snapshot(s) = ev {
+            let tdir = self.dir.join(&s.target);
+            let p = tdir.join(format!("{}.prom.gz", s.time));
+            if self.write_error.is_none() {
+                if let Err(e) = fs::create_dir_all(&tdir).and_then(|_| write_gz(&p, &s.bytes)) {
+                    self.write_error = Some((p, e));
+                }
+            }
+        }
+    }
+
+    /// Writes the health files and the final manifest.
+    pub fn finish(self, cfg: &LiveConfig, res: &LiveResult) -> Result<(), CliError> {
+        if let Some((p, e)) = self.write_error {
+            return Err(CliError::Data(format!("`{}`: cannot write: {e}", p.display())));
+        }
+        let health_dir = self.dir.join("health");
+        fs::create_dir_all(&health_dir)?;
+        for t in &cfg.targets {
+            let hf = HealthFile {
+                target: &t.name,
+                url: &t.display_url,
+                tls_verified: t.tls_verified(),
+                checks: res.health.iter().filter(|h| h.target == t.name).collect(),
+                failures: res
+                    .failure_details
+                    .iter()
+                    .filter(|f| f.target == t.name)
+                    .collect(),
+                switches: res.switches.iter().filter(|s| s.target == t.name).collect(),
+            };
+            let text = serde_json::to_string_pretty(&hf).map_err(|e| CliError::Data(e.to_string()))?;
+            fs::write(health_dir.join(format!("{}.json", t.name)), text + "\n")?;
+        }
+        let m = self.manifest(cfg, res.targets.clone(), res.failures.clone());
+        write_manifest(&self.dir, &m)
+    }
 }
 
 /// Writes `manifest.yaml` atomically (a temporary file renamed over it).
@@ -208,11 +268,51 @@ fn write_manifest(dir: &Path, m: &Manifest) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Runs the rounds, writing each snapshot as it arrives (memory stays bounded).
-fn record_rounds(cfg: &LiveConfig, dir: &Path, err: &mut dyn Write) -> Result<LiveResult, CliError> {
-    for t in &cfg.targets {
-        fs::create_dir_all(dir.join(&t.name))?;
+/// Runs the rounds, writing each snapshot as it arrives, with a progress bar.
+fn record_rounds(cfg: &LiveConfig, rec: &mut Recorder, err: &mut dyn Write) -> Result<LiveResult, CliError> {
+    let bar = progress_bar(cfg);
+    let res = live::scrape_rounds(cfg, &mut |ev| {
+        rec.on_event(&ev);
+        progress(&bar, &ev, err);
+    });
+    bar.finish_and_clear();
+    Ok(res)
+}
+
+/// Shows one live event: the round on the progress bar, failures and process
+/// switches as warnings above it.
+pub fn progress(bar: &indicatif::ProgressBar, ev: &LiveEvent, err: &mut dyn Write) {
+    let mut warn = |l: String| {
+        bar.suspend(|| {
+            let _ = writeln!(err, "{l}");
+        })
+    };
+    match ev {
+        LiveEvent::RoundStarted { round, rounds, .. } => bar.set_message(format!("{}/{rounds}", round + 1)),
+        LiveEvent::Snapshot(_) => bar.inc(1),
+        LiveEvent::Failed(f) => {
+            bar.inc(1);
+            warn(format!(
+                "warning: {}: round {}: {}",
+                f.target,
+                f.round + 1,
+                f.error
+            ));
+        }
+        LiveEvent::Switch(s) => warn(format!(
+            "warning: {}: a different process answered at round {} ({} → {}); rates across it are not valid",
+            s.target,
+            s.round + 1,
+            s.before,
+            s.after
+        )),
+        LiveEvent::RoundDone(_) => {}
     }
+}
+
+/// A progress bar over every scrape of the rounds, on stderr (hidden when
+/// stderr is not a terminal).
+pub fn progress_bar(cfg: &LiveConfig) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::with_draw_target(
         Some((cfg.rounds * cfg.targets.len()) as u64),
         indicatif::ProgressDrawTarget::stderr(),
@@ -222,48 +322,7 @@ fn record_rounds(cfg: &LiveConfig, dir: &Path, err: &mut dyn Write) -> Result<Li
     {
         bar.set_style(style);
     }
-    let mut write_error: Option<(PathBuf, std::io::Error)> = None;
-    // Warnings are printed as they happen, above the progress bar.
-    let mut warn = |bar: &indicatif::ProgressBar, l: String| {
-        bar.suspend(|| {
-            let _ = writeln!(err, "{l}");
-        })
-    };
-    let res = live::scrape_rounds(cfg, &mut |ev| {
-        match ev {
-        LiveEvent::RoundStarted { round, rounds, .. } => bar.set_message(format!("{}/{rounds}", round + 1)),
-        LiveEvent::Snapshot(s) => {
-            bar.inc(1);
-            let tdir = dir.join(&s.target);
-            let p = tdir.join(format!("{}.prom.gz", s.time));
-            if write_error.is_none() {
-                if let Err(e) = fs::create_dir_all(&tdir).and_then(|_| write_gz(&p, &s.bytes)) {
-                    write_error = Some((p, e));
-                }
-            }
-        }
-        LiveEvent::Failed(f) => {
-            bar.inc(1);
-            warn(&bar, format!("warning: {}: round {}: {}", f.target, f.round + 1, f.error));
-        }
-        LiveEvent::Switch(s) => warn(
-            &bar,
-            format!(
-                "warning: {}: a different process answered at round {} ({} → {}); rates across it are not valid",
-                s.target,
-                s.round + 1,
-                s.before,
-                s.after
-            ),
-        ),
-        LiveEvent::RoundDone(_) => {}
-    }
-    });
-    bar.finish_and_clear();
-    if let Some((p, e)) = write_error {
-        return Err(CliError::Data(format!("`{}`: cannot write: {e}", p.display())));
-    }
-    Ok(res)
+    bar
 }
 
 fn summary(cfg: &LiveConfig, res: &LiveResult, dir: &Path, out: &mut dyn Write) -> Result<(), CliError> {
