@@ -790,3 +790,87 @@ fn unreachable_replicas_fall_back_to_the_load_balancer() {
     );
     assert!(m.failures.is_empty());
 }
+
+#[test]
+fn proxy_environment_is_honoured_like_kubectl() {
+    let f = {
+        let tmp = Fixture::new(None);
+        let named = tmp.ca.server(&["apiserver.cluster.test", "localhost"]);
+        rebuild(tmp, named)
+    };
+    let proxy = support::server::ConnectProxy::start();
+    let user = format!("    token: {CANARY_TOKEN}\n");
+    let text_of = |server: &str| {
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: test\nclusters:\n- name: c\n  cluster:\n    server: {server}\n{}contexts:\n- name: test\n  context: {{cluster: c, user: u}}\nusers:\n- name: u\n  user:\n{user}",
+            f.ca_data()
+        )
+    };
+    let named = write(
+        f.dir.path(),
+        "kc-named",
+        &text_of(&format!("https://apiserver.cluster.test:{}", f.lb.port())),
+    );
+    let proxy_url = format!("http://127.0.0.1:{}", proxy.addr.port());
+    let record = |kc: &Path, env: &[(&str, &str)]| {
+        let cap = f
+            .dir
+            .path()
+            .join(format!("cap{}", NEXT.fetch_add(1, Ordering::Relaxed)));
+        let out = support::cptriage(
+            &[
+                "record",
+                "--out",
+                cap.to_str().unwrap(),
+                "--kubeconfig",
+                kc.to_str().unwrap(),
+                "--no-discovery",
+                "--interval",
+                "300ms",
+                "--duration",
+                "600ms",
+                "--timeout",
+                "3s",
+            ],
+            env,
+        );
+        (cap, out)
+    };
+
+    // HTTPS_PROXY carries the requests for a name only the proxy can reach.
+    let (cap, out) = record(&named, &[("HTTPS_PROXY", &proxy_url)]);
+    assert_ok(&out);
+    assert!(
+        text(&out.stderr).contains("through the proxy in HTTPS_PROXY"),
+        "{}",
+        text(&out.stderr)
+    );
+    let seen = proxy.targets.lock().unwrap().clone();
+    assert!(
+        !seen.is_empty()
+            && seen
+                .iter()
+                .all(|t| *t == format!("apiserver.cluster.test:{}", f.lb.port())),
+        "{seen:?}"
+    );
+    assert!(manifest_of(&cap).failures.is_empty());
+
+    // NO_PROXY exempts the cluster's domain: the name is then looked up
+    // directly, which fails — proving the proxy was not used.
+    let before = proxy.targets.lock().unwrap().len();
+    let (_, out) = record(
+        &named,
+        &[("HTTPS_PROXY", &proxy_url), ("NO_PROXY", ".cluster.test")],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert_eq!(proxy.targets.lock().unwrap().len(), before);
+
+    // localhost never goes through a proxy, even a dead one.
+    let local = f.kubeconfig("kc-local", &f.ca_data(), &user);
+    let dead = format!("http://127.0.0.1:{}", support::free_port());
+    let (cap, out) = record(&local, &[("HTTPS_PROXY", &dead), ("https_proxy", &dead)]);
+    assert_ok(&out);
+    assert!(!text(&out.stderr).contains("through the proxy"));
+    assert!(manifest_of(&cap).failures.is_empty());
+    assert_eq!(proxy.targets.lock().unwrap().len(), before);
+}

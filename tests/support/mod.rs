@@ -26,6 +26,12 @@ pub fn cptriage(args: &[&str], env: &[(&str, &str)]) -> Output {
         .env_remove("KUBECONFIG")
         .env_remove("KUBERNETES_SERVICE_HOST")
         .env_remove("KUBERNETES_SERVICE_PORT")
+        .env_remove("HTTPS_PROXY")
+        .env_remove("https_proxy")
+        .env_remove("HTTP_PROXY")
+        .env_remove("http_proxy")
+        .env_remove("NO_PROXY")
+        .env_remove("no_proxy")
         .env("HOME", "/nonexistent-home-for-cptriage-tests");
     for (k, v) in env {
         c.env(k, v);

@@ -93,6 +93,8 @@ pub struct KubeconfigOptions {
     pub home: Option<PathBuf>,
     /// In-cluster fallback: service account directory and `KUBERNETES_SERVICE_HOST`/`PORT`.
     pub in_cluster: Option<InCluster>,
+    /// `HTTPS_PROXY`/`NO_PROXY`…, used when the cluster has no `proxy-url`.
+    pub proxy_env: super::proxy::ProxyEnv,
 }
 
 impl KubeconfigOptions {
@@ -113,6 +115,7 @@ impl KubeconfigOptions {
                 }),
                 _ => None,
             },
+            proxy_env: super::proxy::ProxyEnv::from_process(),
         }
     }
 }
@@ -351,14 +354,22 @@ pub fn available(o: &KubeconfigOptions) -> bool {
 }
 
 /// Resolves the apiserver access (runs an exec credential plugin when the user has one).
+/// Without a `proxy-url`, the proxy environment applies as it does for kubectl.
 pub fn resolve(o: &KubeconfigOptions) -> Result<ApiAccess, KubeconfigError> {
-    match kubeconfig_files(o)? {
-        Some(files) => from_files(&files, o.context.as_deref()),
+    let mut acc = match kubeconfig_files(o)? {
+        Some(files) => from_files(&files, o.context.as_deref())?,
         None => match &o.in_cluster {
-            Some(ic) => in_cluster(ic),
-            None => Err(KubeconfigError::NotFound),
+            Some(ic) => in_cluster(ic)?,
+            None => return Err(KubeconfigError::NotFound),
         },
+    };
+    if acc.proxy_url.is_none() {
+        if let Some((proxy, var)) = o.proxy_env.proxy_for(&acc.server) {
+            acc.proxy_url = Some(proxy);
+            acc.origin.push_str(&format!(", through the proxy in {var}"));
+        }
     }
+    Ok(acc)
 }
 
 fn resolve_path(dir: &Path, p: &str) -> PathBuf {

@@ -18,6 +18,7 @@ pub mod discover;
 pub mod families;
 pub mod filter;
 pub mod kubeconfig;
+pub mod proxy;
 mod scrape;
 
 use std::net::SocketAddr;
