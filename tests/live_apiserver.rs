@@ -874,3 +874,127 @@ fn proxy_environment_is_honoured_like_kubectl() {
     assert!(manifest_of(&cap).failures.is_empty());
     assert_eq!(proxy.targets.lock().unwrap().len(), before);
 }
+
+/// An apiserver that accepts tokens `rot-N` and records them; when
+/// `revoke_first_after` is set, `rot-1` is refused (401) after that many
+/// `/metrics` requests.
+fn rotating_apiserver(
+    ca: &Ca,
+    revoke_first_after: Option<usize>,
+) -> (Server, Arc<std::sync::Mutex<Vec<String>>>) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    let body = Arc::new(support::realdata(CAPTURE));
+    let metrics = Arc::new(AtomicUsize::new(0));
+    let server = Server::start(
+        Some(Tls {
+            server: ca.server(&["localhost", "127.0.0.1"]),
+            client_ca_pem: None,
+        }),
+        move |r| {
+            let tok = r
+                .authorization
+                .as_deref()
+                .and_then(|a| a.strip_prefix("Bearer "))
+                .unwrap_or("")
+                .to_string();
+            if !tok.starts_with("rot-") {
+                return Response::status(401, r#"{"kind":"Status","message":"Unauthorized"}"#);
+            }
+            if r.path == "/metrics" {
+                seen2.lock().unwrap().push(tok.clone());
+                let n = metrics.fetch_add(1, Ordering::SeqCst);
+                if revoke_first_after.is_some_and(|k| n >= k) && tok == "rot-1" {
+                    return Response::status(401, r#"{"kind":"Status","message":"Unauthorized"}"#);
+                }
+                return Response::ok(body.to_vec());
+            }
+            Response::ok("ok\n")
+        },
+    );
+    (server, seen)
+}
+
+/// An exec plugin that hands out `rot-1`, `rot-2`, … (counting its runs in a
+/// file), each expiring `expires_in` seconds later when given.
+fn rotating_plugin(dir: &Path, expires_in: Option<u64>) -> PathBuf {
+    let count = dir.join("runs");
+    let expiry = match expires_in {
+        Some(s) => format!(
+            ",\"expirationTimestamp\":\"%s\"}}}}' \"$n\" \"$(date -u -d \"@$(( $(date +%s) + {s} ))\" +%Y-%m-%dT%H:%M:%SZ)\"\n"
+        ),
+        None => "}}' \"$n\"\n".to_string(),
+    };
+    let script = format!(
+        "#!/bin/sh\nn=$(cat '{c}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{c}'\nprintf '{{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{{\"token\":\"rot-%s\"{expiry}",
+        c = count.display()
+    );
+    let p = write(dir, "rotating-plugin", &script);
+    let mut perm = std::fs::metadata(&p).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&p, perm).unwrap();
+    p
+}
+
+#[test]
+fn exec_plugin_tokens_are_renewed_on_expiry_and_after_a_401() {
+    let ca = Ca::new("rotation ca");
+    for (expires_in, revoke) in [(Some(6u64), None), (None, Some(1usize))] {
+        let dir = tempfile::tempdir().unwrap();
+        let (server, seen) = rotating_apiserver(&ca, revoke);
+        let plugin = rotating_plugin(dir.path(), expires_in);
+        let kc = write(
+            dir.path(),
+            "kc",
+            &format!(
+                "apiVersion: v1\nkind: Config\ncurrent-context: t\nclusters:\n- name: c\n  cluster:\n    server: https://localhost:{}\n    certificate-authority-data: {}\ncontexts:\n- name: t\n  context: {{cluster: c, user: u}}\nusers:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: {}\n      interactiveMode: Never\n",
+                server.port(),
+                b64(&ca.pem()),
+                plugin.display()
+            ),
+        );
+        let cap = dir.path().join("cap");
+        let out = support::cptriage(
+            &[
+                "record",
+                "--out",
+                cap.to_str().unwrap(),
+                "--kubeconfig",
+                kc.to_str().unwrap(),
+                "--no-discovery",
+                "--interval",
+                "300ms",
+                "--duration",
+                "3s",
+            ],
+            &[],
+        );
+        assert_ok(&out);
+        let m = manifest_of(&cap);
+        assert!(m.failures.is_empty(), "{:?}", m.failures);
+        let seen = seen.lock().unwrap().clone();
+        let distinct: std::collections::BTreeSet<&String> = seen.iter().collect();
+        let runs: usize = std::fs::read_to_string(dir.path().join("runs"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        match revoke {
+            // Expiring 6 s after issue and renewed 5 s before: a new token
+            // about every second of the 3 s recording.
+            None => {
+                assert!(runs >= 3, "plugin runs {runs}, tokens {seen:?}");
+                assert!(distinct.len() >= 3, "{seen:?}");
+            }
+            // No expiry: one renewal, caused by the 401, then rot-2 throughout.
+            Some(_) => {
+                assert_eq!(runs, 2, "{seen:?}");
+                assert_eq!(seen.first().map(String::as_str), Some("rot-1"));
+                assert!(seen[2..].iter().all(|t| t == "rot-2"), "{seen:?}");
+            }
+        }
+        for t in distinct {
+            support::assert_absent_everywhere(t, &[&out.stdout, &out.stderr], &cap);
+        }
+    }
+}

@@ -60,6 +60,32 @@ pub struct Credentials {
     pub client_cert_pem: Option<Vec<u8>>,
     /// Client private key (PEM).
     pub client_key_pem: Option<Secret>,
+    /// When the token expires (an exec plugin's `expirationTimestamp`).
+    pub token_expiry: Option<std::time::SystemTime>,
+    /// How to renew the token (exec plugin, token file).
+    pub refresh: Option<super::token::TokenRefresh>,
+}
+
+impl Credentials {
+    /// The token as a source the live targets share (renewed as it expires).
+    pub fn token_source(&self) -> Option<super::token::TokenSource> {
+        self.token
+            .clone()
+            .map(|t| super::token::TokenSource::new(t, self.token_expiry, self.refresh.clone()))
+    }
+}
+
+/// Reads a token file (trimmed).
+fn read_token_file(path: &Path) -> Result<Secret, String> {
+    let t = std::fs::read(path).map_err(|e| format!("`{}`: {e}", path.display()))?;
+    Ok(Secret::new(String::from_utf8_lossy(&t).trim().as_bytes()))
+}
+
+/// A refresh that reads `path` again every minute (and after a 401).
+fn file_refresh(path: PathBuf) -> super::token::TokenRefresh {
+    super::token::TokenRefresh::new("token file", Some(super::token::FILE_PERIOD), move || {
+        read_token_file(&path).map(|t| (t, None))
+    })
 }
 
 /// Everything needed to talk to one cluster's apiserver.
@@ -481,8 +507,10 @@ fn user_credentials(
     if let Some(t) = u.token.as_deref().filter(|t| !t.is_empty()) {
         c.token = Some(Secret::new(t.trim().as_bytes()));
     } else if let Some(f) = u.token_file.as_deref().filter(|t| !t.is_empty()) {
-        let t = read_file("tokenFile", resolve_path(dir, f))?;
+        let path = resolve_path(dir, f);
+        let t = read_file("tokenFile", path.clone())?;
         c.token = Some(Secret::new(String::from_utf8_lossy(&t).trim().as_bytes()));
+        c.refresh = Some(file_refresh(path));
     }
     c.client_cert_pem = match (&u.client_certificate_data, &u.client_certificate) {
         (Some(d), _) if !d.is_empty() => Some(b64("client-certificate-data", d)?),
@@ -513,6 +541,16 @@ fn user_credentials(
         let got = run_exec(e, dir, server, cluster)?;
         if got.token.is_some() {
             c.token = got.token;
+            c.token_expiry = got.token_expiry;
+            let (e, dir, server, cluster) =
+                (e.clone(), dir.to_path_buf(), server.to_string(), cluster.clone());
+            c.refresh = Some(super::token::TokenRefresh::new("exec plugin", None, move || {
+                let got = run_exec(&e, &dir, &server, &cluster).map_err(|x| x.to_string())?;
+                match got.token {
+                    Some(t) => Ok((t, got.token_expiry)),
+                    None => Err("the plugin returned no token".into()),
+                }
+            }));
         }
         if got.client_cert_pem.is_some() {
             c.client_cert_pem = got.client_cert_pem;
@@ -545,6 +583,7 @@ struct ExecCredential {
 #[serde(rename_all = "camelCase")]
 struct ExecStatus {
     token: Option<String>,
+    expiration_timestamp: Option<String>,
     client_certificate_data: Option<String>,
     client_key_data: Option<String>,
 }
@@ -667,6 +706,12 @@ fn run_exec(
     if let Some(t) = st.token.filter(|t| !t.is_empty()) {
         c.token = Some(Secret::new(t.into_bytes()));
     }
+    if let Some(ts) = st.expiration_timestamp.filter(|t| !t.is_empty()) {
+        let t = chrono::DateTime::parse_from_rfc3339(&ts)
+            .map_err(|_| err(format!("`expirationTimestamp` `{ts}` is not an RFC 3339 time")))?;
+        let secs = t.timestamp().max(0) as u64;
+        c.token_expiry = Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs));
+    }
     match (st.client_certificate_data, st.client_key_data) {
         (Some(cert), Some(key)) if !cert.is_empty() && !key.is_empty() => {
             c.client_cert_pem = Some(cert.into_bytes());
@@ -708,6 +753,8 @@ pub fn in_cluster(ic: &InCluster) -> Result<ApiAccess, KubeconfigError> {
         insecure: false,
         credentials: Credentials {
             token: Some(Secret::new(String::from_utf8_lossy(&token).trim().as_bytes())),
+            // The kubelet rotates the projected token: read it again as client-go does.
+            refresh: Some(file_refresh(ic.dir.join("token"))),
             ..Default::default()
         },
         proxy_url: None,

@@ -20,6 +20,7 @@ pub mod filter;
 pub mod kubeconfig;
 pub mod proxy;
 mod scrape;
+pub mod token;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -60,7 +61,8 @@ pub struct TargetSpec {
     /// Health endpoints (full URLs), checked every round.
     pub health_urls: Vec<String>,
     pub client: ClientSpec,
-    pub token: Option<Secret>,
+    /// The bearer token (shared by the targets of one identity, renewed as it expires).
+    pub token: Option<token::TokenSource>,
     /// A load-balanced address: each process that answers becomes its own
     /// target (`NAME`, `NAME.p2`, …) so that no rate spans two processes.
     pub split_by_process: bool,
@@ -358,12 +360,14 @@ fn assign_names(specs: &mut [TargetSpec], alt: &[String]) -> Result<(), LiveErro
 /// Builds the target list: apiserver replicas (discovered, else the kubeconfig's
 /// address with a warning), etcd members and controllers.
 pub fn plan_targets(o: &TargetOptions) -> Result<Plan, LiveError> {
+    // One token source for every target of the kubeconfig's identity.
+    let api_token = o.apiserver.as_ref().and_then(|a| a.credentials.token_source());
     let mut plan = Plan::default();
     let mut specs: Vec<TargetSpec> = Vec::new();
     // Per target: the name used when its default name is shared (empty: user-chosen).
     let mut alt: Vec<String> = Vec::new();
     if let Some(api) = &o.apiserver {
-        apiserver_targets(api, o, &mut plan, &mut specs, &mut alt)?;
+        apiserver_targets(api, &api_token, o, &mut plan, &mut specs, &mut alt)?;
     }
     let etcd_client = {
         let ca = o
@@ -446,7 +450,7 @@ pub fn plan_targets(o: &TargetOptions) -> Result<Plan, LiveError> {
                     resolve: None,
                     proxy_url: None,
                 },
-                a.credentials.token.clone(),
+                api_token.clone(),
             ),
             None => (ClientSpec::default(), None),
         };
@@ -501,6 +505,7 @@ fn api_client_spec(api: &ApiAccess, resolve: Option<(String, Vec<SocketAddr>)>) 
 
 fn apiserver_targets(
     api: &ApiAccess,
+    api_token: &Option<token::TokenSource>,
     o: &TargetOptions,
     plan: &mut Plan,
     specs: &mut Vec<TargetSpec>,
@@ -551,7 +556,7 @@ fn apiserver_targets(
             metrics_url: with_path(&lb_req, "/metrics"),
             health_urls: health.iter().map(|h| with_path(&lb_req, h)).collect(),
             client: api_client_spec(api, lb_resolve.clone()),
-            token: api.credentials.token.clone(),
+            token: api_token.clone(),
             split_by_process: true,
         }
     };
@@ -636,7 +641,7 @@ fn apiserver_targets(
             display_url: with_path(&direct_url, "/metrics"),
             health_urls: health.iter().map(|h| with_path(&req_base, h)).collect(),
             client: api_client_spec(api, resolve),
-            token: api.credentials.token.clone(),
+            token: api_token.clone(),
             split_by_process: false,
         });
         found_alt.push(format!("apiserver-{}-{}", sanitize(&ip), r.addr.port()));
@@ -758,7 +763,10 @@ mod tests {
         assert_eq!(api.client.proxy_url.as_deref(), Some("http://127.0.0.1:3128"));
         let c = &p.targets[1];
         assert_eq!(c.role, Role::Controller);
-        assert_eq!(c.token.as_ref().map(|t| t.expose()), Some(&b"t0k3n"[..]));
+        assert_eq!(
+            c.token.as_ref().map(|t| t.current().expose().to_vec()),
+            Some(b"t0k3n".to_vec())
+        );
         assert_eq!(c.health_urls, ["https://10.0.0.9:10257/healthz"]);
         assert!(p.warnings.is_empty(), "{:?}", p.warnings);
         assert!(!format!("{p:?}").contains("t0k3n"));

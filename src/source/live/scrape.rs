@@ -12,6 +12,7 @@ use reqwest::blocking::Client;
 use super::client::{self, FailureKind, FetchError, MAX_BODY, MAX_HEALTH_BODY};
 use super::discover;
 use super::filter;
+use super::kubeconfig::Secret;
 use super::{
     ApiAccess, HealthResult, LiveConfig, LiveEvent, LiveResult, ReplicaSwitch, RoundStat, TargetFailure,
     TargetSpec,
@@ -91,7 +92,8 @@ pub(super) fn none_reachable(specs: &[TargetSpec], timeout: Duration) -> Option<
                         message,
                     })?;
                     let url = t.health_urls.last().unwrap_or(&t.metrics_url);
-                    client::get(&c, url, t.token.as_ref(), "text/plain", timeout, MAX_HEALTH_BODY).map(|_| ())
+                    let token = t.token.as_ref().map(|s| s.current());
+                    client::get(&c, url, token.as_ref(), "text/plain", timeout, MAX_HEALTH_BODY).map(|_| ())
                 })
             })
             .collect();
@@ -171,14 +173,18 @@ enum JobResult {
 }
 
 fn scrape_metrics(t: &TargetSpec, c: &Client, cfg: &LiveConfig) -> Result<(Vec<u8>, Identity), FetchError> {
-    let f = client::get(
-        c,
-        &t.metrics_url,
-        t.token.as_ref(),
-        METRICS_ACCEPT,
-        cfg.timeout,
-        MAX_BODY,
-    )?;
+    let token = t.token.as_ref().map(|s| s.current());
+    let get =
+        |token: Option<&Secret>| client::get(c, &t.metrics_url, token, METRICS_ACCEPT, cfg.timeout, MAX_BODY);
+    let mut f = get(token.as_ref())?;
+    // A 401 with a renewable token (expired or revoked): renew once and retry, as kubectl does.
+    if f.status == 401 {
+        if let (Some(src), Some(used)) = (&t.token, &token) {
+            if let Some(fresh) = src.after_unauthorized(used) {
+                f = get(Some(&fresh))?;
+            }
+        }
+    }
     if !(200..300).contains(&f.status) {
         let path = reqwest::Url::parse(&t.metrics_url)
             .map(|u| u.path().to_string())
@@ -200,10 +206,11 @@ fn check_health(t: &TargetSpec, c: &Client, url: &str, round: usize, cfg: &LiveC
             None => u.path().to_string(),
         })
         .unwrap_or_else(|_| url.to_string());
+    let token = t.token.as_ref().map(|s| s.current());
     let r = client::get(
         c,
         url,
-        t.token.as_ref(),
+        token.as_ref(),
         "text/plain,application/json",
         cfg.timeout,
         MAX_HEALTH_BODY,
