@@ -327,13 +327,12 @@ fn check_spec(name: &str) -> usize {
         serde_yaml::from_str(&std::fs::read_to_string(out.join("manifest.yaml")).expect("manifest"))
             .expect("manifest parses");
     assert_eq!(m.format, "cptriage/capture/v1");
-    assert_eq!(m.tool, format!("cptriage {}", env!("CARGO_PKG_VERSION")));
-    assert_eq!(
-        PromDuration::parse(&m.interval).expect("interval").0,
-        f.interval_ms
-    );
-    let created = chrono::DateTime::parse_from_rfc3339(&m.created).expect("created is RFC 3339");
-    assert!(m.created.ends_with('Z'), "created is UTC: {}", m.created);
+    assert_eq!(m.tool, Some(format!("cptriage {}", env!("CARGO_PKG_VERSION"))));
+    let interval = m.interval.clone().expect("interval");
+    assert_eq!(PromDuration::parse(&interval).expect("interval").0, f.interval_ms);
+    let created_text = m.created.clone().expect("created");
+    let created = chrono::DateTime::parse_from_rfc3339(&created_text).expect("created is RFC 3339");
+    assert!(created_text.ends_with('Z'), "created is UTC: {created_text}");
     assert_eq!(created.timestamp_millis(), f.start_ms + f.duration_ms);
     let names: Vec<(&str, &str)> = m
         .targets

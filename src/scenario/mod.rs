@@ -26,8 +26,6 @@ use std::fmt;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 pub use duration::PromDuration;
 pub use gen::{GenOptions, Scenario, SnapshotRef};
 pub use spec::{parse_spec, Expect, Spec, Validated};
@@ -35,7 +33,7 @@ pub use spec::{parse_spec, Expect, Spec, Validated};
 use crate::store::Millis;
 
 /// The `format` value of a capture manifest.
-pub const CAPTURE_FORMAT: &str = "cptriage/capture/v1";
+pub const CAPTURE_FORMAT: &str = crate::source::manifest::FORMAT;
 
 /// A place in a spec or base file: `file[:line[:column]]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,28 +76,9 @@ pub enum ScenarioError {
     Output { path: String, message: String },
 }
 
-/// `manifest.yaml` of a capture directory.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Manifest {
-    pub format: String,
-    pub tool: String,
-    /// RFC 3339 UTC.
-    pub created: String,
-    /// Prometheus duration.
-    pub interval: String,
-    pub targets: Vec<ManifestTarget>,
-}
-
-/// One target of a capture manifest.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ManifestTarget {
-    pub name: String,
-    pub role: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-}
+/// The capture manifest the generator writes (the one `record` writes and
+/// `--dump` reads).
+pub use crate::source::manifest::{Manifest, ManifestTarget};
 
 /// What one generation wrote.
 #[derive(Clone, Debug, Default)]
@@ -130,18 +109,20 @@ impl Scenario {
     pub fn manifest(&self) -> Manifest {
         Manifest {
             format: CAPTURE_FORMAT.to_string(),
-            tool: format!("cptriage {}", env!("CARGO_PKG_VERSION")),
-            created: rfc3339(self.time(self.steps - 1)),
-            interval: self.spec.spec.interval.to_string(),
+            tool: Some(format!("cptriage {}", env!("CARGO_PKG_VERSION"))),
+            created: Some(rfc3339(self.time(self.steps - 1))),
+            interval: Some(self.spec.spec.interval.to_string()),
             targets: self
                 .targets
                 .iter()
                 .map(|t| ManifestTarget {
                     name: t.name.clone(),
-                    role: t.role.as_str().to_string(),
+                    role: t.role,
+                    url: None,
                     version: t.version.clone(),
                 })
                 .collect(),
+            failures: Vec::new(),
         }
     }
 }
