@@ -46,21 +46,9 @@ pub fn bucket_quantile(q: f64, buckets: &mut Vec<(f64, f64)>) -> f64 {
     if q > 1.0 {
         return f64::INFINITY;
     }
-    if buckets.is_empty() {
+    let Some(merged) = sorted_merged(buckets) else {
         return f64::NAN;
-    }
-    buckets.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
-    if buckets[buckets.len() - 1].0 != f64::INFINITY {
-        return f64::NAN;
-    }
-    // Coalesce equal bounds.
-    let mut merged: Vec<(f64, f64)> = Vec::with_capacity(buckets.len());
-    for &(ub, c) in buckets.iter() {
-        match merged.last_mut() {
-            Some(last) if last.0 == ub => last.1 += c,
-            _ => merged.push((ub, c)),
-        }
-    }
+    };
     *buckets = merged;
     // Monotonicity fix-up.
     let mut prev = buckets[0].1;
@@ -113,20 +101,15 @@ pub fn parse_le(s: &str) -> Option<f64> {
     t.parse::<f64>().ok()
 }
 
-/// The fraction of observations between `lower` and `upper` in classic buckets
-/// `(upper bound, cumulative count)`, as Prometheus's `BucketFraction`.
-///
-/// Linear interpolation inside a bucket; the lowest bucket starts at 0 when its
-/// bound is positive (else at -Inf, where no interpolation is possible). No
-/// `+Inf` bucket, zero observations or a NaN bound give NaN; `lower >= upper`
-/// gives 0.
-pub fn bucket_fraction(lower: f64, upper: f64, buckets: &mut [(f64, f64)]) -> f64 {
+/// Sorts the buckets by upper bound and adds up those with equal bounds;
+/// `None` when there are none or no `+Inf` bucket (the result is then NaN).
+fn sorted_merged(buckets: &mut [(f64, f64)]) -> Option<Vec<(f64, f64)>> {
     if buckets.is_empty() {
-        return f64::NAN;
+        return None;
     }
     buckets.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
     if buckets[buckets.len() - 1].0 != f64::INFINITY {
-        return f64::NAN;
+        return None;
     }
     let mut merged: Vec<(f64, f64)> = Vec::with_capacity(buckets.len());
     for &(ub, c) in buckets.iter() {
@@ -135,6 +118,20 @@ pub fn bucket_fraction(lower: f64, upper: f64, buckets: &mut [(f64, f64)]) -> f6
             _ => merged.push((ub, c)),
         }
     }
+    Some(merged)
+}
+
+/// The fraction of observations between `lower` and `upper` in classic buckets
+/// `(upper bound, cumulative count)`, as Prometheus's `BucketFraction`.
+///
+/// Linear interpolation inside a bucket; the lowest bucket starts at 0 when its
+/// bound is positive (else at -Inf, where no interpolation is possible). No
+/// `+Inf` bucket, zero observations or a NaN bound give NaN; `lower >= upper`
+/// gives 0.
+pub fn bucket_fraction(lower: f64, upper: f64, buckets: &mut [(f64, f64)]) -> f64 {
+    let Some(merged) = sorted_merged(buckets) else {
+        return f64::NAN;
+    };
     let count = merged[merged.len() - 1].1;
     if count == 0.0 || lower.is_nan() || upper.is_nan() {
         return f64::NAN;

@@ -370,24 +370,10 @@ pub fn plan_targets(o: &TargetOptions) -> Result<Plan, LiveError> {
         apiserver_targets(api, &api_token, o, &mut plan, &mut specs, &mut alt)?;
     }
     let etcd_client = {
-        let ca = o
-            .etcd_tls
-            .ca
-            .as_ref()
-            .map(|p| read("--etcd-cacert", p))
-            .transpose()?;
-        let cert = o
-            .etcd_tls
-            .cert
-            .as_ref()
-            .map(|p| read("--etcd-cert", p))
-            .transpose()?;
-        let key = o
-            .etcd_tls
-            .key
-            .as_ref()
-            .map(|p| read("--etcd-key", p))
-            .transpose()?;
+        let opt = |flag, p: &Option<PathBuf>| p.as_ref().map(|p| read(flag, p)).transpose();
+        let ca = opt("--etcd-cacert", &o.etcd_tls.ca)?;
+        let cert = opt("--etcd-cert", &o.etcd_tls.cert)?;
+        let key = opt("--etcd-key", &o.etcd_tls.key)?;
         ClientSpec {
             ca_pem: ca,
             insecure: o.etcd_tls.insecure,
