@@ -175,20 +175,20 @@ mod tests {
         inject_matchers(&mut e, &ms);
         assert_eq!(
             e.to_string(),
-            r#"sum by (instance) (rate(a_total{code="5",job=~".*etcd.*",cluster="prod"}[1m])) / on (instance) b{job=~".*etcd.*",cluster="prod"}"#
+            r#"sum by (instance) (rate(a_total{cluster="prod",code="5",job=~".*etcd.*"}[1m])) / on (instance) b{cluster="prod",job=~".*etcd.*"}"#
         );
     }
 
     #[test]
     fn grouping_by_another_instance_label() {
         let mut e = parser::parse(
-            "histogram_quantile(0.99, sum by (instance, le) (rate(x_bucket[1m]))) / on (instance) group_left (instance) max without (instance) (y)",
+            "histogram_quantile(0.99, sum by (instance, le) (rate(x_bucket[1m]))) / on (instance) max without (instance) (y) * ignoring (le) group_left (instance) z",
         )
         .unwrap();
         rename_grouping_label(&mut e, "instance", "pod");
         assert_eq!(
             e.to_string(),
-            "histogram_quantile(0.99, sum by (pod, le) (rate(x_bucket[1m]))) / on (pod) group_left (pod) max without (pod) (y)"
+            "histogram_quantile(0.99, sum by (pod, le) (rate(x_bucket[1m]))) / on (pod) max without (pod) (y) * ignoring (le) group_left (pod) z"
         );
     }
 }
