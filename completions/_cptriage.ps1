@@ -46,6 +46,20 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             [CompletionResult]::new('--interval', '--interval', [CompletionResultType]::ParameterName, 'Time between scrape rounds')
             [CompletionResult]::new('--duration', '--duration', [CompletionResultType]::ParameterName, 'How long to scrape (at least two rounds are taken)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Timeout of each request')
+            [CompletionResult]::new('--prometheus', '--prometheus', [CompletionResultType]::ParameterName, 'Query a Prometheus-compatible HTTP API (Prometheus, Thanos Query, Mimir at `…/prometheus`) instead of reading dumps')
+            [CompletionResult]::new('--selector', '--selector', [CompletionResultType]::ParameterName, 'Label matchers added to every selector, e.g. `{cluster="prod"}`')
+            [CompletionResult]::new('--apiserver-selector', '--apiserver-selector', [CompletionResultType]::ParameterName, 'The series of the apiserver role')
+            [CompletionResult]::new('--etcd-selector', '--etcd-selector', [CompletionResultType]::ParameterName, 'The series of the etcd role')
+            [CompletionResult]::new('--controller-selector', '--controller-selector', [CompletionResultType]::ParameterName, 'The series of the controller role')
+            [CompletionResult]::new('--instance-label', '--instance-label', [CompletionResultType]::ParameterName, 'The label that tells instances apart (e.g. `pod`)')
+            [CompletionResult]::new('--prometheus-token-file', '--prometheus-token-file', [CompletionResultType]::ParameterName, 'File holding a bearer token')
+            [CompletionResult]::new('--prometheus-user', '--prometheus-user', [CompletionResultType]::ParameterName, 'Basic-auth user (with `--prometheus-password-file`)')
+            [CompletionResult]::new('--prometheus-password-file', '--prometheus-password-file', [CompletionResultType]::ParameterName, 'File holding the basic-auth password')
+            [CompletionResult]::new('--prometheus-ca', '--prometheus-ca', [CompletionResultType]::ParameterName, 'CA that signed the server certificate (default: the system roots)')
+            [CompletionResult]::new('--prometheus-cert', '--prometheus-cert', [CompletionResultType]::ParameterName, 'Client certificate (with `--prometheus-key`)')
+            [CompletionResult]::new('--prometheus-key', '--prometheus-key', [CompletionResultType]::ParameterName, 'Client key (with `--prometheus-cert`)')
+            [CompletionResult]::new('--prometheus-header', '--prometheus-header', [CompletionResultType]::ParameterName, 'An extra request header, `NAME: VALUE` (e.g. `X-Scope-OrgID: team`). Repeatable')
+            [CompletionResult]::new('--prometheus-timeout', '--prometheus-timeout', [CompletionResultType]::ParameterName, 'Timeout of each API request (also sent as the query `timeout`)')
             [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Rule file (default: the shipped `rules/default.yaml`)')
             [CompletionResult]::new('--at', '--at', [CompletionResultType]::ParameterName, 'Assess at this time (RFC 3339 or unix seconds): the tree walk and "lit now". Default: the end of the window')
             [CompletionResult]::new('--from', '--from', [CompletionResultType]::ParameterName, 'Start of the analysed window (default: the first snapshot)')
@@ -61,6 +75,7 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             [CompletionResult]::new('--no-apiserver', '--no-apiserver', [CompletionResultType]::ParameterName, 'Do not scrape the apiserver (only `--etcd`/`--controller`)')
             [CompletionResult]::new('--no-discovery', '--no-discovery', [CompletionResultType]::ParameterName, 'Scrape only the kubeconfig''s server address instead of every replica listed by the default/kubernetes EndpointSlice')
             [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the apiserver''s certificate (reported loudly)')
+            [CompletionResult]::new('--prometheus-insecure-skip-tls-verify', '--prometheus-insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the server certificate')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -83,6 +98,7 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors')
+            [CompletionResult]::new('test', 'test', [CompletionResultType]::ParameterValue, 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -93,12 +109,25 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'cptriage;rules;test' {
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print what each passing test concluded, too')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Print what each passing test concluded, too')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'cptriage;rules;help' {
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors')
+            [CompletionResult]::new('test', 'test', [CompletionResultType]::ParameterValue, 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
         'cptriage;rules;help;check' {
+            break
+        }
+        'cptriage;rules;help;test' {
             break
         }
         'cptriage;rules;help;help' {
@@ -106,12 +135,27 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
         }
         'cptriage;query' {
             [CompletionResult]::new('--dump', '--dump', [CompletionResultType]::ParameterName, 'Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]` files, or single files, each optionally prefixed `NAME=` or `role:NAME=` (role: apiserver, etcd, controller). Repeatable')
+            [CompletionResult]::new('--prometheus', '--prometheus', [CompletionResultType]::ParameterName, 'Query a Prometheus-compatible HTTP API (Prometheus, Thanos Query, Mimir at `…/prometheus`) instead of reading dumps')
+            [CompletionResult]::new('--selector', '--selector', [CompletionResultType]::ParameterName, 'Label matchers added to every selector, e.g. `{cluster="prod"}`')
+            [CompletionResult]::new('--apiserver-selector', '--apiserver-selector', [CompletionResultType]::ParameterName, 'The series of the apiserver role')
+            [CompletionResult]::new('--etcd-selector', '--etcd-selector', [CompletionResultType]::ParameterName, 'The series of the etcd role')
+            [CompletionResult]::new('--controller-selector', '--controller-selector', [CompletionResultType]::ParameterName, 'The series of the controller role')
+            [CompletionResult]::new('--instance-label', '--instance-label', [CompletionResultType]::ParameterName, 'The label that tells instances apart (e.g. `pod`)')
+            [CompletionResult]::new('--prometheus-token-file', '--prometheus-token-file', [CompletionResultType]::ParameterName, 'File holding a bearer token')
+            [CompletionResult]::new('--prometheus-user', '--prometheus-user', [CompletionResultType]::ParameterName, 'Basic-auth user (with `--prometheus-password-file`)')
+            [CompletionResult]::new('--prometheus-password-file', '--prometheus-password-file', [CompletionResultType]::ParameterName, 'File holding the basic-auth password')
+            [CompletionResult]::new('--prometheus-ca', '--prometheus-ca', [CompletionResultType]::ParameterName, 'CA that signed the server certificate (default: the system roots)')
+            [CompletionResult]::new('--prometheus-cert', '--prometheus-cert', [CompletionResultType]::ParameterName, 'Client certificate (with `--prometheus-key`)')
+            [CompletionResult]::new('--prometheus-key', '--prometheus-key', [CompletionResultType]::ParameterName, 'Client key (with `--prometheus-cert`)')
+            [CompletionResult]::new('--prometheus-header', '--prometheus-header', [CompletionResultType]::ParameterName, 'An extra request header, `NAME: VALUE` (e.g. `X-Scope-OrgID: team`). Repeatable')
+            [CompletionResult]::new('--prometheus-timeout', '--prometheus-timeout', [CompletionResultType]::ParameterName, 'Timeout of each API request (also sent as the query `timeout`)')
             [CompletionResult]::new('--at', '--at', [CompletionResultType]::ParameterName, 'Evaluate at this time (RFC 3339 or unix seconds). Default: the last snapshot')
             [CompletionResult]::new('--from', '--from', [CompletionResultType]::ParameterName, 'Start of a range evaluation (RFC 3339 or unix seconds)')
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'End of a range evaluation (RFC 3339 or unix seconds)')
             [CompletionResult]::new('--step', '--step', [CompletionResultType]::ParameterName, 'Step of a range evaluation, a Prometheus duration (`5s`, `1m`). Default: the capture''s scrape interval')
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--prometheus-insecure-skip-tls-verify', '--prometheus-insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the server certificate')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -165,9 +209,13 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
         }
         'cptriage;help;rules' {
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors')
+            [CompletionResult]::new('test', 'test', [CompletionResultType]::ParameterValue, 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid')
             break
         }
         'cptriage;help;rules;check' {
+            break
+        }
+        'cptriage;help;rules;test' {
             break
         }
         'cptriage;help;query' {

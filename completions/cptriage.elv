@@ -42,6 +42,20 @@ set edit:completion:arg-completer[cptriage] = {|@words|
             cand --interval 'Time between scrape rounds'
             cand --duration 'How long to scrape (at least two rounds are taken)'
             cand --timeout 'Timeout of each request'
+            cand --prometheus 'Query a Prometheus-compatible HTTP API (Prometheus, Thanos Query, Mimir at `…/prometheus`) instead of reading dumps'
+            cand --selector 'Label matchers added to every selector, e.g. `{cluster="prod"}`'
+            cand --apiserver-selector 'The series of the apiserver role'
+            cand --etcd-selector 'The series of the etcd role'
+            cand --controller-selector 'The series of the controller role'
+            cand --instance-label 'The label that tells instances apart (e.g. `pod`)'
+            cand --prometheus-token-file 'File holding a bearer token'
+            cand --prometheus-user 'Basic-auth user (with `--prometheus-password-file`)'
+            cand --prometheus-password-file 'File holding the basic-auth password'
+            cand --prometheus-ca 'CA that signed the server certificate (default: the system roots)'
+            cand --prometheus-cert 'Client certificate (with `--prometheus-key`)'
+            cand --prometheus-key 'Client key (with `--prometheus-cert`)'
+            cand --prometheus-header 'An extra request header, `NAME: VALUE` (e.g. `X-Scope-OrgID: team`). Repeatable'
+            cand --prometheus-timeout 'Timeout of each API request (also sent as the query `timeout`)'
             cand --rules 'Rule file (default: the shipped `rules/default.yaml`)'
             cand --at 'Assess at this time (RFC 3339 or unix seconds): the tree walk and "lit now". Default: the end of the window'
             cand --from 'Start of the analysed window (default: the first snapshot)'
@@ -57,6 +71,7 @@ set edit:completion:arg-completer[cptriage] = {|@words|
             cand --no-apiserver 'Do not scrape the apiserver (only `--etcd`/`--controller`)'
             cand --no-discovery 'Scrape only the kubeconfig''s server address instead of every replica listed by the default/kubernetes EndpointSlice'
             cand --insecure-skip-tls-verify 'Do not verify the apiserver''s certificate (reported loudly)'
+            cand --prometheus-insecure-skip-tls-verify 'Do not verify the server certificate'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
@@ -77,6 +92,7 @@ set edit:completion:arg-completer[cptriage] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand check 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors'
+            cand test 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'cptriage;rules;check'= {
@@ -85,22 +101,48 @@ set edit:completion:arg-completer[cptriage] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'cptriage;rules;test'= {
+            cand -v 'Print what each passing test concluded, too'
+            cand --verbose 'Print what each passing test concluded, too'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'cptriage;rules;help'= {
             cand check 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors'
+            cand test 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'cptriage;rules;help;check'= {
+        }
+        &'cptriage;rules;help;test'= {
         }
         &'cptriage;rules;help;help'= {
         }
         &'cptriage;query'= {
             cand --dump 'Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]` files, or single files, each optionally prefixed `NAME=` or `role:NAME=` (role: apiserver, etcd, controller). Repeatable'
+            cand --prometheus 'Query a Prometheus-compatible HTTP API (Prometheus, Thanos Query, Mimir at `…/prometheus`) instead of reading dumps'
+            cand --selector 'Label matchers added to every selector, e.g. `{cluster="prod"}`'
+            cand --apiserver-selector 'The series of the apiserver role'
+            cand --etcd-selector 'The series of the etcd role'
+            cand --controller-selector 'The series of the controller role'
+            cand --instance-label 'The label that tells instances apart (e.g. `pod`)'
+            cand --prometheus-token-file 'File holding a bearer token'
+            cand --prometheus-user 'Basic-auth user (with `--prometheus-password-file`)'
+            cand --prometheus-password-file 'File holding the basic-auth password'
+            cand --prometheus-ca 'CA that signed the server certificate (default: the system roots)'
+            cand --prometheus-cert 'Client certificate (with `--prometheus-key`)'
+            cand --prometheus-key 'Client key (with `--prometheus-cert`)'
+            cand --prometheus-header 'An extra request header, `NAME: VALUE` (e.g. `X-Scope-OrgID: team`). Repeatable'
+            cand --prometheus-timeout 'Timeout of each API request (also sent as the query `timeout`)'
             cand --at 'Evaluate at this time (RFC 3339 or unix seconds). Default: the last snapshot'
             cand --from 'Start of a range evaluation (RFC 3339 or unix seconds)'
             cand --to 'End of a range evaluation (RFC 3339 or unix seconds)'
             cand --step 'Step of a range evaluation, a Prometheus duration (`5s`, `1m`). Default: the capture''s scrape interval'
             cand -o 'Output format'
             cand --output 'Output format'
+            cand --prometheus-insecure-skip-tls-verify 'Do not verify the server certificate'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
@@ -148,8 +190,11 @@ set edit:completion:arg-completer[cptriage] = {|@words|
         }
         &'cptriage;help;rules'= {
             cand check 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors'
+            cand test 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid'
         }
         &'cptriage;help;rules;check'= {
+        }
+        &'cptriage;help;rules;test'= {
         }
         &'cptriage;help;query'= {
         }

@@ -22,6 +22,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per run: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Diagnose the control plane from captured metrics: name the failing axis,
@@ -228,40 +230,95 @@ pub struct DiagnoseArgs {
 pub struct PromArgs {
     /// Query a Prometheus-compatible HTTP API (Prometheus, Thanos Query, Mimir
     /// at `…/prometheus`) instead of reading dumps.
-    #[arg(long, value_name = "URL", conflicts_with = "dump", help_heading = "Prometheus")]
+    #[arg(
+        long,
+        value_name = "URL",
+        conflicts_with = "dump",
+        help_heading = "Prometheus"
+    )]
     pub prometheus: Option<String>,
     /// Label matchers added to every selector, e.g. `{cluster="prod"}`.
-    #[arg(long, value_name = "SELECTOR", requires = "prometheus", help_heading = "Prometheus")]
+    #[arg(
+        long,
+        value_name = "SELECTOR",
+        requires = "prometheus",
+        help_heading = "Prometheus"
+    )]
     pub selector: Option<String>,
     /// The series of the apiserver role.
-    #[arg(long, value_name = "SELECTOR", default_value = r#"{job="apiserver"}"#, help_heading = "Prometheus")]
+    #[arg(
+        long,
+        value_name = "SELECTOR",
+        default_value = r#"{job="apiserver"}"#,
+        help_heading = "Prometheus"
+    )]
     pub apiserver_selector: String,
     /// The series of the etcd role.
-    #[arg(long, value_name = "SELECTOR", default_value = r#"{job=~".*etcd.*"}"#, help_heading = "Prometheus")]
+    #[arg(
+        long,
+        value_name = "SELECTOR",
+        default_value = r#"{job=~".*etcd.*"}"#,
+        help_heading = "Prometheus"
+    )]
     pub etcd_selector: String,
     /// The series of the controller role.
-    #[arg(long, value_name = "SELECTOR", default_value = r#"{job=~".*controller-manager.*"}"#, help_heading = "Prometheus")]
+    #[arg(
+        long,
+        value_name = "SELECTOR",
+        default_value = r#"{job=~".*controller-manager.*"}"#,
+        help_heading = "Prometheus"
+    )]
     pub controller_selector: String,
     /// The label that tells instances apart (e.g. `pod`).
-    #[arg(long, value_name = "LABEL", default_value = "instance", help_heading = "Prometheus")]
+    #[arg(
+        long,
+        value_name = "LABEL",
+        default_value = "instance",
+        help_heading = "Prometheus"
+    )]
     pub instance_label: String,
     /// File holding a bearer token.
-    #[arg(long, value_name = "FILE", conflicts_with = "prometheus_user", help_heading = "Prometheus")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "prometheus_user",
+        help_heading = "Prometheus"
+    )]
     pub prometheus_token_file: Option<PathBuf>,
     /// Basic-auth user (with `--prometheus-password-file`).
-    #[arg(long, value_name = "USER", requires = "prometheus_password_file", help_heading = "Prometheus")]
+    #[arg(
+        long,
+        value_name = "USER",
+        requires = "prometheus_password_file",
+        help_heading = "Prometheus"
+    )]
     pub prometheus_user: Option<String>,
     /// File holding the basic-auth password.
-    #[arg(long, value_name = "FILE", requires = "prometheus_user", help_heading = "Prometheus")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "prometheus_user",
+        help_heading = "Prometheus"
+    )]
     pub prometheus_password_file: Option<PathBuf>,
     /// CA that signed the server certificate (default: the system roots).
     #[arg(long, value_name = "FILE", help_heading = "Prometheus")]
     pub prometheus_ca: Option<PathBuf>,
     /// Client certificate (with `--prometheus-key`).
-    #[arg(long, value_name = "FILE", requires = "prometheus_key", help_heading = "Prometheus")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "prometheus_key",
+        help_heading = "Prometheus"
+    )]
     pub prometheus_cert: Option<PathBuf>,
     /// Client key (with `--prometheus-cert`).
-    #[arg(long, value_name = "FILE", requires = "prometheus_cert", help_heading = "Prometheus")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "prometheus_cert",
+        help_heading = "Prometheus"
+    )]
     pub prometheus_key: Option<PathBuf>,
     /// An extra request header, `NAME: VALUE` (e.g. `X-Scope-OrgID: team`). Repeatable.
     #[arg(long, value_name = "HEADER", help_heading = "Prometheus")]
@@ -270,7 +327,12 @@ pub struct PromArgs {
     #[arg(long, help_heading = "Prometheus")]
     pub prometheus_insecure_skip_tls_verify: bool,
     /// Timeout of each API request (also sent as the query `timeout`).
-    #[arg(long, value_name = "DURATION", default_value = "30s", help_heading = "Prometheus")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "30s",
+        help_heading = "Prometheus"
+    )]
     pub prometheus_timeout: String,
 }
 

@@ -78,9 +78,15 @@ fn prometheus_and_a_recording_name_the_same_failing_member() {
     );
     let prom = Prometheus::start(&config);
     let scraped = support::wait_for(Duration::from_secs(20), || {
-        prom.query("up{job=\"etcd\"} == 1").filter(|r| r.len() == 3).map(|_| ())
+        prom.query("up{job=\"etcd\"} == 1")
+            .filter(|r| r.len() == 3)
+            .map(|_| ())
     });
-    assert!(scraped.is_some(), "prometheus never scraped the 3 members; log:\n{}", prom.log());
+    assert!(
+        scraped.is_some(),
+        "prometheus never scraped the 3 members; log:\n{}",
+        prom.log()
+    );
 
     let leader = c.leader().expect("a leader");
     let faulty = (leader + 1) % 3;
@@ -93,7 +99,9 @@ fn prometheus_and_a_recording_name_the_same_failing_member() {
                 if stop.load(Ordering::Relaxed) {
                     break;
                 }
-                if c.put(leader, &format!("k{}", n % 100), b"v", Duration::from_millis(800)).is_ok() {
+                if c.put(leader, &format!("k{}", n % 100), b"v", Duration::from_millis(800))
+                    .is_ok()
+                {
                     ok += 1;
                 } else {
                     std::thread::sleep(Duration::from_millis(20));
@@ -133,7 +141,12 @@ fn prometheus_and_a_recording_name_the_same_failing_member() {
         let g = Guard(Some(
             Command::new("strace")
                 .args(["-f", "-qq", "-p", &pid, "-e", "trace=fdatasync,fsync"])
-                .args(["-e", "inject=fdatasync,fsync:delay_enter=100000", "-o", "/dev/null"])
+                .args([
+                    "-e",
+                    "inject=fdatasync,fsync:delay_enter=100000",
+                    "-o",
+                    "/dev/null",
+                ])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -189,7 +202,11 @@ fn prometheus_and_a_recording_name_the_same_failing_member() {
     if want_leaf == "etcd-disk" {
         assert_eq!(d.3, port, "dump verdict: {}", dump["summary"]);
     }
-    assert_eq!(p, d, "prometheus summary: {}\ndump summary: {}", remote["summary"], dump["summary"]);
+    assert_eq!(
+        p, d,
+        "prometheus summary: {}\ndump summary: {}",
+        remote["summary"], dump["summary"]
+    );
     assert!(p_inst.contains(&port) && d_inst.contains(&port));
     assert_eq!(prom_out.status.code(), dump_out.status.code());
 
@@ -208,14 +225,24 @@ fn prometheus_and_a_recording_name_the_same_failing_member() {
         .collect();
     want.sort();
     assert_eq!(names, want);
-    assert!(remote["sources"][0]["version"].as_str().is_some_and(|v| v.starts_with("3.")));
+    assert!(remote["sources"][0]["version"]
+        .as_str()
+        .is_some_and(|v| v.starts_with("3.")));
     // The expressions sent carry the role's selector instead of `role`.
-    let axis = remote["axes"].as_array().unwrap().iter().find(|a| a["leaf"] == want_leaf).unwrap();
+    let axis = remote["axes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["leaf"] == want_leaf)
+        .unwrap();
     let expr = axis["evidence"]
         .as_array()
         .unwrap()
         .iter()
         .find_map(|e| e["expression"].as_str().filter(|_| e["role"] == "etcd"))
         .unwrap_or_default();
-    assert!(expr.contains("job=~\".*etcd.*\"") && !expr.contains("role="), "{expr}");
+    assert!(
+        expr.contains("job=~\".*etcd.*\"") && !expr.contains("role="),
+        "{expr}"
+    );
 }

@@ -70,11 +70,20 @@ impl FakeApi {
                     }
                     let head = String::from_utf8_lossy(&buf).to_string();
                     let mut lines = head.split("\r\n");
-                    let target = lines.next().unwrap_or("").split(' ').nth(1).unwrap_or("/").to_string();
+                    let target = lines
+                        .next()
+                        .unwrap_or("")
+                        .split(' ')
+                        .nth(1)
+                        .unwrap_or("/")
+                        .to_string();
                     let url = reqwest::Url::parse(&format!("http://x{target}")).unwrap();
                     let seen = Seen {
                         path: url.path().to_string(),
-                        params: url.query_pairs().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+                        params: url
+                            .query_pairs()
+                            .map(|(k, v)| (k.to_string(), v.to_string()))
+                            .collect(),
                         headers: lines
                             .filter_map(|l| l.split_once(':'))
                             .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
@@ -128,7 +137,10 @@ fn etcd_api(on_range: impl Fn(&Seen) -> Option<Reply> + Send + Sync + 'static) -
                     ),
                 )
             }
-            "/api/v1/query" => reply(200, r#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#),
+            "/api/v1/query" => reply(
+                200,
+                r#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#,
+            ),
             "/api/v1/label/__name__/values" => reply(
                 200,
                 r#"{"status":"success","data":["up","etcd_server_has_leader","etcd_server_leader_changes_seen_total","etcd_disk_wal_fsync_duration_seconds_bucket","etcd_disk_backend_commit_duration_seconds_bucket","etcd_server_proposals_failed_total","etcd_mvcc_db_total_size_in_bytes","etcd_server_quota_backend_bytes","grpc_server_handled_total","process_start_time_seconds"]}"#,
@@ -161,11 +173,25 @@ fn etcd_api(on_range: impl Fn(&Seen) -> Option<Reply> + Send + Sync + 'static) -
 }
 
 fn diagnose(url: &str, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
-    let mut args = vec!["diagnose", "--prometheus", url, "--from", FROM, "--to", TO, "-o", "json"];
+    let mut args = vec![
+        "diagnose",
+        "--prometheus",
+        url,
+        "--from",
+        FROM,
+        "--to",
+        TO,
+        "-o",
+        "json",
+    ];
     args.extend(extra);
     let out = support::cptriage(&args, &[]);
     let v = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
-    (out.status.code(), v, String::from_utf8_lossy(&out.stderr).to_string())
+    (
+        out.status.code(),
+        v,
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
 }
 
 fn gaps(v: &serde_json::Value, kind: &str) -> Vec<(String, String)> {
@@ -195,7 +221,11 @@ fn a_healthy_member_is_diagnosed_from_range_queries() {
     assert_ne!(v["status"], "degraded", "{}", v["summary"]);
     assert_ne!(code, Some(1));
     // The window and step are sent as asked, the role as the etcd selector.
-    let ranges: Vec<Seen> = api.seen().into_iter().filter(|s| s.path == "/api/v1/query_range").collect();
+    let ranges: Vec<Seen> = api
+        .seen()
+        .into_iter()
+        .filter(|s| s.path == "/api/v1/query_range")
+        .collect();
     assert!(ranges.len() >= 8, "{} range queries", ranges.len());
     for r in &ranges {
         assert_eq!(r.param("start"), Some(&*T0.to_string()));
@@ -240,19 +270,31 @@ fn a_failing_signal_is_a_gap_and_warnings_reach_the_report() {
     assert_eq!(failed.len(), 1, "{failed:?}");
     assert_eq!(failed[0].0, "etcd_wal_fsync_p99");
     assert!(
-        failed[0].1.contains("HTTP 422, execution: query processing would load too many samples")
+        failed[0]
+            .1
+            .contains("HTTP 422, execution: query processing would load too many samples")
             && failed[0].1.contains("raise --step"),
         "{}",
         failed[0].1
     );
-    let warnings: Vec<&str> = v["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
+    let warnings: Vec<&str> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .collect();
+    assert!(
+        warnings.iter().any(|w| w.contains(
+            "`etcd_no_leader`: Prometheus warned: partial response: store 10.0.0.9:10901 unreachable"
+        )),
+        "{warnings:?}"
+    );
     assert!(
         warnings
             .iter()
-            .any(|w| w.contains("`etcd_no_leader`: Prometheus warned: partial response: store 10.0.0.9:10901 unreachable")),
+            .any(|w| w.contains("1 signal queries to Prometheus failed")),
         "{warnings:?}"
     );
-    assert!(warnings.iter().any(|w| w.contains("1 signal queries to Prometheus failed")), "{warnings:?}");
 }
 
 #[test]
@@ -267,33 +309,56 @@ fn nothing_queryable_is_unusable_data() {
     });
     let (code, _, err) = diagnose(&api.url(), &["--prometheus-timeout", "1s"]);
     assert_eq!(code, Some(3), "{err}");
-    assert!(err.contains("no signal could be queried from Prometheus"), "{err}");
-    assert!(err.contains("no answer within 1s (raise --prometheus-timeout"), "{err}");
+    assert!(
+        err.contains("no signal could be queried from Prometheus"),
+        "{err}"
+    );
+    assert!(
+        err.contains("no answer within 1s (raise --prometheus-timeout"),
+        "{err}"
+    );
 
     // A 500 with the API's error document, on every request.
-    let api = FakeApi::start(|_| reply(500, r#"{"status":"error","errorType":"internal","error":"tsdb is closing"}"#));
+    let api = FakeApi::start(|_| {
+        reply(
+            500,
+            r#"{"status":"error","errorType":"internal","error":"tsdb is closing"}"#,
+        )
+    });
     let (code, _, err) = diagnose(&api.url(), &[]);
     assert_eq!(code, Some(3));
-    assert!(err.contains("/api/v1/query: HTTP 500, internal: tsdb is closing"), "{err}");
+    assert!(
+        err.contains("/api/v1/query: HTTP 500, internal: tsdb is closing"),
+        "{err}"
+    );
 
     // A 200 that is not the API's JSON.
     let api = FakeApi::start(|_| reply(200, "<html>login</html>"));
     let (code, _, err) = diagnose(&api.url(), &[]);
     assert_eq!(code, Some(3));
-    assert!(err.contains("malformed response: not the API's JSON document"), "{err}");
+    assert!(
+        err.contains("malformed response: not the API's JSON document"),
+        "{err}"
+    );
     assert!(err.contains("<html>login</html>"), "{err}");
 
     // Nothing listening.
     let port = support::free_port();
     let (code, _, err) = diagnose(&format!("http://127.0.0.1:{port}"), &[]);
     assert_eq!(code, Some(3));
-    assert!(err.contains("connection refused (nothing listening at the Prometheus URL)"), "{err}");
+    assert!(
+        err.contains("connection refused (nothing listening at the Prometheus URL)"),
+        "{err}"
+    );
 
     // A gateway's error page without the API's document.
     let api = FakeApi::start(|_| reply(404, "404 page not found"));
     let (code, _, err) = diagnose(&api.url(), &[]);
     assert_eq!(code, Some(3));
-    assert!(err.contains("HTTP 404 Not Found: no Prometheus API at this URL"), "{err}");
+    assert!(
+        err.contains("HTTP 404 Not Found: no Prometheus API at this URL"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -302,7 +367,11 @@ fn credentials_and_tenant_headers_are_sent_and_never_printed() {
     let dir = tempfile::tempdir().unwrap();
     let tok = dir.path().join("token");
     std::fs::write(&tok, format!("{canary}\n")).unwrap();
-    let api = etcd_api(|s| s.param("query").filter(|q| q.contains("fsync")).map(|_| reply(401, "unauthorized")));
+    let api = etcd_api(|s| {
+        s.param("query")
+            .filter(|q| q.contains("fsync"))
+            .map(|_| reply(401, "unauthorized"))
+    });
     let out = support::cptriage(
         &[
             "diagnose",
@@ -326,7 +395,10 @@ fn credentials_and_tenant_headers_are_sent_and_never_printed() {
     let seen = api.seen();
     assert!(!seen.is_empty());
     for s in &seen {
-        assert_eq!(s.headers.get("authorization").map(String::as_str), Some(&*format!("Bearer {canary}")));
+        assert_eq!(
+            s.headers.get("authorization").map(String::as_str),
+            Some(&*format!("Bearer {canary}"))
+        );
         assert_eq!(s.headers.get("x-scope-orgid").map(String::as_str), Some("team-a"));
     }
     // The extra selector is in every query and every match[].
@@ -336,19 +408,29 @@ fn credentials_and_tenant_headers_are_sent_and_never_printed() {
     assert!(seen
         .iter()
         .filter(|s| s.path.starts_with("/api/v1/label/"))
-        .all(|s| s.param("match[]").is_some_and(|m| m.contains(r#"cluster="prod""#))));
+        .all(|s| s
+            .param("match[]")
+            .is_some_and(|m| m.contains(r#"cluster="prod""#))));
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(text.contains("HTTP 401 Unauthorized: the credentials were not accepted"), "{text}");
+    assert!(
+        text.contains("HTTP 401 Unauthorized: the credentials were not accepted"),
+        "{text}"
+    );
     assert!(!text.contains(canary), "the token appears in the output");
 
     // Basic auth: the password is sent encoded and never printed.
     let pw = dir.path().join("pw");
     std::fs::write(&pw, "canary-basic-pw").unwrap();
-    let api = FakeApi::start(|_| reply(200, r#"{"status":"success","data":{"resultType":"scalar","result":[1,"2"]}}"#));
+    let api = FakeApi::start(|_| {
+        reply(
+            200,
+            r#"{"status":"success","data":{"resultType":"scalar","result":[1,"2"]}}"#,
+        )
+    });
     let out = support::cptriage(
         &[
             "query",
@@ -393,7 +475,18 @@ fn query_prints_the_same_shapes_as_over_a_dump() {
         }
     });
     let out = support::cptriage(
-        &["query", "--prometheus", &api.url(), "--at", FROM, "up", "-o", "json", "--selector", r#"{cluster="x"}"#],
+        &[
+            "query",
+            "--prometheus",
+            &api.url(),
+            "--at",
+            FROM,
+            "up",
+            "-o",
+            "json",
+            "--selector",
+            r#"{cluster="x"}"#,
+        ],
         &[],
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -406,18 +499,38 @@ fn query_prints_the_same_shapes_as_over_a_dump() {
     assert_eq!(s.param("time"), Some("1767225600"));
 
     let out = support::cptriage(
-        &["query", "--prometheus", &api.url(), "--from", FROM, "--to", TO, "--step", "1m", "x"],
+        &[
+            "query",
+            "--prometheus",
+            &api.url(),
+            "--from",
+            FROM,
+            "--to",
+            TO,
+            "--step",
+            "1m",
+            "x",
+        ],
         &[],
     );
     assert!(out.status.success());
     let table = String::from_utf8_lossy(&out.stdout);
-    assert!(table.contains("range vector (1 series)") && table.contains("0.5") && table.contains("NaN"), "{table}");
+    assert!(
+        table.contains("range vector (1 series)") && table.contains("0.5") && table.contains("NaN"),
+        "{table}"
+    );
     let r = &api.seen()[1];
-    assert_eq!((r.param("start"), r.param("end"), r.param("step")), (Some("1767225600"), Some("1767225720"), Some("60")));
+    assert_eq!(
+        (r.param("start"), r.param("end"), r.param("step")),
+        (Some("1767225600"), Some("1767225720"), Some("60"))
+    );
 
     // A bad expression is the API's 400 bad_data: a usage error with its message.
     let bad = FakeApi::start(|_| {
-        reply(400, r#"{"status":"error","errorType":"bad_data","error":"invalid parameter \"query\": 1:5: parse error"}"#)
+        reply(
+            400,
+            r#"{"status":"error","errorType":"bad_data","error":"invalid parameter \"query\": 1:5: parse error"}"#,
+        )
     });
     let out = support::cptriage(&["query", "--prometheus", &bad.url(), "sum(x)"], &[]);
     assert_eq!(out.status.code(), Some(2));
@@ -426,18 +539,30 @@ fn query_prints_the_same_shapes_as_over_a_dump() {
 
 #[test]
 fn sources_are_exclusive_and_selectors_checked() {
-    let a = support::cptriage(&["diagnose", "--prometheus", "http://127.0.0.1:9", "--dump", "x"], &[]);
+    let a = support::cptriage(
+        &["diagnose", "--prometheus", "http://127.0.0.1:9", "--dump", "x"],
+        &[],
+    );
     assert_eq!(a.status.code(), Some(2));
     let b = support::cptriage(&["diagnose", "--prometheus", "http://127.0.0.1:9", "--live"], &[]);
     assert_eq!(b.status.code(), Some(2));
     let c = support::cptriage(
-        &["diagnose", "--prometheus", "http://127.0.0.1:9", "--etcd-selector", "job=etcd"],
+        &[
+            "diagnose",
+            "--prometheus",
+            "http://127.0.0.1:9",
+            "--etcd-selector",
+            "job=etcd",
+        ],
         &[],
     );
     assert_eq!(c.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&c.stderr)
         .contains("invalid selector `job=etcd` for --etcd-selector: expected label matchers in braces"));
-    let d = support::cptriage(&["query", "--prometheus", "http://u:secret-pw@127.0.0.1:9", "up"], &[]);
+    let d = support::cptriage(
+        &["query", "--prometheus", "http://u:secret-pw@127.0.0.1:9", "up"],
+        &[],
+    );
     assert_eq!(d.status.code(), Some(2));
     assert!(!String::from_utf8_lossy(&d.stderr).contains("secret-pw"));
 }

@@ -7,12 +7,12 @@ use crate::cli::{DiagnoseArgs, DumpArgs, PromArgs, ReportFormat};
 use crate::cmd::{load_dumps, load_rules};
 use crate::error::CliError;
 use crate::exit::ExitCode;
+use crate::report::model::Report;
 use crate::report::model::Status;
 use crate::report::{json, markdown, table};
 use crate::rules::engine::{self, BaselineSpec, Options};
-use crate::source::dump::Keep;
-use crate::report::model::Report;
 use crate::rules::RuleSet;
+use crate::source::dump::Keep;
 use crate::source::live::{ClientSpec, Secret};
 use crate::source::prometheus::{
     parse_selector, ApiConfig, PromConfig, PromError, Prometheus, RoleSelector, DEFAULT_CONCURRENCY,
@@ -173,7 +173,9 @@ fn read_secret(what: &str, p: &std::path::Path) -> Result<Secret, CliError> {
     let bytes = std::fs::read(p)
         .map_err(|e| CliError::Usage(format!("cannot read {what} `{}`: {e}", p.display())))?;
     let text = String::from_utf8_lossy(&bytes);
-    Ok(Secret::new(text.trim_end_matches(['\n', '\r']).as_bytes().to_vec()))
+    Ok(Secret::new(
+        text.trim_end_matches(['\n', '\r']).as_bytes().to_vec(),
+    ))
 }
 
 fn read_file(what: &str, p: &std::path::Path) -> Result<Vec<u8>, CliError> {
@@ -188,7 +190,9 @@ pub(crate) fn connect(a: &PromArgs) -> Result<Prometheus, CliError> {
         .ok_or_else(|| CliError::Usage("missing `--prometheus URL`".into()))?;
     let timeout = parse_duration(&a.prometheus_timeout)?;
     if timeout <= 0 {
-        return Err(CliError::Usage("`--prometheus-timeout` must be greater than zero".into()));
+        return Err(CliError::Usage(
+            "`--prometheus-timeout` must be greater than zero".into(),
+        ));
     }
     let sel = |flag: &str, text: &str| parse_selector(flag, text).map_err(|e| CliError::Usage(e.to_string()));
     let roles = vec![
@@ -214,10 +218,15 @@ pub(crate) fn connect(a: &PromArgs) -> Result<Prometheus, CliError> {
         let Some((name, value)) = h.split_once(':') else {
             return Err(CliError::Usage(format!(
                 "`--prometheus-header` expects `NAME: VALUE`, got a value without `:` (header `{}`)",
-                h.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect::<String>()
+                h.chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                    .collect::<String>()
             )));
         };
-        headers.push((name.trim().to_string(), Secret::new(value.trim().as_bytes().to_vec())));
+        headers.push((
+            name.trim().to_string(),
+            Secret::new(value.trim().as_bytes().to_vec()),
+        ));
     }
     let token = a
         .prometheus_token_file
@@ -229,7 +238,11 @@ pub(crate) fn connect(a: &PromArgs) -> Result<Prometheus, CliError> {
         _ => None,
     };
     let client = ClientSpec {
-        ca_pem: a.prometheus_ca.as_deref().map(|p| read_file("the CA file", p)).transpose()?,
+        ca_pem: a
+            .prometheus_ca
+            .as_deref()
+            .map(|p| read_file("the CA file", p))
+            .transpose()?,
         insecure: a.prometheus_insecure_skip_tls_verify,
         client_cert_pem: a
             .prometheus_cert

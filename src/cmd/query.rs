@@ -85,12 +85,11 @@ pub fn run(mut a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
 /// `query --prometheus`: the expression (with `--selector`'s matchers added to
 /// every selector) evaluated by the remote API, printed as over a dump.
 fn run_prometheus(a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let text = a
-        .expr
-        .clone()
-        .ok_or_else(|| CliError::Usage("missing the PromQL expression: `cptriage query --prometheus URL 'EXPR'`".into()))?;
-    let mut expr =
-        promql_parser::parser::parse(&text).map_err(|e| CliError::Usage(format!("`{text}`: invalid PromQL: {e}")))?;
+    let text = a.expr.clone().ok_or_else(|| {
+        CliError::Usage("missing the PromQL expression: `cptriage query --prometheus URL 'EXPR'`".into())
+    })?;
+    let mut expr = promql_parser::parser::parse(&text)
+        .map_err(|e| CliError::Usage(format!("`{text}`: invalid PromQL: {e}")))?;
     let prom = crate::cmd::diagnose::connect(&a.prom)?;
     crate::source::prometheus::select::inject_matchers(&mut expr, prom.extra_matchers());
     let sent = expr.to_string();
@@ -120,13 +119,18 @@ fn run_prometheus(a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
         Ok(v) => v,
         Err(e) => {
             if a.output == QueryFormat::Json {
-                if let crate::source::prometheus::PromError::Api { error_type, error, .. } = &e {
+                if let crate::source::prometheus::PromError::Api {
+                    error_type, error, ..
+                } = &e
+                {
                     writeln!(out, "{}", promapi::render_error(error_type, error))?;
                 }
             }
             return Err(match e {
                 crate::source::prometheus::PromError::Config(_) => CliError::Usage(e.to_string()),
-                crate::source::prometheus::PromError::Api { status: 400, .. } => CliError::Usage(e.to_string()),
+                crate::source::prometheus::PromError::Api { status: 400, .. } => {
+                    CliError::Usage(e.to_string())
+                }
                 _ => CliError::Data(e.to_string()),
             });
         }

@@ -22,10 +22,10 @@ use super::load::RuleSet;
 use super::model::Direction;
 use super::promql;
 use crate::eval::{self, EvalOptions};
-use promql_parser::parser::Expr;
 use crate::report::model::{Availability, BaselineKind, Gap, GapKind, Report, SourceInfo};
 use crate::source::{Dataset, Role, Target};
 use crate::store::{Millis, Series};
+use promql_parser::parser::Expr;
 
 /// Default number of consecutive lit steps that make an onset.
 pub const DEFAULT_DEBOUNCE: usize = 2;
@@ -326,15 +326,15 @@ struct Planned {
 
 /// Picks the expression and instantiates it, or says why the signal cannot be
 /// evaluated.
-fn plan_signal(rules: &RuleSet, k: usize, ctx: &Ctx) -> Result<Planned, SignalInput> {
+fn plan_signal(rules: &RuleSet, k: usize, ctx: &Ctx) -> Result<Planned, Box<SignalInput>> {
     let sig = &rules.signals[k];
     let role = sig.def.role.role();
     let targets: Vec<&Target> = ctx.data.targets_with_role(role).collect();
     if targets.is_empty() {
-        return Err(SignalInput::unavailable(
+        return Err(Box::new(SignalInput::unavailable(
             Availability::RoleAbsent,
             format!("no {} targets in the data", role.as_str()),
-        ));
+        )));
     }
     let optional: BTreeSet<&str> = sig.def.optional_metrics.iter().map(|s| s.as_str()).collect();
     let chosen = sig.reads.iter().position(|r| {
@@ -361,38 +361,41 @@ fn plan_signal(rules: &RuleSet, k: usize, ctx: &Ctx) -> Result<Planned, SignalIn
                 names.join(" + ")
             })
             .collect();
-        return Err(SignalInput::unavailable(
+        return Err(Box::new(SignalInput::unavailable(
             Availability::NotExposed,
             format!(
                 "`{}` not exposed by this version/target (missing: {})",
                 sig.def.id,
                 tried.join("; or ")
             ),
-        ));
+        )));
     };
     let needs_series = sig.reads[i].needs_series;
     let max_snaps = targets.iter().map(|t| t.snapshots.len()).max().unwrap_or(0);
     if needs_series && (ctx.steps.len() < 2 || max_snaps < 2) {
-        return Err(SignalInput {
+        return Err(Box::new(SignalInput {
             alternative: Some(i),
             ..SignalInput::unavailable(
                 Availability::NeedsTimeSeries,
                 format!("`{}` needs a time series (at least 2 snapshots)", sig.def.id),
             )
-        });
+        }));
     }
     let expr = match ctx.eval.instantiate(&sig.exprs[i], ctx.range, role) {
         Ok(e) => e,
         Err(e) => {
-            return Err(SignalInput {
+            return Err(Box::new(SignalInput {
                 alternative: Some(i),
                 ..SignalInput::unavailable(Availability::Error, format!("`{}`: {e}", sig.def.id))
-            })
+            }))
         }
     };
     let text = expr.to_string();
     if ctx.steps.is_empty() {
-        return Err(SignalInput::unavailable(Availability::Error, "empty window"));
+        return Err(Box::new(SignalInput::unavailable(
+            Availability::Error,
+            "empty window",
+        )));
     }
     let below = sig.def.threshold.below.is_some()
         || sig
@@ -412,11 +415,15 @@ fn plan_signal(rules: &RuleSet, k: usize, ctx: &Ctx) -> Result<Planned, SignalIn
 /// Picks the expressions of the signals `ks` and evaluates them as one batch;
 /// returns the inputs for the pure part, in the order of `ks`.
 fn eval_signals(rules: &RuleSet, ks: &[usize], ctx: &Ctx) -> Vec<SignalInput> {
-    let plans: Vec<Result<Planned, SignalInput>> = ks.iter().map(|&k| plan_signal(rules, k, ctx)).collect();
+    let plans: Vec<Result<Planned, Box<SignalInput>>> =
+        ks.iter().map(|&k| plan_signal(rules, k, ctx)).collect();
     let (Some(&start), Some(&end)) = (ctx.steps.first(), ctx.steps.last()) else {
         return plans
             .into_iter()
-            .map(|p| p.err().unwrap_or_else(|| SignalInput::unavailable(Availability::Error, "empty window")))
+            .map(|p| match p {
+                Err(unavailable) => *unavailable,
+                Ok(_) => SignalInput::unavailable(Availability::Error, "empty window"),
+            })
             .collect();
     };
     let queries: Vec<RangeQuery> = ks
@@ -439,7 +446,7 @@ fn eval_signals(rules: &RuleSet, ks: &[usize], ctx: &Ctx) -> Vec<SignalInput> {
         .map(|(&k, p)| {
             let p = match p {
                 Ok(p) => p,
-                Err(unavailable) => return unavailable,
+                Err(unavailable) => return *unavailable,
             };
             let id = &rules.signals[k].def.id;
             match results.next().unwrap_or_else(|| Err("no result".to_string())) {
@@ -708,6 +715,7 @@ fn attach_absent_targets(report: &mut Report) {
 
 /// Evaluates the chosen expressions over a baseline range or dataset and stores
 /// per-instance medians in `signals`.
+#[allow(clippy::too_many_arguments)]
 fn external_baseline(
     rules: &RuleSet,
     bdata: &Dataset,

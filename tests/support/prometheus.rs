@@ -34,7 +34,10 @@ impl Prometheus {
         let log = std::fs::File::create(dir.path().join("prometheus.log")).expect("log file");
         let child = Command::new(PROMETHEUS)
             .arg(format!("--config.file={}", cfg.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .args(["--log.level=warn", "--storage.tsdb.retention.time=1d"])
             .stdin(Stdio::null())
@@ -60,7 +63,11 @@ impl Prometheus {
                 .filter(|r| r.status().is_success())
                 .map(|_| ())
         });
-        assert!(ready.is_some(), "prometheus not ready within 30s; log:\n{}", p.log());
+        assert!(
+            ready.is_some(),
+            "prometheus not ready within 30s; log:\n{}",
+            p.log()
+        );
         p
     }
 
@@ -74,7 +81,8 @@ impl Prometheus {
 
     /// The result list of an instant query now, if it succeeds.
     pub fn query(&self, q: &str) -> Option<Vec<serde_json::Value>> {
-        let url = reqwest::Url::parse_with_params(&format!("{}/api/v1/query", self.url()), &[("query", q)]).ok()?;
+        let url =
+            reqwest::Url::parse_with_params(&format!("{}/api/v1/query", self.url()), &[("query", q)]).ok()?;
         let r = self.http.get(url).timeout(Duration::from_secs(5)).send().ok()?;
         let v: serde_json::Value = serde_json::from_str(&r.text().ok()?).ok()?;
         v["data"]["result"].as_array().cloned()

@@ -190,8 +190,11 @@ fn parse_value(s: &str) -> Option<f64> {
 fn sensitive(name: &str, value: &[u8]) -> Result<(HeaderName, HeaderValue), PromError> {
     let n = HeaderName::from_bytes(name.trim().as_bytes())
         .map_err(|_| PromError::Config(format!("invalid header name `{}`", name.trim())))?;
-    let mut v = HeaderValue::from_bytes(value)
-        .map_err(|_| PromError::Config(format!("the value of header `{n}` holds characters not allowed in a header")))?;
+    let mut v = HeaderValue::from_bytes(value).map_err(|_| {
+        PromError::Config(format!(
+            "the value of header `{n}` holds characters not allowed in a header"
+        ))
+    })?;
     v.set_sensitive(true);
     Ok((n, v))
 }
@@ -200,7 +203,10 @@ impl Api {
     /// Checks the URL, builds the HTTP client and the request headers.
     pub fn new(cfg: &ApiConfig) -> Result<Api, PromError> {
         let base = reqwest::Url::parse(cfg.url.trim()).map_err(|e| {
-            PromError::Config(format!("invalid Prometheus URL `{}`: {e}", client::redact_url(&cfg.url)))
+            PromError::Config(format!(
+                "invalid Prometheus URL `{}`: {e}",
+                client::redact_url(&cfg.url)
+            ))
         })?;
         if !matches!(base.scheme(), "http" | "https") {
             return Err(PromError::Config(format!(
@@ -430,7 +436,8 @@ impl Api {
             message,
         };
         let d: QueryData = serde_json::from_value(data).map_err(|e| bad(format!("query data: {e}")))?;
-        let number = |s: &str| parse_value(s).ok_or_else(|| bad(format!("sample value `{s}` is not a number")));
+        let number =
+            |s: &str| parse_value(s).ok_or_else(|| bad(format!("sample value `{s}` is not a number")));
         match d.result_type.as_str() {
             "matrix" => {
                 let items: Vec<MatrixItem> =
@@ -514,7 +521,10 @@ fn request_error(e: &reqwest::Error, timeout: Duration) -> FetchError {
     if e.is_timeout() || text.contains("timed out") {
         f(
             FailureKind::Timeout,
-            format!("no answer within {} (raise --prometheus-timeout or narrow the window)", secs(timeout)),
+            format!(
+                "no answer within {} (raise --prometheus-timeout or narrow the window)",
+                secs(timeout)
+            ),
         )
     } else if text.contains("Connection refused") || text.contains("ConnectionRefused") {
         f(
@@ -522,9 +532,15 @@ fn request_error(e: &reqwest::Error, timeout: Duration) -> FetchError {
             "connection refused (nothing listening at the Prometheus URL)".into(),
         )
     } else if text.contains("Connection reset") {
-        f(FailureKind::ConnectionReset, "connection reset by the server".into())
+        f(
+            FailureKind::ConnectionReset,
+            "connection reset by the server".into(),
+        )
     } else if text.contains("dns error") || text.contains("failed to lookup address") {
-        f(FailureKind::Unreachable, format!("cannot resolve the host name: {text}"))
+        f(
+            FailureKind::Unreachable,
+            format!("cannot resolve the host name: {text}"),
+        )
     } else if text.contains("UnknownIssuer") || text.contains("unknown issuer") {
         f(
             FailureKind::TlsUnknownCa,

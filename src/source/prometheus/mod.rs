@@ -239,7 +239,7 @@ impl Prometheus {
         }
         let names = self
             .api
-            .label_values("__name__", &[sel.clone()], from, to)
+            .label_values("__name__", std::slice::from_ref(&sel), from, to)
             .map(|a| {
                 warnings.extend(a.warnings);
                 a.data.into_iter().collect::<BTreeSet<String>>()
@@ -264,7 +264,11 @@ impl Prometheus {
             .into_iter()
             .map(|(inst, ts)| {
                 let st = starts.get(&inst);
-                let name = if inst.is_empty() { "(none)".to_string() } else { inst.clone() };
+                let name = if inst.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    inst.clone()
+                };
                 Target {
                     name,
                     role,
@@ -328,6 +332,9 @@ fn rename_instance(mut s: Series, label: &str) -> Series {
     s
 }
 
+/// One query's result, filled by whichever worker ran it.
+type Slot = Mutex<Option<Result<Vec<Series>, String>>>;
+
 impl SignalEvaluator for Prometheus {
     fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, String> {
         let mut e = crate::eval::parse(&substitute_window(text, window)).map_err(|e| e.to_string())?;
@@ -341,8 +348,7 @@ impl SignalEvaluator for Prometheus {
 
     fn range(&self, _data: &Dataset, queries: &[RangeQuery]) -> Vec<Result<Vec<Series>, String>> {
         let next = AtomicUsize::new(0);
-        let results: Vec<Mutex<Option<Result<Vec<Series>, String>>>> =
-            queries.iter().map(|_| Mutex::new(None)).collect();
+        let results: Vec<Slot> = queries.iter().map(|_| Mutex::new(None)).collect();
         let workers = self.cfg.concurrency.clamp(1, 32).min(queries.len().max(1));
         std::thread::scope(|s| {
             for _ in 0..workers {

@@ -30,7 +30,9 @@ pub fn parse_selector(flag: &str, text: &str) -> Result<Vec<Matcher>, SelectorEr
         return Ok(Vec::new());
     }
     if !trimmed.starts_with('{') {
-        return Err(bad("expected label matchers in braces, e.g. `{job=\"etcd\"}`".into()));
+        return Err(bad(
+            "expected label matchers in braces, e.g. `{job=\"etcd\"}`".into()
+        ));
     }
     // `{a="b"}` alone is not a valid expression when every matcher can match the
     // empty string; a placeholder metric name makes any set of matchers parse.
@@ -167,10 +169,9 @@ mod tests {
 
     #[test]
     fn matchers_go_into_every_selector() {
-        let mut e = parser::parse(
-            r#"sum by (instance) (rate(a_total{job="x",code="5"}[1m])) / on (instance) b"#,
-        )
-        .unwrap();
+        let mut e =
+            parser::parse(r#"sum by (instance) (rate(a_total{job="x",code="5"}[1m])) / on (instance) b"#)
+                .unwrap();
         let ms = parse_selector("-", r#"{job=~".*etcd.*",cluster="prod"}"#).unwrap();
         inject_matchers(&mut e, &ms);
         assert_eq!(
