@@ -132,7 +132,7 @@ fn etcd_api(on_range: impl Fn(&Seen) -> Option<Reply> + Send + Sync + 'static) -
                 reply(
                     200,
                     format!(
-                        r#"{{"status":"success","data":{{"resultType":"matrix","result":[{{"metric":{{"__name__":"up","job":"etcd","instance":"{INST}"}},"values":[{}]}}]}}}}"#,
+                        r#"{{"status":"success","data":{{"resultType":"matrix","result":[{{"metric":{{"__name__":"up","job":"etcd","instance":"{INST}","pod":"etcd-0"}},"values":[{}]}}]}}}}"#,
                         pts.join(",")
                     ),
                 )
@@ -153,6 +153,12 @@ fn etcd_api(on_range: impl Fn(&Seen) -> Option<Reply> + Send + Sync + 'static) -
                 let end: f64 = s.param("end").and_then(|x| x.parse().ok()).unwrap_or(0.0);
                 let step: f64 = s.param("step").and_then(|x| x.parse().ok()).unwrap_or(15.0);
                 let v = if q.contains("has_leader") { "1" } else { "0" };
+                // The instance label the query groups by (`by (pod)` with `--instance-label pod`).
+                let metric = if q.contains("(pod") {
+                    r#"{"pod":"etcd-0"}"#.to_string()
+                } else {
+                    format!(r#"{{"instance":"{INST}"}}"#)
+                };
                 let mut pts = Vec::new();
                 let mut t = start;
                 while t <= end + 1e-9 {
@@ -162,7 +168,7 @@ fn etcd_api(on_range: impl Fn(&Seen) -> Option<Reply> + Send + Sync + 'static) -
                 reply(
                     200,
                     format!(
-                        r#"{{"status":"success","data":{{"resultType":"matrix","result":[{{"metric":{{"instance":"{INST}"}},"values":[{}]}}]}}}}"#,
+                        r#"{{"status":"success","data":{{"resultType":"matrix","result":[{{"metric":{metric},"values":[{}]}}]}}}}"#,
                         pts.join(",")
                     ),
                 )
@@ -239,6 +245,56 @@ fn a_healthy_member_is_diagnosed_from_range_queries() {
     // The apiserver role has no `up` series: a gap, and a warning naming the flag.
     assert!(gaps(&v, "role-absent").iter().any(|(s, _)| s == "apiserver"));
     assert!(err.contains("--apiserver-selector"), "{err}");
+}
+
+#[test]
+fn instances_by_another_label_and_an_explicit_baseline_range() {
+    let api = etcd_api(|_| None);
+    let (_, v, err) = diagnose(
+        &api.url(),
+        &[
+            "--instance-label",
+            "pod",
+            "--baseline-from",
+            "2025-12-31T23:50:00Z",
+            "--baseline-to",
+            "2025-12-31T23:55:00Z",
+        ],
+    );
+    assert_eq!(v["sources"][0]["target"], "etcd-0", "{err}");
+    assert_eq!(v["window"]["baseline"]["kind"], "range");
+    let ranges: Vec<Seen> = api
+        .seen()
+        .into_iter()
+        .filter(|s| s.path == "/api/v1/query_range")
+        .collect();
+    for r in &ranges {
+        let q = r.param("query").unwrap();
+        assert!(!q.contains("(instance"), "{q}");
+    }
+    assert!(ranges
+        .iter()
+        .any(|r| r.param("query").unwrap().contains("by (pod, le)")));
+    // The relative-threshold signals are queried again over the baseline range.
+    let base_end = (T0 - 300).to_string();
+    let baseline: Vec<&Seen> = ranges
+        .iter()
+        .filter(|r| r.param("end") == Some(&*base_end))
+        .collect();
+    assert!(!baseline.is_empty());
+    assert!(baseline
+        .iter()
+        .any(|r| r.param("query").unwrap().contains("wal_fsync")));
+    // The etcd signals have per-instance values under the pod's name.
+    let fsync = v["axes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|a| a["evidence"].as_array().unwrap().iter())
+        .find(|e| e["signal"] == "etcd_wal_fsync_p99")
+        .unwrap();
+    assert_eq!(fsync["instances"][0]["instance"], "etcd-0", "{fsync}");
+    assert_eq!(fsync["instances"].as_array().map(Vec::len), Some(1));
 }
 
 #[test]
