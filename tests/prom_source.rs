@@ -9,6 +9,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpListener;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -44,6 +45,8 @@ fn reply(status: u16, body: impl Into<String>) -> Reply {
 struct FakeApi {
     port: u16,
     seen: Arc<Mutex<Vec<Seen>>>,
+    /// Most requests being answered at once.
+    max_in_flight: Arc<AtomicUsize>,
 }
 
 impl FakeApi {
@@ -53,11 +56,13 @@ impl FakeApi {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let (s2, h) = (seen.clone(), Arc::new(handler));
+        let max_in_flight = Arc::new(AtomicUsize::new(0));
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let (s2, h, m2) = (seen.clone(), Arc::new(handler), max_in_flight.clone());
         std::thread::spawn(move || {
             for conn in l.incoming() {
                 let Ok(mut c) = conn else { continue };
-                let (s3, h) = (s2.clone(), h.clone());
+                let (s3, h, m3, f3) = (s2.clone(), h.clone(), m2.clone(), in_flight.clone());
                 std::thread::spawn(move || {
                     let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
                     let mut buf = Vec::new();
@@ -90,8 +95,11 @@ impl FakeApi {
                             .collect(),
                     };
                     s3.lock().unwrap().push(seen.clone());
+                    let now = f3.fetch_add(1, Ordering::SeqCst) + 1;
+                    m3.fetch_max(now, Ordering::SeqCst);
                     let r = h(&seen);
                     std::thread::sleep(r.delay);
+                    f3.fetch_sub(1, Ordering::SeqCst);
                     let _ = write!(
                         c,
                         "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
@@ -102,7 +110,11 @@ impl FakeApi {
                 });
             }
         });
-        FakeApi { port, seen }
+        FakeApi {
+            port,
+            seen,
+            max_in_flight,
+        }
     }
 
     fn url(&self) -> String {
@@ -149,33 +161,39 @@ fn etcd_api(on_range: impl Fn(&Seen) -> Option<Reply> + Send + Sync + 'static) -
                 if let Some(r) = on_range(s) {
                     return r;
                 }
-                let start: f64 = s.param("start").and_then(|x| x.parse().ok()).unwrap_or(0.0);
-                let end: f64 = s.param("end").and_then(|x| x.parse().ok()).unwrap_or(0.0);
-                let step: f64 = s.param("step").and_then(|x| x.parse().ok()).unwrap_or(15.0);
-                let v = if q.contains("has_leader") { "1" } else { "0" };
-                // The instance label the query groups by (`by (pod)` with `--instance-label pod`).
-                let metric = if q.contains("(pod") {
-                    r#"{"pod":"etcd-0"}"#.to_string()
-                } else {
-                    format!(r#"{{"instance":"{INST}"}}"#)
-                };
-                let mut pts = Vec::new();
-                let mut t = start;
-                while t <= end + 1e-9 {
-                    pts.push(format!("[{t},\"{v}\"]"));
-                    t += step;
-                }
-                reply(
-                    200,
-                    format!(
-                        r#"{{"status":"success","data":{{"resultType":"matrix","result":[{{"metric":{metric},"values":[{}]}}]}}}}"#,
-                        pts.join(",")
-                    ),
-                )
+                range_reply(s)
             }
             _ => reply(404, "404 page not found"),
         }
     })
+}
+
+/// A value per step of the range query `s`: 1 for `etcd_server_has_leader`, 0 otherwise.
+fn range_reply(s: &Seen) -> Reply {
+    let q = s.param("query").unwrap_or("");
+    let start: f64 = s.param("start").and_then(|x| x.parse().ok()).unwrap_or(0.0);
+    let end: f64 = s.param("end").and_then(|x| x.parse().ok()).unwrap_or(0.0);
+    let step: f64 = s.param("step").and_then(|x| x.parse().ok()).unwrap_or(15.0);
+    let v = if q.contains("has_leader") { "1" } else { "0" };
+    // The instance label the query groups by (`by (pod)` with `--instance-label pod`).
+    let metric = if q.contains("(pod") {
+        r#"{"pod":"etcd-0"}"#.to_string()
+    } else {
+        format!(r#"{{"instance":"{INST}"}}"#)
+    };
+    let mut pts = Vec::new();
+    let mut t = start;
+    while t <= end + 1e-9 {
+        pts.push(format!("[{t},\"{v}\"]"));
+        t += step;
+    }
+    reply(
+        200,
+        format!(
+            r#"{{"status":"success","data":{{"resultType":"matrix","result":[{{"metric":{metric},"values":[{}]}}]}}}}"#,
+            pts.join(",")
+        ),
+    )
 }
 
 fn diagnose(url: &str, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
@@ -295,6 +313,20 @@ fn instances_by_another_label_and_an_explicit_baseline_range() {
         .unwrap();
     assert_eq!(fsync["instances"][0]["instance"], "etcd-0", "{fsync}");
     assert_eq!(fsync["instances"].as_array().map(Vec::len), Some(1));
+}
+
+#[test]
+fn signals_are_queried_concurrently_with_a_bound() {
+    let api = etcd_api(|s| {
+        Some(Reply {
+            delay: Duration::from_millis(150),
+            ..range_reply(s)
+        })
+    });
+    let (_, v, err) = diagnose(&api.url(), &[]);
+    assert!(v["status"].is_string(), "{err}");
+    let m = api.max_in_flight.load(Ordering::SeqCst);
+    assert!((2..=4).contains(&m), "{m} requests in flight at most");
 }
 
 #[test]

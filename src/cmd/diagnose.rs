@@ -195,18 +195,28 @@ pub(crate) fn connect(a: &PromArgs) -> Result<Prometheus, CliError> {
         ));
     }
     let sel = |flag: &str, text: &str| parse_selector(flag, text).map_err(|e| CliError::Usage(e.to_string()));
+    // A role selector must select: `{}` would make every series of every job that role.
+    let role_sel = |flag: &str, text: &str| {
+        let ms = sel(flag, text)?;
+        if ms.is_empty() {
+            return Err(CliError::Usage(format!(
+                "`{flag}` needs at least one label matcher, e.g. `{{job=\"etcd\"}}`"
+            )));
+        }
+        Ok(ms)
+    };
     let roles = vec![
         RoleSelector {
             role: Role::Apiserver,
-            matchers: sel("--apiserver-selector", &a.apiserver_selector)?,
+            matchers: role_sel("--apiserver-selector", &a.apiserver_selector)?,
         },
         RoleSelector {
             role: Role::Etcd,
-            matchers: sel("--etcd-selector", &a.etcd_selector)?,
+            matchers: role_sel("--etcd-selector", &a.etcd_selector)?,
         },
         RoleSelector {
             role: Role::Controller,
-            matchers: sel("--controller-selector", &a.controller_selector)?,
+            matchers: role_sel("--controller-selector", &a.controller_selector)?,
         },
     ];
     let extra = match &a.selector {
