@@ -7,6 +7,8 @@
 //! window, at the scrape interval, must name the same axis, sub-axis and
 //! member as `diagnose --dump` on the recording.
 //!
+//! `CPTRIAGE_PROM_FAULT=stop` runs the SIGSTOP fault even where strace exists.
+//!
 //! Names: the recording names a member `etcd-127.0.0.1-PORT` (the default for
 //! a plain metrics URL), Prometheus names it by its `instance` label
 //! `127.0.0.1:PORT`; the test maps one to the other by the port.
@@ -136,7 +138,9 @@ fn prometheus_and_a_recording_name_the_same_failing_member() {
 
     // A healthy first third (the baseline), then the fault on one member.
     std::thread::sleep(Duration::from_secs(8));
-    let (want_leaf, _fault) = if strace_available() {
+    // CPTRIAGE_PROM_FAULT=stop runs the fallback fault even where strace exists.
+    let use_strace = strace_available() && std::env::var("CPTRIAGE_PROM_FAULT").as_deref() != Ok("stop");
+    let (want_leaf, _fault) = if use_strace {
         let pid = c.members[faulty].pid().expect("pid").to_string();
         let g = Guard(Some(
             Command::new("strace")
@@ -177,6 +181,7 @@ fn prometheus_and_a_recording_name_the_same_failing_member() {
         dump["window"]["from"].as_str().unwrap().to_string(),
         dump["window"]["to"].as_str().unwrap().to_string(),
     );
+    let started = std::time::Instant::now();
     let prom_out = support::cptriage(
         &[
             "diagnose",
@@ -193,20 +198,24 @@ fn prometheus_and_a_recording_name_the_same_failing_member() {
         ],
         &[],
     );
+    eprintln!("diagnose --prometheus took {:?}", started.elapsed());
     let remote = json_of(&prom_out, "diagnose --prometheus");
     let (d, d_inst) = verdict(&dump);
     let (p, p_inst) = verdict(&remote);
     eprintln!("dump: {d:?} {d_inst:?}\nprometheus: {p:?} {p_inst:?}");
     let port = c.members[culprit].metrics_port.to_string();
     assert_eq!(d.0, want_leaf, "dump verdict: {}", dump["summary"]);
+    let summaries = format!("prometheus: {}\ndump: {}", remote["summary"], dump["summary"]);
     if want_leaf == "etcd-disk" {
+        // One member's disk: both single out the same member.
         assert_eq!(d.3, port, "dump verdict: {}", dump["summary"]);
+        assert_eq!(p, d, "{summaries}");
+    } else {
+        // Raft instability is the cluster's: the stopped leader is among the
+        // instances of both (it stopped answering); which survivor's counters
+        // moved more within a window may differ between the two samplings.
+        assert_eq!((&p.0, &p.1, &p.2), (&d.0, &d.1, &d.2), "{summaries}");
     }
-    assert_eq!(
-        p, d,
-        "prometheus summary: {}\ndump summary: {}",
-        remote["summary"], dump["summary"]
-    );
     assert!(p_inst.contains(&port) && d_inst.contains(&port));
     assert_eq!(prom_out.status.code(), dump_out.status.code());
 
