@@ -44,6 +44,20 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l controlle
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l interval -d 'Time between scrape rounds' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l duration -d 'How long to scrape (at least two rounds are taken)' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l timeout -d 'Timeout of each request' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus -d 'Query a Prometheus-compatible HTTP API (Prometheus, Thanos Query, Mimir at `…/prometheus`) instead of reading dumps' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l selector -d 'Label matchers added to every selector, e.g. `{cluster="prod"}`' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l apiserver-selector -d 'The series of the apiserver role' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd-selector -d 'The series of the etcd role' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l controller-selector -d 'The series of the controller role' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l instance-label -d 'The label that tells instances apart (e.g. `pod`)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-token-file -d 'File holding a bearer token' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-user -d 'Basic-auth user (with `--prometheus-password-file`)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-password-file -d 'File holding the basic-auth password' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-ca -d 'CA that signed the server certificate (default: the system roots)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-cert -d 'Client certificate (with `--prometheus-key`)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-key -d 'Client key (with `--prometheus-cert`)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-header -d 'An extra request header, `NAME: VALUE` (e.g. `X-Scope-OrgID: team`). Repeatable' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-timeout -d 'Timeout of each API request (also sent as the query `timeout`)' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l rules -d 'Rule file (default: the shipped `rules/default.yaml`)' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l at -d 'Assess at this time (RFC 3339 or unix seconds): the tree walk and "lit now". Default: the end of the window' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l from -d 'Start of the analysed window (default: the first snapshot)' -r
@@ -60,6 +74,7 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l live -d '
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l no-apiserver -d 'Do not scrape the apiserver (only `--etcd`/`--controller`)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l no-discovery -d 'Scrape only the kubeconfig\'s server address instead of every replica listed by the default/kubernetes EndpointSlice'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l insecure-skip-tls-verify -d 'Do not verify the apiserver\'s certificate (reported loudly)'
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-insecure-skip-tls-verify -d 'Do not verify the server certificate'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -s V -l version -d 'Print version'
 complete -c cptriage -n "__fish_cptriage_using_subcommand tree" -l rules -d 'Rule file (default: the shipped `rules/default.yaml`)' -r -F
@@ -81,12 +96,27 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen
 complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "test" -d 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid'
 complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l dump -d 'Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]` files, or single files, each optionally prefixed `NAME=` or `role:NAME=` (role: apiserver, etcd, controller). Repeatable' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus -d 'Query a Prometheus-compatible HTTP API (Prometheus, Thanos Query, Mimir at `…/prometheus`) instead of reading dumps' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l selector -d 'Label matchers added to every selector, e.g. `{cluster="prod"}`' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l apiserver-selector -d 'The series of the apiserver role' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l etcd-selector -d 'The series of the etcd role' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l controller-selector -d 'The series of the controller role' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l instance-label -d 'The label that tells instances apart (e.g. `pod`)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-token-file -d 'File holding a bearer token' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-user -d 'Basic-auth user (with `--prometheus-password-file`)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-password-file -d 'File holding the basic-auth password' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-ca -d 'CA that signed the server certificate (default: the system roots)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-cert -d 'Client certificate (with `--prometheus-key`)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-key -d 'Client key (with `--prometheus-cert`)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-header -d 'An extra request header, `NAME: VALUE` (e.g. `X-Scope-OrgID: team`). Repeatable' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-timeout -d 'Timeout of each API request (also sent as the query `timeout`)' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l at -d 'Evaluate at this time (RFC 3339 or unix seconds). Default: the last snapshot' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l from -d 'Start of a range evaluation (RFC 3339 or unix seconds)' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l to -d 'End of a range evaluation (RFC 3339 or unix seconds)' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l step -d 'Step of a range evaluation, a Prometheus duration (`5s`, `1m`). Default: the capture\'s scrape interval' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -s o -l output -d 'Output format' -r -f -a "table\t'A table for people'
 json\t'The Prometheus HTTP API response shape'"
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-insecure-skip-tls-verify -d 'Do not verify the server certificate'
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -s V -l version -d 'Print version'
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l out -d 'The capture directory to create (must not exist or be empty)' -r -F

@@ -124,7 +124,7 @@ pub struct DumpArgs {
     /// Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]`
     /// files, or single files, each optionally prefixed `NAME=` or `role:NAME=`
     /// (role: apiserver, etcd, controller). Repeatable.
-    #[arg(long = "dump", value_name = "PATH", num_args = 1.., required = true)]
+    #[arg(long = "dump", value_name = "PATH", num_args = 1.., required_unless_present = "prometheus")]
     pub dump: Vec<String>,
 }
 
@@ -154,6 +154,8 @@ pub struct QueryArgs {
     #[command(flatten)]
     pub dump: DumpArgs,
     #[command(flatten)]
+    pub prom: PromArgs,
+    #[command(flatten)]
     pub time: TimeArgs,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = QueryFormat::Table)]
@@ -174,11 +176,11 @@ pub struct DiagnoseArgs {
     /// Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]`
     /// files, or single files, each optionally prefixed `NAME=` or `role:NAME=`
     /// (role: apiserver, etcd, controller). Repeatable.
-    #[arg(long = "dump", value_name = "PATH", num_args = 1.., required_unless_present = "live")]
+    #[arg(long = "dump", value_name = "PATH", num_args = 1.., required_unless_present_any = ["live", "prometheus"])]
     pub dump: Vec<String>,
     /// Scrape the live control plane now (apiserver replicas from the kubeconfig,
     /// `--etcd` members, `--controller`s) for `--duration`, then diagnose.
-    #[arg(long, conflicts_with = "dump")]
+    #[arg(long, conflicts_with_all = ["dump", "prometheus"])]
     pub live: bool,
     /// With `--live`: also write the rounds as a capture directory (as `record`
     /// does), to diagnose the same rounds again later with `--dump DIR`.
@@ -186,6 +188,8 @@ pub struct DiagnoseArgs {
     pub save: Option<PathBuf>,
     #[command(flatten)]
     pub live_args: LiveArgs,
+    #[command(flatten)]
+    pub prom: PromArgs,
     /// Rule file (default: the shipped `rules/default.yaml`).
     #[arg(long, value_name = "FILE")]
     pub rules: Option<PathBuf>,
@@ -215,7 +219,7 @@ pub struct DiagnoseArgs {
     #[arg(long, value_name = "TIME", requires = "baseline_from")]
     pub baseline_to: Option<String>,
     /// A separate healthy capture to take the baseline from. Repeatable.
-    #[arg(long, value_name = "PATH", num_args = 1..)]
+    #[arg(long, value_name = "PATH", num_args = 1.., conflicts_with = "prometheus")]
     pub baseline_dump: Vec<String>,
     /// Consecutive lit steps that make an onset.
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
@@ -223,6 +227,117 @@ pub struct DiagnoseArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Table)]
     pub output: ReportFormat,
+}
+
+/// A Prometheus-compatible HTTP API as the source (docs/prometheus.md).
+#[derive(Debug, Args, Clone, Default)]
+pub struct PromArgs {
+    /// Query a Prometheus-compatible HTTP API (Prometheus, Thanos Query, Mimir
+    /// at `…/prometheus`) instead of reading dumps.
+    #[arg(
+        long,
+        value_name = "URL",
+        conflicts_with = "dump",
+        help_heading = "Prometheus"
+    )]
+    pub prometheus: Option<String>,
+    /// Label matchers added to every selector, e.g. `{cluster="prod"}`.
+    #[arg(
+        long,
+        value_name = "SELECTOR",
+        requires = "prometheus",
+        help_heading = "Prometheus"
+    )]
+    pub selector: Option<String>,
+    /// The series of the apiserver role.
+    #[arg(
+        long,
+        value_name = "SELECTOR",
+        default_value = r#"{job="apiserver"}"#,
+        help_heading = "Prometheus"
+    )]
+    pub apiserver_selector: String,
+    /// The series of the etcd role.
+    #[arg(
+        long,
+        value_name = "SELECTOR",
+        default_value = r#"{job=~".*etcd.*"}"#,
+        help_heading = "Prometheus"
+    )]
+    pub etcd_selector: String,
+    /// The series of the controller role.
+    #[arg(
+        long,
+        value_name = "SELECTOR",
+        default_value = r#"{job=~".*controller-manager.*"}"#,
+        help_heading = "Prometheus"
+    )]
+    pub controller_selector: String,
+    /// The label that tells instances apart (e.g. `pod`).
+    #[arg(
+        long,
+        value_name = "LABEL",
+        default_value = "instance",
+        help_heading = "Prometheus"
+    )]
+    pub instance_label: String,
+    /// File holding a bearer token.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "prometheus_user",
+        help_heading = "Prometheus"
+    )]
+    pub prometheus_token_file: Option<PathBuf>,
+    /// Basic-auth user (with `--prometheus-password-file`).
+    #[arg(
+        long,
+        value_name = "USER",
+        requires = "prometheus_password_file",
+        help_heading = "Prometheus"
+    )]
+    pub prometheus_user: Option<String>,
+    /// File holding the basic-auth password.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "prometheus_user",
+        help_heading = "Prometheus"
+    )]
+    pub prometheus_password_file: Option<PathBuf>,
+    /// CA that signed the server certificate (default: the system roots).
+    #[arg(long, value_name = "FILE", help_heading = "Prometheus")]
+    pub prometheus_ca: Option<PathBuf>,
+    /// Client certificate (with `--prometheus-key`).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "prometheus_key",
+        help_heading = "Prometheus"
+    )]
+    pub prometheus_cert: Option<PathBuf>,
+    /// Client key (with `--prometheus-cert`).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "prometheus_cert",
+        help_heading = "Prometheus"
+    )]
+    pub prometheus_key: Option<PathBuf>,
+    /// An extra request header, `NAME: VALUE` (e.g. `X-Scope-OrgID: team`). Repeatable.
+    #[arg(long, value_name = "HEADER", help_heading = "Prometheus")]
+    pub prometheus_header: Vec<String>,
+    /// Do not verify the server certificate.
+    #[arg(long, help_heading = "Prometheus")]
+    pub prometheus_insecure_skip_tls_verify: bool,
+    /// Timeout of each API request (also sent as the query `timeout`).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "30s",
+        help_heading = "Prometheus"
+    )]
+    pub prometheus_timeout: String,
 }
 
 /// Output formats of `diagnose`.

@@ -1,19 +1,31 @@
-//! `cptriage diagnose`: dumps → dataset → rules engine → report → renderer.
+//! `cptriage diagnose`: dumps, live scrapes or Prometheus → dataset → rules
+//! engine → report → renderer.
 
 use std::io::Write;
 
-use crate::cli::{DiagnoseArgs, DumpArgs, ReportFormat};
+use crate::cli::{DiagnoseArgs, DumpArgs, PromArgs, ReportFormat};
 use crate::cmd::{load_dumps, load_rules};
 use crate::error::CliError;
 use crate::exit::ExitCode;
+use crate::report::model::Report;
 use crate::report::model::Status;
 use crate::report::{json, markdown, table};
 use crate::rules::engine::{self, BaselineSpec, Options};
+use crate::rules::RuleSet;
 use crate::source::dump::Keep;
-use crate::timefmt::{parse_duration, parse_time};
+use crate::source::live::{ClientSpec, Secret};
+use crate::source::prometheus::{
+    parse_selector, ApiConfig, PromConfig, PromError, Prometheus, RoleSelector, DEFAULT_CONCURRENCY,
+};
+use crate::source::Role;
+use crate::store::Millis;
+use crate::timefmt::{format_time, parse_duration, parse_time};
 
 pub fn run(a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
     let rules = load_rules(a.rules.as_deref())?;
+    if a.prom.prometheus.is_some() {
+        return run_prometheus(&a, &rules, out, err);
+    }
     let keep = Keep::Names(rules.referenced_metrics());
     let ds = if a.live {
         live_dataset(&a, &keep, err)?
@@ -52,16 +64,226 @@ pub fn run(a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
         engine::EngineError::NoData => CliError::Data(e.to_string()),
         _ => CliError::Usage(e.to_string()),
     })?;
-    match a.output {
-        ReportFormat::Table => table::render(&report, out)?,
-        ReportFormat::Json => json::render(&report, out)?,
-        ReportFormat::Markdown => markdown::render(&report, out)?,
+    render(&report, a.output, out)
+}
+
+fn render(report: &Report, format: ReportFormat, out: &mut dyn Write) -> Result<ExitCode, CliError> {
+    match format {
+        ReportFormat::Table => table::render(report, out)?,
+        ReportFormat::Json => json::render(report, out)?,
+        ReportFormat::Markdown => markdown::render(report, out)?,
     }
     Ok(match report.status {
         Status::Healthy => ExitCode::Ok,
         Status::Degraded => ExitCode::AxisNamed,
         Status::Inconclusive => ExitCode::Data,
     })
+}
+
+/// Default length of the window diagnosed over Prometheus when `--from` is not given.
+const PROMETHEUS_DEFAULT_WINDOW: Millis = 3600 * 1000;
+
+/// `diagnose --prometheus`: the targets from `up`, the signals evaluated by the
+/// remote PromQL engine; signals that could not be queried become gaps, and
+/// nothing answered at all is unusable data (exit 3).
+fn run_prometheus(
+    a: &DiagnoseArgs,
+    rules: &RuleSet,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<ExitCode, CliError> {
+    let prom = connect(&a.prom)?;
+    let step = a.step.as_deref().map(parse_duration).transpose()?;
+    if step == Some(0) {
+        return Err(CliError::Usage("`--step` must be greater than zero".into()));
+    }
+    let at = a.at.as_deref().map(parse_time).transpose()?;
+    let to = match (a.to.as_deref().map(parse_time).transpose()?, at) {
+        (Some(t), _) => t,
+        (None, Some(at)) => at,
+        (None, None) => chrono::Utc::now().timestamp_millis() / 1000 * 1000,
+    };
+    let from = match a.from.as_deref().map(parse_time).transpose()? {
+        Some(f) => f,
+        None => to - PROMETHEUS_DEFAULT_WINDOW,
+    };
+    if to < from {
+        return Err(CliError::Usage("`--to` is before `--from`".into()));
+    }
+    let baseline = match (&a.baseline_from, &a.baseline_to) {
+        (Some(f), Some(t)) => BaselineSpec::Range {
+            from: parse_time(f)?,
+            to: parse_time(t)?,
+        },
+        _ => BaselineSpec::WindowStart,
+    };
+    let ds = prom.dataset(from, to, step).map_err(prom_error)?;
+    for w in &ds.warnings {
+        writeln!(err, "warning: {}: {}", w.origin, w.message)?;
+    }
+    if ds.targets.is_empty() {
+        return Err(CliError::Data(format!(
+            "no target of any role in {} from {} to {}: no `up` series match the role selectors",
+            prom.url(),
+            format_time(from),
+            format_time(to)
+        )));
+    }
+    let opts = Options {
+        at,
+        from: Some(from),
+        to: Some(to),
+        step,
+        baseline,
+        debounce: a.debounce as usize,
+    };
+    let mut report = engine::diagnose_with(rules, &ds, &prom, &opts).map_err(|e| match e {
+        engine::EngineError::NoData => CliError::Data(e.to_string()),
+        _ => CliError::Usage(e.to_string()),
+    })?;
+    let (answered, failed) = prom.outcome();
+    if answered == 0 {
+        if let Some(first) = failed.first() {
+            return Err(CliError::Data(format!(
+                "no signal could be queried from Prometheus ({} failed); the first error: {first}",
+                failed.len()
+            )));
+        }
+    }
+    for w in prom.take_warnings() {
+        report.warnings.push(w);
+    }
+    if !failed.is_empty() {
+        report.warnings.push(format!(
+            "{} signal queries to Prometheus failed; their axes are listed under what could not be checked",
+            failed.len()
+        ));
+    }
+    render(&report, a.output, out)
+}
+
+fn prom_error(e: PromError) -> CliError {
+    match e {
+        PromError::Config(_) => CliError::Usage(e.to_string()),
+        _ => CliError::Data(e.to_string()),
+    }
+}
+
+fn read_secret(what: &str, p: &std::path::Path) -> Result<Secret, CliError> {
+    let bytes = std::fs::read(p)
+        .map_err(|e| CliError::Usage(format!("cannot read {what} `{}`: {e}", p.display())))?;
+    let text = String::from_utf8_lossy(&bytes);
+    Ok(Secret::new(
+        text.trim_end_matches(['\n', '\r']).as_bytes().to_vec(),
+    ))
+}
+
+fn read_file(what: &str, p: &std::path::Path) -> Result<Vec<u8>, CliError> {
+    std::fs::read(p).map_err(|e| CliError::Usage(format!("cannot read {what} `{}`: {e}", p.display())))
+}
+
+/// Builds the Prometheus source of `--prometheus` and its flags.
+pub(crate) fn connect(a: &PromArgs) -> Result<Prometheus, CliError> {
+    let url = a
+        .prometheus
+        .clone()
+        .ok_or_else(|| CliError::Usage("missing `--prometheus URL`".into()))?;
+    let timeout = parse_duration(&a.prometheus_timeout)?;
+    if timeout <= 0 {
+        return Err(CliError::Usage(
+            "`--prometheus-timeout` must be greater than zero".into(),
+        ));
+    }
+    let sel = |flag: &str, text: &str| parse_selector(flag, text).map_err(|e| CliError::Usage(e.to_string()));
+    // A role selector must select: `{}` would make every series of every job that role.
+    let role_sel = |flag: &str, text: &str| {
+        let ms = sel(flag, text)?;
+        if ms.is_empty() {
+            return Err(CliError::Usage(format!(
+                "`{flag}` needs at least one label matcher, e.g. `{{job=\"etcd\"}}`"
+            )));
+        }
+        Ok(ms)
+    };
+    let roles = vec![
+        RoleSelector {
+            role: Role::Apiserver,
+            matchers: role_sel("--apiserver-selector", &a.apiserver_selector)?,
+        },
+        RoleSelector {
+            role: Role::Etcd,
+            matchers: role_sel("--etcd-selector", &a.etcd_selector)?,
+        },
+        RoleSelector {
+            role: Role::Controller,
+            matchers: role_sel("--controller-selector", &a.controller_selector)?,
+        },
+    ];
+    let extra = match &a.selector {
+        Some(s) => sel("--selector", s)?,
+        None => Vec::new(),
+    };
+    let mut headers = Vec::new();
+    for h in &a.prometheus_header {
+        let Some((name, value)) = h.split_once(':') else {
+            return Err(CliError::Usage(format!(
+                "`--prometheus-header` expects `NAME: VALUE`, got a value without `:` (header `{}`)",
+                h.chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                    .collect::<String>()
+            )));
+        };
+        headers.push((
+            name.trim().to_string(),
+            Secret::new(value.trim().as_bytes().to_vec()),
+        ));
+    }
+    let token = a
+        .prometheus_token_file
+        .as_deref()
+        .map(|p| read_secret("the token file", p))
+        .transpose()?;
+    let basic = match (&a.prometheus_user, &a.prometheus_password_file) {
+        (Some(u), Some(p)) => Some((u.clone(), read_secret("the password file", p)?)),
+        _ => None,
+    };
+    let client = ClientSpec {
+        ca_pem: a
+            .prometheus_ca
+            .as_deref()
+            .map(|p| read_file("the CA file", p))
+            .transpose()?,
+        insecure: a.prometheus_insecure_skip_tls_verify,
+        client_cert_pem: a
+            .prometheus_cert
+            .as_deref()
+            .map(|p| read_file("the client certificate", p))
+            .transpose()?,
+        client_key_pem: a
+            .prometheus_key
+            .as_deref()
+            .map(|p| read_secret("the client key", p))
+            .transpose()?,
+        ..ClientSpec::default()
+    };
+    let cfg = PromConfig {
+        api: ApiConfig {
+            url,
+            client,
+            token,
+            basic,
+            headers,
+            timeout: std::time::Duration::from_millis(timeout as u64),
+        },
+        roles,
+        extra,
+        instance_label: a.instance_label.trim().to_string(),
+        concurrency: DEFAULT_CONCURRENCY,
+    };
+    if cfg.instance_label.is_empty() {
+        return Err(CliError::Usage("`--instance-label` must not be empty".into()));
+    }
+    Prometheus::new(cfg).map_err(prom_error)
 }
 
 /// Scrapes the live targets for the configured rounds and loads the snapshots

@@ -1,4 +1,5 @@
-//! `cptriage query`: evaluate one PromQL expression over captured metrics.
+//! `cptriage query`: evaluate one PromQL expression over captured metrics, or
+//! send it to a Prometheus-compatible API.
 
 use std::io::Write;
 
@@ -32,6 +33,9 @@ fn split_expr(a: &mut QueryArgs) -> Result<String, CliError> {
 }
 
 pub fn run(mut a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
+    if a.prom.prometheus.is_some() {
+        return run_prometheus(a, out, err);
+    }
     let text = split_expr(&mut a)?;
     let expr = eval::parse(&text).map_err(|e| CliError::Usage(format!("`{text}`: {e}")))?;
     let refs = eval::referenced_metrics(&expr);
@@ -71,6 +75,70 @@ pub fn run(mut a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
             return Err(CliError::Usage(format!("`{text}`: {e}")));
         }
     };
+    match a.output {
+        QueryFormat::Json => writeln!(out, "{}", promapi::render(&value, at))?,
+        QueryFormat::Table => render_table(&value, at, out)?,
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// `query --prometheus`: the expression (with `--selector`'s matchers added to
+/// every selector) evaluated by the remote API, printed as over a dump.
+fn run_prometheus(a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
+    let text = a.expr.clone().ok_or_else(|| {
+        CliError::Usage("missing the PromQL expression: `cptriage query --prometheus URL 'EXPR'`".into())
+    })?;
+    let mut expr = promql_parser::parser::parse(&text)
+        .map_err(|e| CliError::Usage(format!("`{text}`: invalid PromQL: {e}")))?;
+    let prom = crate::cmd::diagnose::connect(&a.prom)?;
+    crate::source::prometheus::select::inject_matchers(&mut expr, prom.extra_matchers());
+    let sent = expr.to_string();
+    let step = a.time.step.as_deref().map(timefmt::parse_duration).transpose()?;
+    if step.is_some_and(|s| s <= 0) {
+        return Err(CliError::Usage("`--step` must be greater than zero".into()));
+    }
+    let now = chrono::Utc::now().timestamp_millis();
+    let result = match (&a.time.at, &a.time.from, &a.time.to) {
+        (None, Some(f), Some(t)) => {
+            let (from, to) = (timefmt::parse_time(f)?, timefmt::parse_time(t)?);
+            if to < from {
+                return Err(CliError::Usage("`--to` is before `--from`".into()));
+            }
+            // Default: about 250 points, at least 15 s apart.
+            let step = step.unwrap_or_else(|| ((to - from) / 250).max(15_000));
+            prom.api()
+                .query_range(&sent, from, to, step)
+                .map(|r| (Value::Matrix(r.data), from, r.warnings))
+        }
+        (at, _, _) => {
+            let t = at.as_deref().map(timefmt::parse_time).transpose()?.unwrap_or(now);
+            prom.api().query(&sent, t).map(|r| (r.data, t, r.warnings))
+        }
+    };
+    let (value, at, warnings) = match result {
+        Ok(v) => v,
+        Err(e) => {
+            if a.output == QueryFormat::Json {
+                if let crate::source::prometheus::PromError::Api {
+                    error_type, error, ..
+                } = &e
+                {
+                    writeln!(out, "{}", promapi::render_error(error_type, error))?;
+                }
+            }
+            return Err(match e {
+                crate::source::prometheus::PromError::Config(_) => CliError::Usage(e.to_string()),
+                crate::source::prometheus::PromError::Api { status: 400, .. } => {
+                    CliError::Usage(e.to_string())
+                }
+                _ => CliError::Data(e.to_string()),
+            });
+        }
+    };
+    writeln!(err, "queried {}: {sent}", prom.url())?;
+    for w in warnings {
+        writeln!(err, "warning: {}: {w}", prom.url())?;
+    }
     match a.output {
         QueryFormat::Json => writeln!(out, "{}", promapi::render(&value, at))?,
         QueryFormat::Table => render_table(&value, at, out)?,

@@ -25,6 +25,7 @@ use crate::eval::{self, EvalOptions};
 use crate::report::model::{Availability, BaselineKind, Gap, GapKind, Report, SourceInfo};
 use crate::source::{Dataset, Role, Target};
 use crate::store::{Millis, Series};
+use promql_parser::parser::Expr;
 
 /// Default number of consecutive lit steps that make an onset.
 pub const DEFAULT_DEBOUNCE: usize = 2;
@@ -258,25 +259,82 @@ fn source_info(t: &Target, interval: Option<Millis>, from: Millis, to: Millis) -
     }
 }
 
+/// One range query of a signal's expression, as the engine asks for it.
+#[derive(Clone, Copy, Debug)]
+pub struct RangeQuery<'a> {
+    /// The signal's id (for messages).
+    pub signal: &'a str,
+    /// The instantiated expression ([`SignalEvaluator::instantiate`]).
+    pub expr: &'a Expr,
+    pub start: Millis,
+    pub end: Millis,
+    pub step: Millis,
+    /// The resolved `$window`, also the instant-selector lookback of local evaluation.
+    pub range: Millis,
+}
+
+/// Where signal expressions are evaluated: the dataset's own series store
+/// ([`LocalStore`]) or a remote Prometheus-compatible API. Everything else of a
+/// diagnosis (choice of alternatives from the targets' families, the grid,
+/// baselines, sources, assessment) is the same for both.
+pub trait SignalEvaluator: Sync {
+    /// The expression of a signal for targets of `role`: `$window` resolved and
+    /// the selection of the role's series added to every selector.
+    fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, String>;
+    /// Evaluates `queries` (possibly concurrently); one result per query, in
+    /// order. A series's `instance` label names the target.
+    fn range(&self, data: &Dataset, queries: &[RangeQuery]) -> Vec<Result<Vec<Series>, String>>;
+}
+
+/// Evaluation over the dataset's series store (dumps and live scrapes): the
+/// role is selected by the `role` label cptriage adds to every series.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LocalStore;
+
+impl SignalEvaluator for LocalStore {
+    fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, String> {
+        promql::instantiate(text, window, role.as_str()).map_err(|e| e.to_string())
+    }
+
+    fn range(&self, data: &Dataset, queries: &[RangeQuery]) -> Vec<Result<Vec<Series>, String>> {
+        queries
+            .iter()
+            .map(|q| {
+                let opts = EvalOptions { lookback: q.range };
+                eval::range(&data.store, q.expr, q.start, q.end, q.step, &opts).map_err(|e| e.to_string())
+            })
+            .collect()
+    }
+}
+
 /// What signal evaluation needs besides the signal.
 struct Ctx<'a> {
     data: &'a Dataset,
+    eval: &'a dyn SignalEvaluator,
     steps: &'a [Millis],
     step: Millis,
     range: Millis,
 }
 
-/// Picks the expression and evaluates it; returns the input for the pure part
-/// and the chosen expression index (for baseline evaluation).
-fn eval_signal(rules: &RuleSet, k: usize, ctx: &Ctx) -> SignalInput {
+/// A signal whose expression is chosen and instantiated, waiting for its values.
+struct Planned {
+    alternative: usize,
+    expr: Expr,
+    text: String,
+    below: bool,
+}
+
+/// Picks the expression and instantiates it, or says why the signal cannot be
+/// evaluated.
+fn plan_signal(rules: &RuleSet, k: usize, ctx: &Ctx) -> Result<Planned, Box<SignalInput>> {
     let sig = &rules.signals[k];
     let role = sig.def.role.role();
     let targets: Vec<&Target> = ctx.data.targets_with_role(role).collect();
     if targets.is_empty() {
-        return SignalInput::unavailable(
+        return Err(Box::new(SignalInput::unavailable(
             Availability::RoleAbsent,
             format!("no {} targets in the data", role.as_str()),
-        );
+        )));
     }
     let optional: BTreeSet<&str> = sig.def.optional_metrics.iter().map(|s| s.as_str()).collect();
     let chosen = sig.reads.iter().position(|r| {
@@ -303,40 +361,42 @@ fn eval_signal(rules: &RuleSet, k: usize, ctx: &Ctx) -> SignalInput {
                 names.join(" + ")
             })
             .collect();
-        return SignalInput::unavailable(
+        return Err(Box::new(SignalInput::unavailable(
             Availability::NotExposed,
             format!(
                 "`{}` not exposed by this version/target (missing: {})",
                 sig.def.id,
                 tried.join("; or ")
             ),
-        );
+        )));
     };
     let needs_series = sig.reads[i].needs_series;
     let max_snaps = targets.iter().map(|t| t.snapshots.len()).max().unwrap_or(0);
     if needs_series && (ctx.steps.len() < 2 || max_snaps < 2) {
-        return SignalInput {
+        return Err(Box::new(SignalInput {
             alternative: Some(i),
             ..SignalInput::unavailable(
                 Availability::NeedsTimeSeries,
                 format!("`{}` needs a time series (at least 2 snapshots)", sig.def.id),
             )
-        };
+        }));
     }
-    let expr = match promql::instantiate(&sig.exprs[i], ctx.range, role.as_str()) {
+    let expr = match ctx.eval.instantiate(&sig.exprs[i], ctx.range, role) {
         Ok(e) => e,
         Err(e) => {
-            return SignalInput {
+            return Err(Box::new(SignalInput {
                 alternative: Some(i),
                 ..SignalInput::unavailable(Availability::Error, format!("`{}`: {e}", sig.def.id))
-            }
+            }))
         }
     };
     let text = expr.to_string();
-    let (Some(&start), Some(&end)) = (ctx.steps.first(), ctx.steps.last()) else {
-        return SignalInput::unavailable(Availability::Error, "empty window");
-    };
-    let opts = EvalOptions { lookback: ctx.range };
+    if ctx.steps.is_empty() {
+        return Err(Box::new(SignalInput::unavailable(
+            Availability::Error,
+            "empty window",
+        )));
+    }
     let below = sig.def.threshold.below.is_some()
         || sig
             .def
@@ -344,30 +404,92 @@ fn eval_signal(rules: &RuleSet, k: usize, ctx: &Ctx) -> SignalInput {
             .relative
             .as_ref()
             .is_some_and(|r| r.direction == Direction::Below);
-    match eval::range(&ctx.data.store, &expr, start, end, ctx.step, &opts) {
-        Ok(series) => SignalInput {
-            availability: Availability::Evaluated,
-            alternative: Some(i),
-            expression: Some(text),
-            note: (i > 0).then(|| {
-                format!("using alternative {i}: the metrics of earlier expressions are not exposed")
-            }),
-            values: per_instance(&series, ctx.steps, below),
-            baseline: None,
-        },
-        Err(e) => SignalInput {
-            availability: Availability::Error,
-            alternative: Some(i),
-            expression: Some(text),
-            note: Some(format!("`{}`: {e}", sig.def.id)),
-            values: BTreeMap::new(),
-            baseline: None,
-        },
-    }
+    Ok(Planned {
+        alternative: i,
+        expr,
+        text,
+        below,
+    })
+}
+
+/// Picks the expressions of the signals `ks` and evaluates them as one batch;
+/// returns the inputs for the pure part, in the order of `ks`.
+fn eval_signals(rules: &RuleSet, ks: &[usize], ctx: &Ctx) -> Vec<SignalInput> {
+    let plans: Vec<Result<Planned, Box<SignalInput>>> =
+        ks.iter().map(|&k| plan_signal(rules, k, ctx)).collect();
+    let (Some(&start), Some(&end)) = (ctx.steps.first(), ctx.steps.last()) else {
+        return plans
+            .into_iter()
+            .map(|p| match p {
+                Err(unavailable) => *unavailable,
+                Ok(_) => SignalInput::unavailable(Availability::Error, "empty window"),
+            })
+            .collect();
+    };
+    let queries: Vec<RangeQuery> = ks
+        .iter()
+        .zip(&plans)
+        .filter_map(|(&k, p)| {
+            p.as_ref().ok().map(|p| RangeQuery {
+                signal: &rules.signals[k].def.id,
+                expr: &p.expr,
+                start,
+                end,
+                step: ctx.step,
+                range: ctx.range,
+            })
+        })
+        .collect();
+    let mut results = ctx.eval.range(ctx.data, &queries).into_iter();
+    ks.iter()
+        .zip(plans)
+        .map(|(&k, p)| {
+            let p = match p {
+                Ok(p) => p,
+                Err(unavailable) => return *unavailable,
+            };
+            let id = &rules.signals[k].def.id;
+            match results.next().unwrap_or_else(|| Err("no result".to_string())) {
+                Ok(series) => SignalInput {
+                    availability: Availability::Evaluated,
+                    alternative: Some(p.alternative),
+                    expression: Some(p.text),
+                    note: (p.alternative > 0).then(|| {
+                        format!(
+                            "using alternative {}: the metrics of earlier expressions are not exposed",
+                            p.alternative
+                        )
+                    }),
+                    values: per_instance(&series, ctx.steps, p.below),
+                    baseline: None,
+                },
+                Err(e) => SignalInput {
+                    availability: Availability::Error,
+                    alternative: Some(p.alternative),
+                    expression: Some(p.text),
+                    note: Some(format!("`{id}`: {e}")),
+                    values: BTreeMap::new(),
+                    baseline: None,
+                },
+            }
+        })
+        .collect()
 }
 
 /// Evaluates the whole rule set over `data` and assesses it.
 pub fn diagnose(rules: &RuleSet, data: &Dataset, opts: &Options) -> Result<Report, EngineError> {
+    diagnose_with(rules, data, &LocalStore, opts)
+}
+
+/// [`diagnose`] with the signal expressions evaluated by `evaluator`; `data`
+/// gives the targets (roles, families, snapshot times) and, for [`LocalStore`],
+/// the series. A [`BaselineSpec::Dataset`] is always evaluated locally.
+pub fn diagnose_with(
+    rules: &RuleSet,
+    data: &Dataset,
+    evaluator: &dyn SignalEvaluator,
+    opts: &Options,
+) -> Result<Report, EngineError> {
     let (g, mut warnings) = grid(data, opts)?;
     // A single snapshot has no time series: signals with a `snapshot:` form are
     // read since the process started instead.
@@ -388,13 +510,13 @@ pub fn diagnose(rules: &RuleSet, data: &Dataset, opts: &Options) -> Result<Repor
     };
     let ctx = Ctx {
         data,
+        eval: evaluator,
         steps: &g.steps,
         step: g.step,
         range: g.range,
     };
-    let mut signals: Vec<SignalInput> = (0..rules.signals.len())
-        .map(|k| eval_signal(rules, k, &ctx))
-        .collect();
+    let all: Vec<usize> = (0..rules.signals.len()).collect();
+    let mut signals: Vec<SignalInput> = eval_signals(rules, &all, &ctx);
 
     // Baseline.
     let plan = match opts.baseline {
@@ -410,6 +532,7 @@ pub fn diagnose(rules: &RuleSet, data: &Dataset, opts: &Options) -> Result<Repor
             external_baseline(
                 rules,
                 bdata,
+                evaluator,
                 &bopts,
                 &mut signals,
                 &mut warnings,
@@ -422,6 +545,7 @@ pub fn diagnose(rules: &RuleSet, data: &Dataset, opts: &Options) -> Result<Repor
             external_baseline(
                 rules,
                 b,
+                &LocalStore,
                 &bopts,
                 &mut signals,
                 &mut warnings,
@@ -591,9 +715,11 @@ fn attach_absent_targets(report: &mut Report) {
 
 /// Evaluates the chosen expressions over a baseline range or dataset and stores
 /// per-instance medians in `signals`.
+#[allow(clippy::too_many_arguments)]
 fn external_baseline(
     rules: &RuleSet,
     bdata: &Dataset,
+    evaluator: &dyn SignalEvaluator,
     bopts: &Options,
     signals: &mut [SignalInput],
     warnings: &mut Vec<String>,
@@ -610,16 +736,23 @@ fn external_baseline(
     })?;
     let bctx = Ctx {
         data: bdata,
+        eval: evaluator,
         steps: &bg.steps,
         step: bg.step,
         range: bg.range,
     };
     let mut missing = Vec::new();
-    for (k, s) in signals.iter_mut().enumerate() {
-        if s.availability != Availability::Evaluated || rules.signals[k].def.threshold.relative.is_none() {
-            continue;
-        }
-        let b = eval_signal(rules, k, &bctx);
+    let wanted: Vec<usize> = signals
+        .iter()
+        .enumerate()
+        .filter(|(k, s)| {
+            s.availability == Availability::Evaluated && rules.signals[*k].def.threshold.relative.is_some()
+        })
+        .map(|(k, _)| k)
+        .collect();
+    let evaluated = eval_signals(rules, &wanted, &bctx);
+    for (&k, b) in wanted.iter().zip(evaluated) {
+        let s = &mut signals[k];
         if b.availability != Availability::Evaluated || b.alternative != s.alternative {
             missing.push(rules.signals[k].def.id.clone());
             continue;

@@ -11,6 +11,7 @@ pub mod expfmt;
 pub mod live;
 pub mod manifest;
 pub mod notation;
+pub mod prometheus;
 pub mod timename;
 
 use std::fmt;

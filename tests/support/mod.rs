@@ -6,6 +6,7 @@
 
 pub mod etcd;
 pub mod pki;
+pub mod prometheus;
 pub mod server;
 
 use std::net::TcpListener;

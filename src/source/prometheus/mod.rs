@@ -1,0 +1,392 @@
+//! Prometheus, Thanos Query, Mimir or Cortex as a source: the rules'
+//! expressions are evaluated by the remote PromQL engine over its HTTP API
+//! instead of over dumps.
+//!
+//! - **Roles.** Prometheus series have no `role` label: each role is a label
+//!   selector (by default `{job="apiserver"}`, `{job=~".*etcd.*"}`,
+//!   `{job=~".*controller-manager.*"}`, which fit kube-prometheus and kubeadm
+//!   setups), added to every selector of the role's expressions together with
+//!   the extra `--selector` matchers (e.g. `{cluster="prod"}`).
+//! - **Instances** are told apart by the `instance` label, or another label
+//!   (`pod`): the rules' `by (instance)`/`on (instance)` then group by that
+//!   label, and results are named by its values.
+//! - **Targets** are the instances of each role's `up` series in the window;
+//!   the samples of `up` (= 1) are their snapshots, so the scrape interval, the
+//!   gaps (scrapes that failed) and restarts (`process_start_time_seconds`)
+//!   are reported as for a capture.
+//! - **Alternatives** of a signal are chosen from the metric names each role's
+//!   series have in the window (`/api/v1/label/__name__/values` with `match[]`).
+//! - Signals are queried with `/api/v1/query_range`, at most
+//!   [`PromConfig::concurrency`] at a time; a query that fails becomes a gap of
+//!   the report, and the API's warnings (partial responses) become warnings.
+
+pub mod api;
+pub mod select;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use promql_parser::label::Matcher;
+use promql_parser::parser::Expr;
+
+pub use api::{Answer, Api, ApiConfig, PromError};
+pub use select::{parse_selector, SelectorError};
+
+use crate::rules::engine::{RangeQuery, SignalEvaluator};
+use crate::rules::promql::{format_duration, substitute_window};
+use crate::source::{Dataset, Role, Snapshot, SourceWarning, Target, TimeSource};
+use crate::store::{Labels, Millis, Series};
+
+/// Default selectors of the roles (kube-prometheus, kubeadm with the
+/// Prometheus operator).
+pub const DEFAULT_APISERVER_SELECTOR: &str = r#"{job="apiserver"}"#;
+pub const DEFAULT_ETCD_SELECTOR: &str = r#"{job=~".*etcd.*"}"#;
+pub const DEFAULT_CONTROLLER_SELECTOR: &str = r#"{job=~".*controller-manager.*"}"#;
+
+/// Queries in flight at once by default.
+pub const DEFAULT_CONCURRENCY: usize = 4;
+
+/// Longest window whose `up` samples are read one by one; longer windows read
+/// `up` at the evaluation step.
+pub const RAW_UP_LIMIT: Millis = 6 * 3600 * 1000;
+
+/// How one role's series are selected.
+#[derive(Clone, Debug)]
+pub struct RoleSelector {
+    pub role: Role,
+    pub matchers: Vec<Matcher>,
+}
+
+/// Everything the Prometheus source needs.
+#[derive(Clone, Debug)]
+pub struct PromConfig {
+    pub api: ApiConfig,
+    pub roles: Vec<RoleSelector>,
+    /// Added to every selector (`--selector`).
+    pub extra: Vec<Matcher>,
+    /// The label that tells instances apart (`instance`, `pod`).
+    pub instance_label: String,
+    /// Queries in flight at once.
+    pub concurrency: usize,
+}
+
+/// A connected Prometheus source; also the engine's remote
+/// [`SignalEvaluator`].
+#[derive(Debug)]
+pub struct Prometheus {
+    api: Api,
+    cfg: PromConfig,
+    warnings: Mutex<Vec<String>>,
+    succeeded: AtomicUsize,
+    failed: Mutex<Vec<PromError>>,
+}
+
+impl Prometheus {
+    pub fn new(cfg: PromConfig) -> Result<Prometheus, PromError> {
+        let api = Api::new(&cfg.api)?;
+        Ok(Prometheus {
+            api,
+            cfg,
+            warnings: Mutex::new(Vec::new()),
+            succeeded: AtomicUsize::new(0),
+            failed: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The API's base URL (no credentials).
+    pub fn url(&self) -> &str {
+        self.api.url()
+    }
+
+    /// The API client (for `query`).
+    pub fn api(&self) -> &Api {
+        &self.api
+    }
+
+    /// The matchers selecting `role`'s series, with the extra selector.
+    pub fn role_matchers(&self, role: Role) -> Option<Vec<Matcher>> {
+        let r = self.cfg.roles.iter().find(|r| r.role == role)?;
+        let mut m = r.matchers.clone();
+        m.extend(self.cfg.extra.iter().cloned());
+        Some(m)
+    }
+
+    /// The extra selector's matchers.
+    pub fn extra_matchers(&self) -> &[Matcher] {
+        &self.cfg.extra
+    }
+
+    /// Warnings the API returned with answers so far (partial responses).
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Signal queries answered and failed so far.
+    pub fn outcome(&self) -> (usize, Vec<PromError>) {
+        (
+            self.succeeded.load(Ordering::Relaxed),
+            self.failed.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        )
+    }
+
+    fn warn(&self, w: String) {
+        let mut ws = self.warnings.lock().unwrap_or_else(|e| e.into_inner());
+        if !ws.contains(&w) {
+            ws.push(w);
+        }
+    }
+
+    /// The targets of every role in `[from, to]`: instances of the role's
+    /// `up` series, their scrape times as snapshots, and the metric names of
+    /// the role's series as their families. `step` is used for windows longer
+    /// than [`RAW_UP_LIMIT`].
+    ///
+    /// Fails when the API cannot be reached or answers no role's `up` query;
+    /// a role without series is left out (its axes become gaps).
+    pub fn dataset(&self, from: Millis, to: Millis, step: Option<Millis>) -> Result<Dataset, PromError> {
+        let mut ds = Dataset::default();
+        let mut answered = 0;
+        let mut last_err = None;
+        for r in &self.cfg.roles {
+            match self.role_targets(r.role, from, to, step) {
+                Ok((targets, warnings)) => {
+                    answered += 1;
+                    for w in warnings {
+                        ds.warnings.push(SourceWarning {
+                            origin: self.url().to_string(),
+                            message: w,
+                        });
+                    }
+                    ds.targets.extend(targets);
+                }
+                Err(e) if e.is_connection() => return Err(e),
+                Err(e) => {
+                    ds.warnings.push(SourceWarning {
+                        origin: self.url().to_string(),
+                        message: format!("the {} targets could not be listed: {e}", r.role),
+                    });
+                    last_err = Some(e);
+                }
+            }
+        }
+        if answered == 0 {
+            if let Some(e) = last_err {
+                return Err(e);
+            }
+        }
+        Ok(ds)
+    }
+
+    fn role_targets(
+        &self,
+        role: Role,
+        from: Millis,
+        to: Millis,
+        step: Option<Millis>,
+    ) -> Result<(Vec<Target>, Vec<String>), PromError> {
+        let ms = self.role_matchers(role).unwrap_or_default();
+        let sel = select::selector_text(&ms);
+        let il = self.cfg.instance_label.as_str();
+        let mut warnings = Vec::new();
+        let span = (to - from).max(0);
+        // Scrape times of `up`, and process start times, per instance.
+        let (up, ps) = if span <= RAW_UP_LIMIT {
+            let range = format_duration(span + 1000);
+            let up = self.api.query(&format!("up{sel}[{range}]"), to)?;
+            let ps = self
+                .api
+                .query(&format!("process_start_time_seconds{sel}[{range}]"), to);
+            (matrix_of(up.data), ps.ok().map(|a| matrix_of(a.data)))
+        } else {
+            let st = step.unwrap_or(60_000).max(span / 5000);
+            let up = self.api.query_range(&format!("up{sel}"), from, to, st)?;
+            let ps = self
+                .api
+                .query_range(&format!("process_start_time_seconds{sel}"), from, to, st);
+            (up.data, ps.ok().map(|a| a.data))
+        };
+        if up.is_empty() {
+            warnings.push(format!(
+                "no `up` series match the {role} selector `{sel}` from {} to {}: the {role} axes are not checked (see --{role}-selector)",
+                crate::timefmt::format_time(from),
+                crate::timefmt::format_time(to)
+            ));
+            return Ok((Vec::new(), warnings));
+        }
+        let mut times: BTreeMap<String, BTreeSet<Millis>> = BTreeMap::new();
+        for s in &up {
+            let inst = s.labels.get(il).unwrap_or("").to_string();
+            let e = times.entry(inst).or_default();
+            for p in &s.samples {
+                if p.v == 1.0 {
+                    e.insert(p.t);
+                }
+            }
+        }
+        if times.contains_key("") {
+            warnings.push(format!(
+                "some {role} `up` series have no `{il}` label; they are shown as one target `(none)`"
+            ));
+        }
+        let mut starts: BTreeMap<String, BTreeMap<Millis, f64>> = BTreeMap::new();
+        for s in ps.iter().flatten() {
+            let inst = s.labels.get(il).unwrap_or("").to_string();
+            let e = starts.entry(inst).or_default();
+            for p in &s.samples {
+                e.insert(p.t, p.v);
+            }
+        }
+        let names = self
+            .api
+            .label_values("__name__", std::slice::from_ref(&sel), from, to)
+            .map(|a| {
+                warnings.extend(a.warnings);
+                a.data.into_iter().collect::<BTreeSet<String>>()
+            })?;
+        let mut versions: BTreeMap<String, String> = BTreeMap::new();
+        let vq = format!(
+            "group by ({il}, server_version, git_version) (last_over_time({{__name__=~\"etcd_server_version|kubernetes_build_info\",{}}}[{}]))",
+            sel.trim_start_matches('{').trim_end_matches('}'),
+            format_duration(span.clamp(60_000, RAW_UP_LIMIT) + 1000)
+        );
+        if let Ok(a) = self.api.query(&vq, to) {
+            if let crate::eval::Value::Vector(v) = a.data {
+                for s in v {
+                    let inst = s.labels.get(il).unwrap_or("").to_string();
+                    if let Some(ver) = s.labels.get("server_version").or(s.labels.get("git_version")) {
+                        versions.insert(inst, ver.to_string());
+                    }
+                }
+            }
+        }
+        let targets = times
+            .into_iter()
+            .map(|(inst, ts)| {
+                let st = starts.get(&inst);
+                let name = if inst.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    inst.clone()
+                };
+                Target {
+                    name,
+                    role,
+                    role_reason: format!("Prometheus series matching `{sel}`"),
+                    version: versions.get(&inst).cloned(),
+                    time_source: TimeSource::Prometheus,
+                    snapshots: ts
+                        .into_iter()
+                        .map(|t| Snapshot {
+                            time: t,
+                            origin: format!("{} up{{{il}=\"{inst}\"}}", self.url()),
+                            process_start: st.and_then(|m| m.get(&t).copied()),
+                        })
+                        .collect(),
+                    families: names.clone(),
+                }
+            })
+            .collect();
+        Ok((targets, warnings))
+    }
+
+    fn one_query(&self, q: &RangeQuery) -> Result<Vec<Series>, String> {
+        let text = q.expr.to_string();
+        match self.api.query_range(&text, q.start, q.end, q.step) {
+            Ok(a) => {
+                for w in a.warnings {
+                    self.warn(format!("`{}`: Prometheus warned: {w}", q.signal));
+                }
+                self.succeeded.fetch_add(1, Ordering::Relaxed);
+                Ok(a.data
+                    .into_iter()
+                    .map(|s| rename_instance(s, &self.cfg.instance_label))
+                    .collect())
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                self.failed.lock().unwrap_or_else(|p| p.into_inner()).push(e);
+                Err(msg)
+            }
+        }
+    }
+}
+
+fn matrix_of(v: crate::eval::Value) -> Vec<Series> {
+    match v {
+        crate::eval::Value::Matrix(m) => m,
+        _ => Vec::new(),
+    }
+}
+
+/// Names a result series by the configured instance label, as the engine
+/// expects it in `instance`.
+fn rename_instance(mut s: Series, label: &str) -> Series {
+    if label != "instance" {
+        let v = s.labels.get(label).map(str::to_string);
+        let mut l: Labels = s.labels.clone();
+        l.set(label, "");
+        l.set("instance", v.as_deref().unwrap_or(""));
+        s.labels = l;
+    }
+    s
+}
+
+/// One query's result, filled by whichever worker ran it.
+type Slot = Mutex<Option<Result<Vec<Series>, String>>>;
+
+impl SignalEvaluator for Prometheus {
+    fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, String> {
+        let mut e = crate::eval::parse(&substitute_window(text, window)).map_err(|e| e.to_string())?;
+        let ms = self
+            .role_matchers(role)
+            .ok_or_else(|| format!("no selector for the {role} role"))?;
+        select::inject_matchers(&mut e, &ms);
+        select::rename_grouping_label(&mut e, "instance", &self.cfg.instance_label);
+        Ok(e)
+    }
+
+    fn range(&self, _data: &Dataset, queries: &[RangeQuery]) -> Vec<Result<Vec<Series>, String>> {
+        let next = AtomicUsize::new(0);
+        let results: Vec<Slot> = queries.iter().map(|_| Mutex::new(None)).collect();
+        let workers = self.cfg.concurrency.clamp(1, 32).min(queries.len().max(1));
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(q) = queries.get(i) else { break };
+                    let r = self.one_query(q);
+                    if let Some(slot) = results.get(i) {
+                        *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                    }
+                });
+            }
+        });
+        results
+            .into_iter()
+            .map(|m| {
+                m.into_inner()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .unwrap_or_else(|| Err("not queried".to_string()))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Sample;
+
+    #[test]
+    fn results_are_named_by_the_instance_label() {
+        let s = Series {
+            labels: Labels::from_pairs([("pod", "etcd-0"), ("instance", "10.0.0.1:2381")]),
+            samples: vec![Sample { t: 0, v: 1.0 }],
+        };
+        let r = rename_instance(s.clone(), "pod");
+        assert_eq!(r.labels.get("instance"), Some("etcd-0"));
+        assert_eq!(r.labels.get("pod"), None);
+        assert_eq!(rename_instance(s.clone(), "instance"), s);
+    }
+}

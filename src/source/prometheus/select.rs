@@ -1,0 +1,195 @@
+//! Series selection for remote evaluation: parsing `--selector`-style label
+//! selectors (`{job="etcd",cluster="prod"}`), adding their matchers to every
+//! selector of an expression, and grouping by another instance label.
+
+use promql_parser::label::{Matcher, Matchers};
+use promql_parser::parser::{self, Expr};
+use promql_parser::util::visitor::{walk_expr_mut, ExprVisitorMut};
+
+/// Why a label selector given on the command line is not usable.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SelectorError {
+    #[error("invalid selector `{text}` for {flag}: {message}")]
+    Invalid {
+        flag: String,
+        text: String,
+        message: String,
+    },
+}
+
+/// The label matchers of a selector such as `{job="apiserver"}` or
+/// `{job=~".*etcd.*", cluster="prod"}` (no metric name, no `or`).
+pub fn parse_selector(flag: &str, text: &str) -> Result<Vec<Matcher>, SelectorError> {
+    let bad = |message: String| SelectorError::Invalid {
+        flag: flag.to_string(),
+        text: text.to_string(),
+        message,
+    };
+    let trimmed = text.trim();
+    if trimmed.is_empty() || trimmed == "{}" {
+        return Ok(Vec::new());
+    }
+    if !trimmed.starts_with('{') {
+        return Err(bad(
+            "expected label matchers in braces, e.g. `{job=\"etcd\"}`".into()
+        ));
+    }
+    // `{a="b"}` alone is not a valid expression when every matcher can match the
+    // empty string; a placeholder metric name makes any set of matchers parse.
+    let expr = parser::parse(&format!("cptriage_selector{trimmed}")).map_err(bad)?;
+    let Expr::VectorSelector(vs) = expr else {
+        return Err(bad("expected label matchers only".into()));
+    };
+    if !vs.matchers.or_matchers.is_empty() {
+        return Err(bad("`or` is not supported in a selector".into()));
+    }
+    let ms: Vec<Matcher> = vs
+        .matchers
+        .matchers
+        .into_iter()
+        .filter(|m| !(m.name == "__name__" && m.value == "cptriage_selector"))
+        .collect();
+    if ms.iter().any(|m| m.name == "__name__") {
+        return Err(bad("a selector may not name a metric".into()));
+    }
+    Ok(ms)
+}
+
+/// Writes matchers as a selector: `{job="etcd",cluster="prod"}`.
+pub fn selector_text(ms: &[Matcher]) -> String {
+    let parts: Vec<String> = ms.iter().map(|m| m.to_string()).collect();
+    format!("{{{}}}", parts.join(","))
+}
+
+/// Adds `matchers` to every vector and matrix selector of `expr`; a matcher of
+/// the expression on a label the injected matchers name is replaced.
+pub fn inject_matchers(expr: &mut Expr, matchers: &[Matcher]) {
+    struct Inject<'a>(&'a [Matcher]);
+    fn fix(m: &mut Vec<Matcher>, add: &[Matcher]) {
+        m.retain(|x| !add.iter().any(|a| a.name == x.name));
+        m.extend(add.iter().cloned());
+    }
+    impl ExprVisitorMut for Inject<'_> {
+        type Error = std::convert::Infallible;
+        fn pre_visit(&mut self, e: &mut Expr) -> Result<bool, Self::Error> {
+            let vs = match e {
+                Expr::VectorSelector(vs) => vs,
+                Expr::MatrixSelector(ms) => &mut ms.vs,
+                _ => return Ok(true),
+            };
+            let Matchers {
+                matchers,
+                or_matchers,
+            } = &mut vs.matchers;
+            fix(matchers, self.0);
+            for group in or_matchers {
+                fix(group, self.0);
+            }
+            Ok(true)
+        }
+    }
+    if matchers.is_empty() {
+        return;
+    }
+    let _ = walk_expr_mut(&mut Inject(matchers), expr);
+}
+
+/// Replaces the label `from` by `to` in every `by`/`without`, `on`/`ignoring`
+/// and `group_left`/`group_right` list of `expr`, so that rules grouping by
+/// `instance` group by the label that tells instances apart in this Prometheus
+/// (e.g. `pod`).
+pub fn rename_grouping_label(expr: &mut Expr, from: &str, to: &str) {
+    struct Rename<'a>(&'a str, &'a str);
+    fn fix(ls: &mut promql_parser::label::Labels, from: &str, to: &str) {
+        for l in &mut ls.labels {
+            if l == from {
+                *l = to.to_string();
+            }
+        }
+    }
+    impl ExprVisitorMut for Rename<'_> {
+        type Error = std::convert::Infallible;
+        fn pre_visit(&mut self, e: &mut Expr) -> Result<bool, Self::Error> {
+            match e {
+                Expr::Aggregate(a) => {
+                    if let Some(m) = a.modifier.as_mut() {
+                        match m {
+                            promql_parser::parser::LabelModifier::Include(l)
+                            | promql_parser::parser::LabelModifier::Exclude(l) => fix(l, self.0, self.1),
+                        }
+                    }
+                }
+                Expr::Binary(b) => {
+                    if let Some(m) = b.modifier.as_mut() {
+                        if let Some(
+                            promql_parser::parser::LabelModifier::Include(l)
+                            | promql_parser::parser::LabelModifier::Exclude(l),
+                        ) = m.matching.as_mut()
+                        {
+                            fix(l, self.0, self.1);
+                        }
+                        match &mut m.card {
+                            promql_parser::parser::VectorMatchCardinality::ManyToOne(l)
+                            | promql_parser::parser::VectorMatchCardinality::OneToMany(l) => {
+                                fix(l, self.0, self.1)
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+            Ok(true)
+        }
+    }
+    if from == to {
+        return;
+    }
+    let _ = walk_expr_mut(&mut Rename(from, to), expr);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selectors_parse_into_matchers() {
+        let ms = parse_selector("--etcd-selector", r#"{job=~".*etcd.*", cluster="prod"}"#).unwrap();
+        assert_eq!(selector_text(&ms), r#"{job=~".*etcd.*",cluster="prod"}"#);
+        assert!(parse_selector("--selector", "").unwrap().is_empty());
+        assert!(parse_selector("--selector", r#"{a=""}"#).is_ok());
+        let e = parse_selector("--selector", "job=etcd").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid selector `job=etcd` for --selector: expected label matchers in braces, e.g. `{job=\"etcd\"}`"
+        );
+        assert!(parse_selector("--selector", "{job=}").is_err());
+        assert!(parse_selector("--selector", r#"{__name__="up"}"#).is_err());
+    }
+
+    #[test]
+    fn matchers_go_into_every_selector() {
+        let mut e =
+            parser::parse(r#"sum by (instance) (rate(a_total{job="x",code="5"}[1m])) / on (instance) b"#)
+                .unwrap();
+        let ms = parse_selector("-", r#"{job=~".*etcd.*",cluster="prod"}"#).unwrap();
+        inject_matchers(&mut e, &ms);
+        assert_eq!(
+            e.to_string(),
+            r#"sum by (instance) (rate(a_total{cluster="prod",code="5",job=~".*etcd.*"}[1m])) / on (instance) b{cluster="prod",job=~".*etcd.*"}"#
+        );
+    }
+
+    #[test]
+    fn grouping_by_another_instance_label() {
+        let mut e = parser::parse(
+            "histogram_quantile(0.99, sum by (instance, le) (rate(x_bucket[1m]))) / on (instance) max without (instance) (y) * ignoring (le) group_left (instance) z",
+        )
+        .unwrap();
+        rename_grouping_label(&mut e, "instance", "pod");
+        assert_eq!(
+            e.to_string(),
+            "histogram_quantile(0.99, sum by (pod, le) (rate(x_bucket[1m]))) / on (pod) max without (pod) (y) * ignoring (le) group_left (pod) z"
+        );
+    }
+}
