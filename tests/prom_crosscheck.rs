@@ -25,6 +25,13 @@
 //!   On a grid aligned with the 15 s samples the two legitimately differ by the
 //!   sample on the boundary, so the query grid is offset by half a step
 //!   (7.5 s) and no sample sits on a window boundary.
+//! - The grid starts one `$window` after the first sample, so no window reaches
+//!   before the data. Where one does, Prometheus 2.42 and 3 extrapolate `rate`
+//!   differently: 2.42 limits the extrapolation to the counter's zero point
+//!   before deciding whether to extrapolate by half an interval, Prometheus 3
+//!   (and cptriage) after; on histogram buckets with small first counts this
+//!   moved `histogram_quantile` by up to 0.3 % in the first two steps. After a
+//!   restart or on a created series the first value is 0 and both agree.
 //! - Prometheus runs with `--query.lookback-delta` equal to the engine's
 //!   instant-selector lookback (the resolved `$window`, 1 m for 15 s captures)
 //!   and a long retention (the blocks hold samples from 2026-01-01; the default
@@ -183,8 +190,8 @@ fn crosscheck(name: &str) -> Tally {
     let prom = promrun::Prometheus::start(&tsdb, &promql::format_duration(range))
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     let (from, to) = ds.window().expect("window");
-    // Half a step off the sample grid (see the module comment).
-    let start = from + step / 2;
+    // Half a step off the sample grid, one window into the data (see the module comment).
+    let start = from + range + step / 2;
     let end = to - step / 2;
     let grid: Vec<i64> = (0..).map(|i| start + i * step).take_while(|t| *t <= end).collect();
     let opts = EvalOptions { lookback: range };

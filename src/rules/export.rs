@@ -708,6 +708,13 @@ pub struct UnitTestInput<'a> {
     /// selector), e.g. `job="apiserver"`.
     pub role_labels: BTreeMap<SignalRole, BTreeMap<String, String>>,
     pub checks: Vec<AlertCheck>,
+    /// Drop series that cannot change what the rules conclude, to keep the
+    /// file small: of a metric read only through range functions (`rate`,
+    /// `increase`, `deriv`), a series group (the labels but `le`) whose values
+    /// never change contributes 0 to every sum; one such group per metric and
+    /// instance is kept so that zero-anchors (`or … * 0`) still have a series.
+    /// Metrics read by instant selectors (gauges) are always kept whole.
+    pub prune_constant: bool,
 }
 
 #[derive(Serialize)]
@@ -866,12 +873,16 @@ pub fn promtool_test(
         .flat_map(|s| s.reads.iter())
         .flat_map(|r| r.metrics.iter().cloned())
         .collect();
+    let instant = instant_metrics(rules, opts.window);
+    let keep = input
+        .prune_constant
+        .then(|| pruned_keep_set(input.data, &wanted, &instant));
     let end = input.data.store.time_range().map(|(_, b)| b).unwrap_or(input.start);
     let steps = usize::try_from((end - input.start) / input.interval).unwrap_or(0) + 1;
     let mut series = Vec::new();
-    for s in input.data.store.series() {
+    for (id, s) in input.data.store.series().iter().enumerate() {
         let Some(name) = s.labels.metric_name() else { continue };
-        if !wanted.contains(name) {
+        if !wanted.contains(name) || keep.as_ref().is_some_and(|k| !k.contains(&id)) {
             continue;
         }
         let Some(role) = s.labels.get(ROLE_LABEL).and_then(|r| roles.get(r)) else {
@@ -948,6 +959,77 @@ pub fn promtool_test(
         }],
     };
     serde_yaml::to_string(&file).map_err(|e| ExportError::Yaml(e.to_string()))
+}
+
+/// Metric names some signal expression reads with an instant selector (outside
+/// a range selector), with `$window` resolved.
+fn instant_metrics(rules: &RuleSet, window: Millis) -> BTreeSet<String> {
+    use promql_parser::util::visitor::{walk_expr, ExprVisitor};
+    struct V(BTreeSet<String>);
+    impl ExprVisitor for V {
+        type Error = std::convert::Infallible;
+        fn pre_visit(&mut self, e: &Expr) -> Result<bool, Self::Error> {
+            if let Expr::VectorSelector(vs) = e {
+                let name = vs.name.clone().or_else(|| {
+                    vs.matchers
+                        .matchers
+                        .iter()
+                        .find(|m| m.name == METRIC_NAME)
+                        .map(|m| m.value.clone())
+                });
+                if let Some(n) = name {
+                    self.0.insert(n);
+                }
+            }
+            Ok(true)
+        }
+    }
+    let mut v = V(BTreeSet::new());
+    for text in rules.signals.iter().flat_map(|s| s.exprs.iter()) {
+        if let Ok(e) = crate::eval::parse(&substitute_window(text, window)) {
+            let _ = walk_expr(&mut v, &e);
+        }
+    }
+    v.0
+}
+
+/// Ids of the stored series a pruned unit test keeps (see
+/// [`UnitTestInput::prune_constant`]).
+fn pruned_keep_set(data: &Dataset, wanted: &BTreeSet<String>, instant: &BTreeSet<String>) -> BTreeSet<usize> {
+    // (metric, labels but `le`) → (series ids, whether any changes).
+    let mut groups: BTreeMap<(String, Vec<(String, String)>), (Vec<usize>, bool)> = BTreeMap::new();
+    for (id, s) in data.store.series().iter().enumerate() {
+        let Some(name) = s.labels.metric_name() else { continue };
+        if !wanted.contains(name) {
+            continue;
+        }
+        let key: Vec<(String, String)> = s
+            .labels
+            .iter()
+            .filter(|l| &*l.name != "le" && &*l.name != METRIC_NAME)
+            .map(|l| (l.name.to_string(), l.value.to_string()))
+            .collect();
+        let changes = instant.contains(name)
+            || s.samples
+                .first()
+                .is_some_and(|f| s.samples.iter().any(|p| p.v.to_bits() != f.v.to_bits()));
+        let g = groups.entry((name.to_string(), key)).or_default();
+        g.0.push(id);
+        g.1 |= changes;
+    }
+    let mut keep = BTreeSet::new();
+    let mut anchored: BTreeSet<(String, String)> = BTreeSet::new();
+    for ((name, key), (ids, changes)) in groups {
+        let inst = key
+            .iter()
+            .find(|(k, _)| k == "instance")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        if changes || anchored.insert((name, inst)) {
+            keep.extend(ids);
+        }
+    }
+    keep
 }
 
 /// A stored series' labels as written for Prometheus: without the metric name

@@ -117,19 +117,22 @@ impl Prometheus {
         step_ms: i64,
     ) -> Result<Vec<(Vec<(String, String)>, Vec<(i64, f64)>)>, String> {
         let secs = |ms: i64| format!("{}.{:03}", ms.div_euclid(1000), ms.rem_euclid(1000));
-        let url = format!("http://127.0.0.1:{}/api/v1/query_range", self.port);
+        let url = format!(
+            "http://127.0.0.1:{}/api/v1/query_range?query={}&start={}&end={}&step={}",
+            self.port,
+            percent_encode(query),
+            secs(start_ms),
+            secs(end_ms),
+            secs(step_ms)
+        );
         let resp = self
             .client()
             .get(&url)
-            .query(&[
-                ("query", query.to_string()),
-                ("start", secs(start_ms)),
-                ("end", secs(end_ms)),
-                ("step", secs(step_ms)),
-            ])
             .send()
             .map_err(|e| format!("query_range: {e}"))?;
-        let body: serde_json::Value = resp.json().map_err(|e| format!("query_range body: {e}"))?;
+        let text = resp.text().map_err(|e| format!("query_range body: {e}"))?;
+        let body: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("query_range body: {e}: {text}"))?;
         if body["status"] != "success" {
             return Err(format!("query_range `{query}` failed: {body}"));
         }
@@ -167,6 +170,19 @@ impl Drop for Prometheus {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Percent-encodes a query parameter (everything but unreserved characters).
+fn percent_encode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// A free TCP port on 127.0.0.1 (bound, then released).
