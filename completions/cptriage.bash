@@ -61,17 +61,35 @@ _cptriage() {
             cptriage__subcmd__help__subcmd__rules,check)
                 cmd="cptriage__subcmd__help__subcmd__rules__subcmd__check"
                 ;;
+            cptriage__subcmd__help__subcmd__rules,export)
+                cmd="cptriage__subcmd__help__subcmd__rules__subcmd__export"
+                ;;
+            cptriage__subcmd__help__subcmd__rules,test)
+                cmd="cptriage__subcmd__help__subcmd__rules__subcmd__test"
+                ;;
             cptriage__subcmd__rules,check)
                 cmd="cptriage__subcmd__rules__subcmd__check"
+                ;;
+            cptriage__subcmd__rules,export)
+                cmd="cptriage__subcmd__rules__subcmd__export"
                 ;;
             cptriage__subcmd__rules,help)
                 cmd="cptriage__subcmd__rules__subcmd__help"
                 ;;
+            cptriage__subcmd__rules,test)
+                cmd="cptriage__subcmd__rules__subcmd__test"
+                ;;
             cptriage__subcmd__rules__subcmd__help,check)
                 cmd="cptriage__subcmd__rules__subcmd__help__subcmd__check"
                 ;;
+            cptriage__subcmd__rules__subcmd__help,export)
+                cmd="cptriage__subcmd__rules__subcmd__help__subcmd__export"
+                ;;
             cptriage__subcmd__rules__subcmd__help,help)
                 cmd="cptriage__subcmd__rules__subcmd__help__subcmd__help"
+                ;;
+            cptriage__subcmd__rules__subcmd__help,test)
+                cmd="cptriage__subcmd__rules__subcmd__help__subcmd__test"
                 ;;
             *)
                 ;;
@@ -294,7 +312,7 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__help__subcmd__rules)
-            opts="check"
+            opts="check test export"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -308,6 +326,34 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__help__subcmd__rules__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        cptriage__subcmd__help__subcmd__rules__subcmd__export)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        cptriage__subcmd__help__subcmd__rules__subcmd__test)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -436,7 +482,7 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__rules)
-            opts="-h -V --help --version check help"
+            opts="-h -V --help --version check test export help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -463,8 +509,62 @@ _cptriage() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        cptriage__subcmd__rules__subcmd__export)
+            opts="-h -V --format --rules --window --for --baseline-window --baseline-offset --apiserver-selector --etcd-selector --controller-selector --group --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --rules)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --for)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --baseline-window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --baseline-offset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --apiserver-selector)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-selector)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --controller-selector)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         cptriage__subcmd__rules__subcmd__help)
-            opts="check help"
+            opts="check test export help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -491,9 +591,51 @@ _cptriage() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        cptriage__subcmd__rules__subcmd__help__subcmd__export)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         cptriage__subcmd__rules__subcmd__help__subcmd__help)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        cptriage__subcmd__rules__subcmd__help__subcmd__test)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        cptriage__subcmd__rules__subcmd__test)
+            opts="-v -h -V --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

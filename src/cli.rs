@@ -291,7 +291,11 @@ pub struct RulesExportArgs {
     #[arg(long, value_name = "SELECTOR", default_value = r#"{job=~".*etcd.*"}"#)]
     pub etcd_selector: String,
     /// Series selector of controllers.
-    #[arg(long, value_name = "SELECTOR", default_value = r#"{job="kube-controller-manager"}"#)]
+    #[arg(
+        long,
+        value_name = "SELECTOR",
+        default_value = r#"{job="kube-controller-manager"}"#
+    )]
     pub controller_selector: String,
     /// Name of the rule group.
     #[arg(long, value_name = "NAME", default_value = "cptriage")]

@@ -179,8 +179,14 @@ fn crosscheck(name: &str) -> Tally {
     let dir = tempfile::tempdir().expect("tempdir");
     let om = dir.path().join(format!("{name}.om.txt"));
     let (nseries, nsamples, nstale) = write_openmetrics(&ds, &om);
-    assert_eq!(nstale, 0, "{name}: staleness markers cannot be written as OpenMetrics");
-    assert!(nseries > 100 && nsamples > 1000, "{name}: {nseries} series, {nsamples} samples");
+    assert_eq!(
+        nstale, 0,
+        "{name}: staleness markers cannot be written as OpenMetrics"
+    );
+    assert!(
+        nseries > 100 && nsamples > 1000,
+        "{name}: {nseries} series, {nsamples} samples"
+    );
     let tsdb = dir.path().join("tsdb");
     std::fs::create_dir_all(&tsdb).expect("mkdir");
     promrun::create_blocks(&om, &tsdb).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -193,7 +199,10 @@ fn crosscheck(name: &str) -> Tally {
     // Half a step off the sample grid, one window into the data (see the module comment).
     let start = from + range + step / 2;
     let end = to - step / 2;
-    let grid: Vec<i64> = (0..).map(|i| start + i * step).take_while(|t| *t <= end).collect();
+    let grid: Vec<i64> = (0..)
+        .map(|i| start + i * step)
+        .take_while(|t| *t <= end)
+        .collect();
     let opts = EvalOptions { lookback: range };
 
     let mut tally = Tally {
@@ -227,7 +236,11 @@ fn crosscheck(name: &str) -> Tally {
                 .unwrap_or_else(|e| panic!("{name}: {}[{i}] remote: {e}", sig.def.id));
             let mut l: BTreeMap<Key, BTreeMap<i64, f64>> = BTreeMap::new();
             for s in &local {
-                let mut k: Key = s.labels.iter().map(|x| (x.name.to_string(), x.value.to_string())).collect();
+                let mut k: Key = s
+                    .labels
+                    .iter()
+                    .map(|x| (x.name.to_string(), x.value.to_string()))
+                    .collect();
                 k.sort();
                 l.insert(k, s.samples.iter().map(|p| (p.t, p.v)).collect());
             }
@@ -271,7 +284,11 @@ fn crosscheck(name: &str) -> Tally {
 #[test]
 fn evaluator_agrees_with_prometheus_on_every_signal() {
     if !promrun::available() {
-        eprintln!("skipped: {} or {} is not installed (scripts/test installs them)", promrun::PROMETHEUS, promrun::PROMTOOL);
+        eprintln!(
+            "skipped: {} or {} is not installed (scripts/test installs them)",
+            promrun::PROMETHEUS,
+            promrun::PROMTOOL
+        );
         return;
     }
     let mut total = 0;
@@ -284,8 +301,16 @@ fn evaluator_agrees_with_prometheus_on_every_signal() {
             t.points,
             t.skipped.join(", ")
         );
-        assert!(t.exprs >= 40, "{name}: only {} expressions could be compared", t.exprs);
-        assert!(t.points > t.exprs * t.steps / 2, "{name}: mostly empty results ({} points)", t.points);
+        assert!(
+            t.exprs >= 40,
+            "{name}: only {} expressions could be compared",
+            t.exprs
+        );
+        assert!(
+            t.points > t.exprs * t.steps / 2,
+            "{name}: mostly empty results ({} points)",
+            t.points
+        );
         total += t.exprs * t.steps;
     }
     eprintln!("{total} (signal expression, step) pairs compared in all");

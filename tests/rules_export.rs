@@ -25,10 +25,7 @@ use support::cptriage;
 const PROMTOOL: &str = "/usr/bin/promtool";
 
 fn promtool(args: &[&Path]) -> (bool, String) {
-    let out = Command::new(PROMTOOL)
-        .args(args)
-        .output()
-        .expect("run promtool");
+    let out = Command::new(PROMTOOL).args(args).output().expect("run promtool");
     (
         out.status.success(),
         format!(
@@ -54,7 +51,14 @@ fn export_of_the_shipped_tree_passes_promtool_check() {
     for (args, window, etcd_sel) in [
         (vec![], "[5m]", vec![r#"job=~".*etcd.*""#]),
         (
-            vec!["--window", "1m", "--etcd-selector", r#"{job="kube-etcd", cluster="a"}"#, "--for", "5m"],
+            vec![
+                "--window",
+                "1m",
+                "--etcd-selector",
+                r#"{job="kube-etcd", cluster="a"}"#,
+                "--for",
+                "5m",
+            ],
             "[1m]",
             vec![r#"cluster="a""#, r#"job="kube-etcd""#],
         ),
@@ -94,7 +98,9 @@ fn export_of_the_shipped_tree_passes_promtool_check() {
             }
         }
         // Alternatives are chained with `or`.
-        let e = by("record", "cptriage:storage_objects_fetch_error")["expr"].as_str().map(str::to_string);
+        let e = by("record", "cptriage:storage_objects_fetch_error")["expr"]
+            .as_str()
+            .map(str::to_string);
         assert_eq!(
             e.as_deref(),
             Some("(min by (instance) (apiserver_storage_objects{job=\"apiserver\"})) or (min by (instance) (apiserver_resource_objects{job=\"apiserver\"})) or (min by (instance) (etcd_object_counts{job=\"apiserver\"}))")
@@ -112,10 +118,17 @@ fn export_of_the_shipped_tree_passes_promtool_check() {
         let fr = if args.is_empty() { "2m" } else { "5m" };
         assert_eq!(raft["for"].as_str(), Some(fr));
         for k in ["summary", "question", "falsifier", "runbook", "condition"] {
-            assert!(raft["annotations"][k].as_str().is_some_and(|s| !s.is_empty()), "{k}");
+            assert!(
+                raft["annotations"][k].as_str().is_some_and(|s| !s.is_empty()),
+                "{k}"
+            );
         }
-        assert!(raft["annotations"]["runbook"].as_str().is_some_and(|s| s.starts_with("1. ")));
-        assert!(raft["annotations"]["approximation"].as_str().is_some_and(|s| s.contains("median")));
+        assert!(raft["annotations"]["runbook"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("1. ")));
+        assert!(raft["annotations"]["approximation"]
+            .as_str()
+            .is_some_and(|s| s.contains("median")));
         // The leaf rule of a disk fault requires the etcd question above it; the
         // fallback `joint` is suppressed by every ordinary leaf.
         assert_eq!(
@@ -124,7 +137,10 @@ fn export_of_the_shipped_tree_passes_promtool_check() {
         );
         let joint = by("record", "cptriage:leaf:joint");
         let j = joint["expr"].as_str().expect("expr");
-        assert!(j.starts_with("cptriage:node:symptom unless on () (cptriage:leaf:auth or "), "{j}");
+        assert!(
+            j.starts_with("cptriage:node:symptom unless on () (cptriage:leaf:auth or "),
+            "{j}"
+        );
     }
 }
 
@@ -137,13 +153,26 @@ fn unknown_format_and_bad_selectors_are_usage_errors() {
     let out = cptriage(&["rules", "export"], &[]);
     assert_eq!(out.status.code(), Some(2), "--format is required");
     let out = cptriage(
-        &["rules", "export", "--format", "prometheus", "--etcd-selector", "etcd_up{job=\"x\"}"],
+        &[
+            "rules",
+            "export",
+            "--format",
+            "prometheus",
+            "--etcd-selector",
+            "etcd_up{job=\"x\"}",
+        ],
         &[],
     );
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("bad etcd selector `etcd_up{job=\"x\"}`: a role selector must not name a metric"), "{err}");
-    let out = cptriage(&["rules", "export", "--format", "prometheus", "--window", "90ms"], &[]);
+    assert!(
+        err.contains("bad etcd selector `etcd_up{job=\"x\"}`: a role selector must not name a metric"),
+        "{err}"
+    );
+    let out = cptriage(
+        &["rules", "export", "--format", "prometheus", "--window", "90ms"],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("whole number of seconds"));
 }
@@ -205,7 +234,9 @@ fn lit_instances(rules: &RuleSet, report: &Report, leaf: &str, i: usize) -> Vec<
     let axis = report.axes.iter().find(|a| a.leaf == leaf).expect("axis");
     let mut out = Vec::new();
     for s in deciding_signals(&rules.nodes[deciding].def.when) {
-        let Some(ev) = axis.evidence.iter().find(|e| e.signal == s) else { continue };
+        let Some(ev) = axis.evidence.iter().find(|e| e.signal == s) else {
+            continue;
+        };
         for (inst, vals) in &ev.instance_series {
             let base = ev
                 .instances
@@ -257,7 +288,10 @@ fn generate(spec_path: &Path, rules: &RuleSet) -> Generated {
             let onset = rc.onset.expect("onset");
             // Fires `for` after the leaf lights; two steps of margin.
             eval = onset + opts.for_ + 2 * step;
-            assert!(eval <= to, "{name}: evaluation time after the end of the scenario");
+            assert!(
+                eval <= to,
+                "{name}: evaluation time after the end of the scenario"
+            );
             let i = usize::try_from((eval - from) / step).expect("step index");
             let instances = lit_instances(rules, &report, &rc.leaf, i);
             assert!(!instances.is_empty(), "{name}: no instance lit at {eval}");
@@ -283,7 +317,9 @@ fn generate(spec_path: &Path, rules: &RuleSet) -> Generated {
     opts.baseline_offset = (eval - bto).max(0);
     opts.baseline_window = (bto - bfrom + step).max(step);
     let file = export::export(rules, &opts).expect("export");
-    let rules_yaml = file.to_yaml(&format!("cptriage rules for scenario {name}")).expect("yaml");
+    let rules_yaml = file
+        .to_yaml(&format!("cptriage rules for scenario {name}"))
+        .expect("yaml");
     let input = UnitTestInput {
         name: name.clone(),
         data: &ds,
@@ -321,7 +357,11 @@ fn generated_promtool_tests_pass_for_every_scenario() {
     let rules = RuleSet::default_rules().expect("shipped rules");
     let dir = tempfile::tempdir().expect("tempdir");
     let specs = specs();
-    assert!(specs.len() >= 16, "expected the scenario set, found {}", specs.len());
+    assert!(
+        specs.len() >= 16,
+        "expected the scenario set, found {}",
+        specs.len()
+    );
     let mut files = Vec::new();
     let mut firing = 0;
     for p in &specs {
@@ -331,11 +371,22 @@ fn generated_promtool_tests_pass_for_every_scenario() {
         std::fs::write(&t, &g.test_yaml).expect("write");
         firing += g.test_yaml.matches("exp_labels").count();
         // Only the families the rules read, labelled for the selectors.
-        assert!(g.test_yaml.contains("job=\\\"etcd\\\"") || g.test_yaml.contains("job=\"etcd\""), "{}", g.name);
-        assert!(!g.test_yaml.contains("role="), "{}: the role label is replaced by job", g.name);
+        assert!(
+            g.test_yaml.contains("job=\\\"etcd\\\"") || g.test_yaml.contains("job=\"etcd\""),
+            "{}",
+            g.name
+        );
+        assert!(
+            !g.test_yaml.contains("role="),
+            "{}: the role label is replaced by job",
+            g.name
+        );
         files.push(t);
     }
-    assert!(firing >= specs.len() - 1, "every degraded scenario expects a firing alert ({firing})");
+    assert!(
+        firing >= specs.len() - 1,
+        "every degraded scenario expects a firing alert ({firing})"
+    );
     let mut args: Vec<&Path> = vec![Path::new("test"), Path::new("rules")];
     args.extend(files.iter().map(PathBuf::as_path));
     let (ok, msg) = promtool(&args);
@@ -349,7 +400,8 @@ fn generated_promtool_tests_pass_for_every_scenario() {
 #[test]
 fn committed_example_is_current_and_passes_promtool() {
     let rules = RuleSet::default_rules().expect("shipped rules");
-    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scenarios/etcd-disk-slow-one-member.yaml");
+    let spec =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scenarios/etcd-disk-slow-one-member.yaml");
     let g = generate(&spec, &rules);
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/export");
     let rp = dir.join(format!("{}.rules.yaml", g.name));
@@ -360,8 +412,14 @@ fn committed_example_is_current_and_passes_promtool() {
         std::fs::write(&tp, &g.test_yaml).expect("write");
     }
     let stale = "stale example: run CPTRIAGE_BLESS=1 cargo test --test rules_export";
-    assert!(std::fs::read_to_string(&rp).expect(stale) == g.rules_yaml, "{stale}");
-    assert!(std::fs::read_to_string(&tp).expect(stale) == g.test_yaml, "{stale}");
+    assert!(
+        std::fs::read_to_string(&rp).expect(stale) == g.rules_yaml,
+        "{stale}"
+    );
+    assert!(
+        std::fs::read_to_string(&tp).expect(stale) == g.test_yaml,
+        "{stale}"
+    );
     assert!(g.test_yaml.contains("alertname: CptriageEtcdDisk"));
     assert!(g.test_yaml.contains("instance: etcd-2"));
     if have_promtool() {

@@ -12,8 +12,8 @@ use crate::timefmt::{format_duration, parse_duration};
 pub fn run(a: RulesExportArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let rules = load_rules(a.rules.as_deref())?;
     let usage = |e: export::ExportError| CliError::Usage(e.to_string());
-    let mut opts = ExportOptions::new(&a.apiserver_selector, &a.etcd_selector, &a.controller_selector)
-        .map_err(usage)?;
+    let mut opts =
+        ExportOptions::new(&a.apiserver_selector, &a.etcd_selector, &a.controller_selector).map_err(usage)?;
     opts.window = parse_duration(&a.window)?;
     opts.for_ = parse_duration(&a.for_)?;
     opts.baseline_window = parse_duration(&a.baseline_window)?;

@@ -86,13 +86,17 @@ impl RoleSelector {
         };
         let e = promql_parser::parser::parse(text.trim()).map_err(err)?;
         let Expr::VectorSelector(vs) = e else {
-            return Err(err("expected label matchers in braces, e.g. {job=\"apiserver\"}".into()));
+            return Err(err(
+                "expected label matchers in braces, e.g. {job=\"apiserver\"}".into()
+            ));
         };
         if vs.name.is_some() || vs.matchers.matchers.iter().any(|m| m.name == METRIC_NAME) {
             return Err(err("a role selector must not name a metric".into()));
         }
         if vs.offset.is_some() || vs.at.is_some() || !vs.matchers.or_matchers.is_empty() {
-            return Err(err("only label matchers are allowed (no offset, @ or `or`)".into()));
+            return Err(err(
+                "only label matchers are allowed (no offset, @ or `or`)".into()
+            ));
         }
         Ok(RoleSelector {
             text: text.trim().to_string(),
@@ -165,10 +169,7 @@ impl ExportOptions {
     }
 
     fn check(&self) -> Result<(), ExportError> {
-        for (what, v) in [
-            ("window", self.window),
-            ("baseline window", self.baseline_window),
-        ] {
+        for (what, v) in [("window", self.window), ("baseline window", self.baseline_window)] {
             if v < 1000 || v % 1000 != 0 {
                 return Err(ExportError::Option(format!(
                     "the {what} must be a whole number of seconds, at least 1s (got {})",
@@ -177,7 +178,9 @@ impl ExportOptions {
             }
         }
         if self.for_ < 0 || self.baseline_offset < 0 {
-            return Err(ExportError::Option("`for` and the baseline offset must not be negative".into()));
+            return Err(ExportError::Option(
+                "`for` and the baseline offset must not be negative".into(),
+            ));
         }
         if self.group.trim().is_empty() {
             return Err(ExportError::Option("the group name is empty".into()));
@@ -331,7 +334,11 @@ pub fn signal_expr(sig: &Signal, opts: &ExportOptions) -> Result<String, ExportE
     Ok(if parts.len() == 1 {
         parts.remove(0)
     } else {
-        parts.iter().map(|p| format!("({p})")).collect::<Vec<_>>().join(" or ")
+        parts
+            .iter()
+            .map(|p| format!("({p})"))
+            .collect::<Vec<_>>()
+            .join(" or ")
     })
 }
 
@@ -387,14 +394,21 @@ pub fn lit_expr(id: &str, t: &Threshold, opts: &ExportOptions) -> Result<String,
     }
 }
 
-fn cond_expr(c: &Condition, rules: &RuleSet, opts: &ExportOptions, node: &str) -> Result<String, ExportError> {
+fn cond_expr(
+    c: &Condition,
+    rules: &RuleSet,
+    opts: &ExportOptions,
+    node: &str,
+) -> Result<String, ExportError> {
     let err = |message: String| ExportError::Condition {
         node: node.to_string(),
         message,
     };
     match c {
         Condition::Signal(s) => {
-            let k = rules.signal(s).ok_or_else(|| err(format!("unknown signal `{s}`")))?;
+            let k = rules
+                .signal(s)
+                .ok_or_else(|| err(format!("unknown signal `{s}`")))?;
             lit_expr(s, &rules.signals[k].def.threshold, opts)
         }
         Condition::Any { any } => {
@@ -423,7 +437,13 @@ fn cond_expr(c: &Condition, rules: &RuleSet, opts: &ExportOptions, node: &str) -
 /// The path from the root to each leaf (`(node, took_yes)`), the first in tree
 /// order when a leaf is reachable several ways.
 fn leaf_paths(rules: &RuleSet) -> Vec<Vec<(usize, bool)>> {
-    fn dfs(rules: &RuleSet, n: usize, path: &mut Vec<(usize, bool)>, out: &mut [Option<Vec<(usize, bool)>>], on: &mut [bool]) {
+    fn dfs(
+        rules: &RuleSet,
+        n: usize,
+        path: &mut Vec<(usize, bool)>,
+        out: &mut [Option<Vec<(usize, bool)>>],
+        on: &mut [bool],
+    ) {
         if on[n] {
             return;
         }
@@ -486,7 +506,11 @@ pub fn leaf_logic(rules: &RuleSet) -> Vec<LeafLogic> {
                     suppressed_by: others,
                 }
             } else {
-                let non_gate: Vec<usize> = yes.iter().copied().filter(|&n| !rules.nodes[n].def.gate).collect();
+                let non_gate: Vec<usize> = yes
+                    .iter()
+                    .copied()
+                    .filter(|&n| !rules.nodes[n].def.gate)
+                    .collect();
                 LeafLogic {
                     required: if non_gate.is_empty() { yes } else { non_gate },
                     suppressed_by: Vec::new(),
@@ -517,7 +541,9 @@ pub fn leaf_annotations(
 ) -> BTreeMap<String, String> {
     let leaf = &rules.leaves[l];
     let mut a = BTreeMap::new();
-    let inst = instance.map(str::to_string).unwrap_or_else(|| "{{ $labels.instance }}".into());
+    let inst = instance
+        .map(str::to_string)
+        .unwrap_or_else(|| "{{ $labels.instance }}".into());
     let text = |s: &str| {
         if instance.is_some() {
             one_line(s)
@@ -603,7 +629,11 @@ pub fn export(rules: &RuleSet, opts: &ExportOptions) -> Result<PromRuleFile, Exp
     let mut names: BTreeMap<String, String> = BTreeMap::new();
     let mut claim = |name: String, what: String| -> Result<String, ExportError> {
         if let Some(prev) = names.insert(name.clone(), what.clone()) {
-            return Err(ExportError::NameClash { a: prev, b: what, name });
+            return Err(ExportError::NameClash {
+                a: prev,
+                b: what,
+                name,
+            });
         }
         Ok(name)
     };
@@ -770,14 +800,24 @@ pub fn series_text(name: &str, labels: &BTreeMap<String, String>) -> String {
 pub fn notation(points: &[Option<f64>]) -> String {
     let mut out: Vec<String> = Vec::new();
     let mut i = 0;
-    let tok = |v: f64| if is_stale(v) { "stale".to_string() } else { num_token(v) };
+    let tok = |v: f64| {
+        if is_stale(v) {
+            "stale".to_string()
+        } else {
+            num_token(v)
+        }
+    };
     while i < points.len() {
         let Some(a) = points[i] else {
             let mut j = i;
             while j < points.len() && points[j].is_none() {
                 j += 1;
             }
-            out.push(if j - i == 1 { "_".into() } else { format!("_x{}", j - i) });
+            out.push(if j - i == 1 {
+                "_".into()
+            } else {
+                format!("_x{}", j - i)
+            });
             i = j;
             continue;
         };
@@ -877,11 +917,18 @@ pub fn promtool_test(
     let keep = input
         .prune_constant
         .then(|| pruned_keep_set(input.data, &wanted, &instant));
-    let end = input.data.store.time_range().map(|(_, b)| b).unwrap_or(input.start);
+    let end = input
+        .data
+        .store
+        .time_range()
+        .map(|(_, b)| b)
+        .unwrap_or(input.start);
     let steps = usize::try_from((end - input.start) / input.interval).unwrap_or(0) + 1;
     let mut series = Vec::new();
     for (id, s) in input.data.store.series().iter().enumerate() {
-        let Some(name) = s.labels.metric_name() else { continue };
+        let Some(name) = s.labels.metric_name() else {
+            continue;
+        };
         if !wanted.contains(name) || keep.as_ref().is_some_and(|k| !k.contains(&id)) {
             continue;
         }
@@ -999,7 +1046,9 @@ fn pruned_keep_set(data: &Dataset, wanted: &BTreeSet<String>, instant: &BTreeSet
     // (metric, labels but `le`) → (series ids, whether any changes).
     let mut groups: BTreeMap<(String, Vec<(String, String)>), (Vec<usize>, bool)> = BTreeMap::new();
     for (id, s) in data.store.series().iter().enumerate() {
-        let Some(name) = s.labels.metric_name() else { continue };
+        let Some(name) = s.labels.metric_name() else {
+            continue;
+        };
         if !wanted.contains(name) {
             continue;
         }
@@ -1067,16 +1116,23 @@ mod tests {
         assert!(s.matches(&l("kube-etcd")));
         assert!(!s.matches(&l("apiserver")));
         for bad in ["up{job=\"x\"}", "{job=\"x\"} offset 5m", "rate(x[5m])", "{job="] {
-            let e = RoleSelector::parse(SignalRole::Etcd, bad).unwrap_err().to_string();
+            let e = RoleSelector::parse(SignalRole::Etcd, bad)
+                .unwrap_err()
+                .to_string();
             assert!(e.starts_with("bad etcd selector"), "{bad}: {e}");
         }
     }
 
     #[test]
     fn selector_replaces_role_in_every_selector() {
-        let sel = RoleSelector::parse(SignalRole::Apiserver, "{job=\"apiserver\", cluster=~\"a|b\"}").unwrap();
-        let e = export_expr("sum by (instance) (rate(a_total{x=\"1\"}[$window])) / on (instance) b", 120_000, &sel)
-            .unwrap();
+        let sel =
+            RoleSelector::parse(SignalRole::Apiserver, "{job=\"apiserver\", cluster=~\"a|b\"}").unwrap();
+        let e = export_expr(
+            "sum by (instance) (rate(a_total{x=\"1\"}[$window])) / on (instance) b",
+            120_000,
+            &sel,
+        )
+        .unwrap();
         assert_eq!(
             e,
             "sum by (instance) (rate(a_total{x=\"1\",job=\"apiserver\",cluster=~\"a|b\"}[2m])) / on (instance) b{job=\"apiserver\",cluster=~\"a|b\"}"
@@ -1086,10 +1142,32 @@ mod tests {
     #[test]
     fn notation_round_trips_through_the_expander() {
         let cases: Vec<Vec<Option<f64>>> = vec![
-            vec![Some(0.0), Some(300.0), Some(600.0), Some(900.0), None, None, Some(5.0), Some(0.1)],
+            vec![
+                Some(0.0),
+                Some(300.0),
+                Some(600.0),
+                Some(900.0),
+                None,
+                None,
+                Some(5.0),
+                Some(0.1),
+            ],
             vec![Some(0.1), Some(0.2), Some(0.30000000000000004), Some(0.4)],
-            vec![Some(7.0), Some(7.0), Some(7.0), Some(3.0), Some(1.0), Some(-1.0), Some(-3.0)],
-            vec![Some(f64::NAN), Some(1e21), Some(-2.5e-7), Some(crate::store::stale_nan())],
+            vec![
+                Some(7.0),
+                Some(7.0),
+                Some(7.0),
+                Some(3.0),
+                Some(1.0),
+                Some(-1.0),
+                Some(-3.0),
+            ],
+            vec![
+                Some(f64::NAN),
+                Some(1e21),
+                Some(-2.5e-7),
+                Some(crate::store::stale_nan()),
+            ],
         ];
         for pts in cases {
             let text = notation(&pts);
@@ -1105,6 +1183,9 @@ mod tests {
             }
         }
         assert_eq!(notation(&[Some(0.0), Some(300.0), Some(600.0)]), "0+300x2");
-        assert_eq!(notation(&[Some(5.0), Some(5.0), Some(5.0), None, None]), "5x2 _x2");
+        assert_eq!(
+            notation(&[Some(5.0), Some(5.0), Some(5.0), None, None]),
+            "5x2 _x2"
+        );
     }
 }

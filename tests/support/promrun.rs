@@ -78,11 +78,7 @@ impl Prometheus {
             if let Ok(Some(status)) = p.child.try_wait() {
                 return Err(format!("prometheus exited with {status}: {}", p.log_text()));
             }
-            if client
-                .get(&url)
-                .send()
-                .is_ok_and(|r| r.status().as_u16() == 200)
-            {
+            if client.get(&url).send().is_ok_and(|r| r.status().as_u16() == 200) {
                 return Ok(p);
             }
             if start.elapsed() > Duration::from_secs(30) {
