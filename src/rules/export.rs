@@ -1044,7 +1044,8 @@ fn instant_metrics(rules: &RuleSet, window: Millis) -> BTreeSet<String> {
 /// [`UnitTestInput::prune_constant`]).
 fn pruned_keep_set(data: &Dataset, wanted: &BTreeSet<String>, instant: &BTreeSet<String>) -> BTreeSet<usize> {
     // (metric, labels but `le`) → (series ids, whether any changes).
-    let mut groups: BTreeMap<(String, Vec<(String, String)>), (Vec<usize>, bool)> = BTreeMap::new();
+    type Group = (String, Vec<(String, String)>);
+    let mut groups: BTreeMap<Group, (Vec<usize>, bool)> = BTreeMap::new();
     for (id, s) in data.store.series().iter().enumerate() {
         let Some(name) = s.labels.metric_name() else {
             continue;

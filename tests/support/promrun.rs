@@ -36,6 +36,9 @@ pub fn create_blocks(openmetrics: &Path, dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// One series of a range-query result: sorted labels, points (unix ms, value).
+pub type RangeSeries = (Vec<(String, String)>, Vec<(i64, f64)>);
+
 /// A running Prometheus; killed on drop.
 pub struct Prometheus {
     child: Child,
@@ -111,7 +114,7 @@ impl Prometheus {
         start_ms: i64,
         end_ms: i64,
         step_ms: i64,
-    ) -> Result<Vec<(Vec<(String, String)>, Vec<(i64, f64)>)>, String> {
+    ) -> Result<Vec<RangeSeries>, String> {
         let secs = |ms: i64| format!("{}.{:03}", ms.div_euclid(1000), ms.rem_euclid(1000));
         let url = format!(
             "http://127.0.0.1:{}/api/v1/query_range?query={}&start={}&end={}&step={}",
