@@ -1136,7 +1136,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             e,
-            "sum by (instance) (rate(a_total{x=\"1\",job=\"apiserver\",cluster=~\"a|b\"}[2m])) / on (instance) b{job=\"apiserver\",cluster=~\"a|b\"}"
+            "sum by (instance) (rate(a_total{cluster=~\"a|b\",job=\"apiserver\",x=\"1\"}[2m])) / on (instance) b{cluster=~\"a|b\",job=\"apiserver\"}"
         );
     }
 
