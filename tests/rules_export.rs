@@ -331,6 +331,16 @@ fn generate(spec_path: &Path, rules: &RuleSet) -> Generated {
     };
     let test_yaml =
         export::promtool_test(rules, &opts, &format!("{name}.rules.yaml"), &input).expect("promtool test");
+    for c in &input.checks {
+        if !c.instances.is_empty() {
+            eprintln!(
+                "{name}: {} expected at {} on {}",
+                export::alert_name(&c.leaf),
+                cptriage::timefmt::format_duration(c.eval_time),
+                c.instances.join(", ")
+            );
+        }
+    }
     Generated {
         name,
         rules_yaml,
