@@ -1189,4 +1189,126 @@ mod tests {
             "5x2 _x2"
         );
     }
+    fn opts() -> ExportOptions {
+        ExportOptions::new(
+            DEFAULT_APISERVER_SELECTOR,
+            DEFAULT_ETCD_SELECTOR,
+            DEFAULT_CONTROLLER_SELECTOR,
+        )
+        .expect("default selectors")
+    }
+
+    #[test]
+    fn thresholds_become_comparisons_with_a_rolling_median() {
+        use crate::rules::model::Relative;
+        let mut o = opts();
+        o.baseline_window = 600_000;
+        o.baseline_offset = 1_800_000;
+        let t = Threshold {
+            above: Some(0.5),
+            below: None,
+            relative: Some(Relative {
+                factor: 4.0,
+                floor: 0.05,
+                direction: Direction::Above,
+            }),
+            combine: Combine::Any,
+        };
+        assert_eq!(
+            lit_expr("x", &t, &o).unwrap(),
+            "(cptriage:x > 0.5) or ((cptriage:x > 4 * quantile_over_time(0.5, cptriage:x[10m] offset 30m)) and (cptriage:x > 0.05))"
+        );
+        let below = Threshold {
+            above: None,
+            below: None,
+            relative: Some(Relative {
+                factor: 0.2,
+                floor: 1.0,
+                direction: Direction::Below,
+            }),
+            combine: Combine::Any,
+        };
+        assert_eq!(
+            lit_expr("w-r", &below, &o).unwrap(),
+            "(cptriage:w_r < 0.2 * quantile_over_time(0.5, cptriage:w_r[10m] offset 30m)) and (quantile_over_time(0.5, cptriage:w_r[10m] offset 30m) > 1)"
+        );
+        let all = Threshold {
+            combine: Combine::All,
+            ..t
+        };
+        assert!(lit_expr("x", &all, &o)
+            .unwrap()
+            .starts_with("(cptriage:x > 0.5) and ("));
+    }
+
+    fn one_series(times: &[Millis]) -> Dataset {
+        let mut store = crate::store::Store::new();
+        let l = Labels::from_pairs([
+            (METRIC_NAME, "etcd_server_has_leader"),
+            ("instance", "etcd-0"),
+            ("role", "etcd"),
+            ("job", "own"),
+        ]);
+        for &t in times {
+            store.push(&l, t, 1.0);
+        }
+        store.finish();
+        Dataset {
+            store,
+            targets: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn input<'a>(data: &'a Dataset, job: &str) -> UnitTestInput<'a> {
+        UnitTestInput {
+            name: "t".into(),
+            data,
+            start: 1_000_000,
+            interval: 15_000,
+            role_labels: BTreeMap::from([(
+                SignalRole::Etcd,
+                BTreeMap::from([("job".to_string(), job.to_string())]),
+            )]),
+            checks: vec![AlertCheck {
+                eval_time: 30_000,
+                leaf: "etcd-raft".into(),
+                instances: vec![],
+            }],
+            prune_constant: false,
+        }
+    }
+
+    #[test]
+    fn unit_tests_carry_the_series_in_notation_with_selector_labels() {
+        let rules = RuleSet::default_rules().unwrap();
+        let data = one_series(&[1_000_000, 1_030_000, 1_045_000]);
+        let text = promtool_test(&rules, &opts(), "r.yaml", &input(&data, "etcd")).unwrap();
+        assert!(
+            text.contains(
+                "series: etcd_server_has_leader{exported_job=\"own\",instance=\"etcd-0\",job=\"etcd\"}"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("values: 1 _ 1 1"), "{text}");
+        assert!(
+            text.contains("alertname: CptriageEtcdRaft\n    exp_alerts: []"),
+            "{text}"
+        );
+        assert!(!text.contains("role="), "{text}");
+    }
+
+    #[test]
+    fn unit_tests_refuse_labels_off_the_selector_and_samples_off_the_grid() {
+        let rules = RuleSet::default_rules().unwrap();
+        let data = one_series(&[1_000_000, 1_030_000]);
+        let e = promtool_test(&rules, &opts(), "r.yaml", &input(&data, "apiserver")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unit test `t`: the etcd labels {job=\"apiserver\"} do not match the selector `{job=~\".*etcd.*\"}`"
+        );
+        let data = one_series(&[1_000_000, 1_020_000]);
+        let e = promtool_test(&rules, &opts(), "r.yaml", &input(&data, "etcd")).unwrap_err();
+        assert!(e.to_string().contains("off the 15s grid"), "{e}");
+    }
 }
