@@ -36,6 +36,7 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
         }
         'cptriage;diagnose' {
             [CompletionResult]::new('--dump', '--dump', [CompletionResultType]::ParameterName, 'Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]` files, or single files, each optionally prefixed `NAME=` or `role:NAME=` (role: apiserver, etcd, controller). Repeatable')
+            [CompletionResult]::new('--save', '--save', [CompletionResultType]::ParameterName, 'With `--live`: also write the rounds as a capture directory (as `record` does), to diagnose the same rounds again later with `--dump DIR`')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Kubeconfig file (default: `KUBECONFIG`, a colon-separated list, else `~/.kube/config`, else the in-cluster service account)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'Kubeconfig context (default: the current context)')
             [CompletionResult]::new('--etcd', '--etcd', [CompletionResultType]::ParameterName, 'An etcd member: `[NAME=]URL`, the client URL (e.g. `https://10.0.0.1:2379`, with `--etcd-cacert/--etcd-cert/--etcd-key`) or a plain metrics port (kubeadm: `http://127.0.0.1:2381`). Named `etcd-<host>` by default. Repeatable')
@@ -99,6 +100,7 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors')
             [CompletionResult]::new('test', 'test', [CompletionResultType]::ParameterValue, 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Export the tree as a Prometheus rule file: a recording rule per signal (`cptriage:<signal>`), per question and per leaf, and an alert per leaf with severity, question, falsifier and runbook (docs/export.md)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -118,9 +120,27 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'cptriage;rules;export' {
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Rule file (default: the shipped `rules/default.yaml`)')
+            [CompletionResult]::new('--window', '--window', [CompletionResultType]::ParameterName, 'What `$window` (the range of rate() and co.) becomes')
+            [CompletionResult]::new('--for', '--for', [CompletionResultType]::ParameterName, 'How long a leaf must hold before its alert fires')
+            [CompletionResult]::new('--baseline-window', '--baseline-window', [CompletionResultType]::ParameterName, 'Relative thresholds compare with the median over this range…')
+            [CompletionResult]::new('--baseline-offset', '--baseline-offset', [CompletionResultType]::ParameterName, '…ending this long before the evaluation time')
+            [CompletionResult]::new('--apiserver-selector', '--apiserver-selector', [CompletionResultType]::ParameterName, 'Series selector of kube-apiserver targets')
+            [CompletionResult]::new('--etcd-selector', '--etcd-selector', [CompletionResultType]::ParameterName, 'Series selector of etcd members')
+            [CompletionResult]::new('--controller-selector', '--controller-selector', [CompletionResultType]::ParameterName, 'Series selector of controllers')
+            [CompletionResult]::new('--group', '--group', [CompletionResultType]::ParameterName, 'Name of the rule group')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'cptriage;rules;help' {
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors')
             [CompletionResult]::new('test', 'test', [CompletionResultType]::ParameterValue, 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Export the tree as a Prometheus rule file: a recording rule per signal (`cptriage:<signal>`), per question and per leaf, and an alert per leaf with severity, question, falsifier and runbook (docs/export.md)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -128,6 +148,9 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             break
         }
         'cptriage;rules;help;test' {
+            break
+        }
+        'cptriage;rules;help;export' {
             break
         }
         'cptriage;rules;help;help' {
@@ -210,12 +233,16 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
         'cptriage;help;rules' {
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors')
             [CompletionResult]::new('test', 'test', [CompletionResultType]::ParameterValue, 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Export the tree as a Prometheus rule file: a recording rule per signal (`cptriage:<signal>`), per question and per leaf, and an alert per leaf with severity, question, falsifier and runbook (docs/export.md)')
             break
         }
         'cptriage;help;rules;check' {
             break
         }
         'cptriage;help;rules;test' {
+            break
+        }
+        'cptriage;help;rules;export' {
             break
         }
         'cptriage;help;query' {

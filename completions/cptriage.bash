@@ -61,11 +61,17 @@ _cptriage() {
             cptriage__subcmd__help__subcmd__rules,check)
                 cmd="cptriage__subcmd__help__subcmd__rules__subcmd__check"
                 ;;
+            cptriage__subcmd__help__subcmd__rules,export)
+                cmd="cptriage__subcmd__help__subcmd__rules__subcmd__export"
+                ;;
             cptriage__subcmd__help__subcmd__rules,test)
                 cmd="cptriage__subcmd__help__subcmd__rules__subcmd__test"
                 ;;
             cptriage__subcmd__rules,check)
                 cmd="cptriage__subcmd__rules__subcmd__check"
+                ;;
+            cptriage__subcmd__rules,export)
+                cmd="cptriage__subcmd__rules__subcmd__export"
                 ;;
             cptriage__subcmd__rules,help)
                 cmd="cptriage__subcmd__rules__subcmd__help"
@@ -75,6 +81,9 @@ _cptriage() {
                 ;;
             cptriage__subcmd__rules__subcmd__help,check)
                 cmd="cptriage__subcmd__rules__subcmd__help__subcmd__check"
+                ;;
+            cptriage__subcmd__rules__subcmd__help,export)
+                cmd="cptriage__subcmd__rules__subcmd__help__subcmd__export"
                 ;;
             cptriage__subcmd__rules__subcmd__help,help)
                 cmd="cptriage__subcmd__rules__subcmd__help__subcmd__help"
@@ -117,13 +126,17 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__diagnose)
-            opts="-o -h -V --dump --live --kubeconfig --context --no-apiserver --no-discovery --insecure-skip-tls-verify --etcd --etcd-cacert --etcd-cert --etcd-key --controller --interval --duration --timeout --prometheus --selector --apiserver-selector --etcd-selector --controller-selector --instance-label --prometheus-token-file --prometheus-user --prometheus-password-file --prometheus-ca --prometheus-cert --prometheus-key --prometheus-header --prometheus-insecure-skip-tls-verify --prometheus-timeout --rules --at --from --to --step --baseline-from --baseline-to --baseline-dump --debounce --output --help --version"
+            opts="-o -h -V --dump --live --save --kubeconfig --context --no-apiserver --no-discovery --insecure-skip-tls-verify --etcd --etcd-cacert --etcd-cert --etcd-key --controller --interval --duration --timeout --prometheus --selector --apiserver-selector --etcd-selector --controller-selector --instance-label --prometheus-token-file --prometheus-user --prometheus-password-file --prometheus-ca --prometheus-cert --prometheus-key --prometheus-header --prometheus-insecure-skip-tls-verify --prometheus-timeout --rules --at --from --to --step --baseline-from --baseline-to --baseline-dump --debounce --output --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --dump)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --save)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -359,7 +372,7 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__help__subcmd__rules)
-            opts="check test"
+            opts="check test export"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -373,6 +386,20 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__help__subcmd__rules__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        cptriage__subcmd__help__subcmd__rules__subcmd__export)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -571,7 +598,7 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__rules)
-            opts="-h -V --help --version check test help"
+            opts="-h -V --help --version check test export help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -598,8 +625,62 @@ _cptriage() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        cptriage__subcmd__rules__subcmd__export)
+            opts="-h -V --format --rules --window --for --baseline-window --baseline-offset --apiserver-selector --etcd-selector --controller-selector --group --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --rules)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --for)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --baseline-window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --baseline-offset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --apiserver-selector)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-selector)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --controller-selector)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         cptriage__subcmd__rules__subcmd__help)
-            opts="check test help"
+            opts="check test export help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -613,6 +694,20 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__rules__subcmd__help__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        cptriage__subcmd__rules__subcmd__help__subcmd__export)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

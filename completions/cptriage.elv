@@ -32,6 +32,7 @@ set edit:completion:arg-completer[cptriage] = {|@words|
         }
         &'cptriage;diagnose'= {
             cand --dump 'Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]` files, or single files, each optionally prefixed `NAME=` or `role:NAME=` (role: apiserver, etcd, controller). Repeatable'
+            cand --save 'With `--live`: also write the rounds as a capture directory (as `record` does), to diagnose the same rounds again later with `--dump DIR`'
             cand --kubeconfig 'Kubeconfig file (default: `KUBECONFIG`, a colon-separated list, else `~/.kube/config`, else the in-cluster service account)'
             cand --context 'Kubeconfig context (default: the current context)'
             cand --etcd 'An etcd member: `[NAME=]URL`, the client URL (e.g. `https://10.0.0.1:2379`, with `--etcd-cacert/--etcd-cert/--etcd-key`) or a plain metrics port (kubeadm: `http://127.0.0.1:2381`). Named `etcd-<host>` by default. Repeatable'
@@ -93,6 +94,7 @@ set edit:completion:arg-completer[cptriage] = {|@words|
             cand --version 'Print version'
             cand check 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors'
             cand test 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid'
+            cand export 'Export the tree as a Prometheus rule file: a recording rule per signal (`cptriage:<signal>`), per question and per leaf, and an alert per leaf with severity, question, falsifier and runbook (docs/export.md)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'cptriage;rules;check'= {
@@ -109,14 +111,33 @@ set edit:completion:arg-completer[cptriage] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'cptriage;rules;export'= {
+            cand --format 'Output format'
+            cand --rules 'Rule file (default: the shipped `rules/default.yaml`)'
+            cand --window 'What `$window` (the range of rate() and co.) becomes'
+            cand --for 'How long a leaf must hold before its alert fires'
+            cand --baseline-window 'Relative thresholds compare with the median over this range…'
+            cand --baseline-offset '…ending this long before the evaluation time'
+            cand --apiserver-selector 'Series selector of kube-apiserver targets'
+            cand --etcd-selector 'Series selector of etcd members'
+            cand --controller-selector 'Series selector of controllers'
+            cand --group 'Name of the rule group'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'cptriage;rules;help'= {
             cand check 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors'
             cand test 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid'
+            cand export 'Export the tree as a Prometheus rule file: a recording rule per signal (`cptriage:<signal>`), per question and per leaf, and an alert per leaf with severity, question, falsifier and runbook (docs/export.md)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'cptriage;rules;help;check'= {
         }
         &'cptriage;rules;help;test'= {
+        }
+        &'cptriage;rules;help;export'= {
         }
         &'cptriage;rules;help;help'= {
         }
@@ -191,10 +212,13 @@ set edit:completion:arg-completer[cptriage] = {|@words|
         &'cptriage;help;rules'= {
             cand check 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors'
             cand test 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid'
+            cand export 'Export the tree as a Prometheus rule file: a recording rule per signal (`cptriage:<signal>`), per question and per leaf, and an alert per leaf with severity, question, falsifier and runbook (docs/export.md)'
         }
         &'cptriage;help;rules;check'= {
         }
         &'cptriage;help;rules;test'= {
+        }
+        &'cptriage;help;rules;export'= {
         }
         &'cptriage;help;query'= {
         }

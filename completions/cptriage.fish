@@ -34,6 +34,7 @@ complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "record" -d 'Scrap
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "completions" -d 'Print shell completions for SHELL to stdout'
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l dump -d 'Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]` files, or single files, each optionally prefixed `NAME=` or `role:NAME=` (role: apiserver, etcd, controller). Repeatable' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l save -d 'With `--live`: also write the rounds as a capture directory (as `record` does), to diagnose the same rounds again later with `--dump DIR`' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l kubeconfig -d 'Kubeconfig file (default: `KUBECONFIG`, a colon-separated list, else `~/.kube/config`, else the in-cluster service account)' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l context -d 'Kubeconfig context (default: the current context)' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd -d 'An etcd member: `[NAME=]URL`, the client URL (e.g. `https://10.0.0.1:2379`, with `--etcd-cacert/--etcd-cert/--etcd-key`) or a plain metrics port (kubeadm: `http://127.0.0.1:2381`). Named `etcd-<host>` by default. Repeatable' -r
@@ -82,18 +83,32 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand tree" -s o -l output -
 mermaid\t'A mermaid flowchart'"
 complete -c cptriage -n "__fish_cptriage_using_subcommand tree" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c cptriage -n "__fish_cptriage_using_subcommand tree" -s V -l version -d 'Print version'
-complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and not __fish_seen_subcommand_from check test help" -s h -l help -d 'Print help'
-complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and not __fish_seen_subcommand_from check test help" -s V -l version -d 'Print version'
-complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and not __fish_seen_subcommand_from check test help" -f -a "check" -d 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors'
-complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and not __fish_seen_subcommand_from check test help" -f -a "test" -d 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid'
-complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and not __fish_seen_subcommand_from check test help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and not __fish_seen_subcommand_from check test export help" -s h -l help -d 'Print help'
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and not __fish_seen_subcommand_from check test export help" -s V -l version -d 'Print version'
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and not __fish_seen_subcommand_from check test export help" -f -a "check" -d 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors'
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and not __fish_seen_subcommand_from check test export help" -f -a "test" -d 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid'
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and not __fish_seen_subcommand_from check test export help" -f -a "export" -d 'Export the tree as a Prometheus rule file: a recording rule per signal (`cptriage:<signal>`), per question and per leaf, and an alert per leaf with severity, question, falsifier and runbook (docs/export.md)'
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and not __fish_seen_subcommand_from check test export help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
 complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from check" -s V -l version -d 'Print version'
 complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from test" -s v -l verbose -d 'Print what each passing test concluded, too'
 complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from test" -s h -l help -d 'Print help'
 complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from test" -s V -l version -d 'Print version'
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from export" -l format -d 'Output format' -r -f -a "prometheus\t'A Prometheus rule file (recording and alerting rules, YAML)'"
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from export" -l rules -d 'Rule file (default: the shipped `rules/default.yaml`)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from export" -l window -d 'What `$window` (the range of rate() and co.) becomes' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from export" -l for -d 'How long a leaf must hold before its alert fires' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from export" -l baseline-window -d 'Relative thresholds compare with the median over this range…' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from export" -l baseline-offset -d '…ending this long before the evaluation time' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from export" -l apiserver-selector -d 'Series selector of kube-apiserver targets' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from export" -l etcd-selector -d 'Series selector of etcd members' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from export" -l controller-selector -d 'Series selector of controllers' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from export" -l group -d 'Name of the rule group' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from export" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from export" -s V -l version -d 'Print version'
 complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "check" -d 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors'
 complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "test" -d 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid'
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "export" -d 'Export the tree as a Prometheus rule file: a recording rule per signal (`cptriage:<signal>`), per question and per leaf, and an alert per leaf with severity, question, falsifier and runbook (docs/export.md)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l dump -d 'Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]` files, or single files, each optionally prefixed `NAME=` or `role:NAME=` (role: apiserver, etcd, controller). Repeatable' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus -d 'Query a Prometheus-compatible HTTP API (Prometheus, Thanos Query, Mimir at `…/prometheus`) instead of reading dumps' -r
@@ -147,3 +162,4 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_s
 complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "check" -d 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors'
 complete -c cptriage -n "__fish_cptriage_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "test" -d 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "export" -d 'Export the tree as a Prometheus rule file: a recording rule per signal (`cptriage:<signal>`), per question and per leaf, and an alert per leaf with severity, question, falsifier and runbook (docs/export.md)'

@@ -379,6 +379,55 @@ pub enum RulesCommand {
     /// notation per target, an evaluation time, the expected verdict. Exit 0
     /// all pass, 1 a test failed, 2 a test file is invalid.
     Test(RulesTestArgs),
+    /// Export the tree as a Prometheus rule file: a recording rule per signal
+    /// (`cptriage:<signal>`), per question and per leaf, and an alert per leaf
+    /// with severity, question, falsifier and runbook (docs/export.md).
+    Export(RulesExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RulesExportArgs {
+    /// Output format.
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// Rule file (default: the shipped `rules/default.yaml`).
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+    /// What `$window` (the range of rate() and co.) becomes.
+    #[arg(long, value_name = "DURATION", default_value = "5m")]
+    pub window: String,
+    /// How long a leaf must hold before its alert fires.
+    #[arg(long = "for", value_name = "DURATION", default_value = "2m")]
+    pub for_: String,
+    /// Relative thresholds compare with the median over this range…
+    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    pub baseline_window: String,
+    /// …ending this long before the evaluation time.
+    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    pub baseline_offset: String,
+    /// Series selector of kube-apiserver targets.
+    #[arg(long, value_name = "SELECTOR", default_value = r#"{job="apiserver"}"#)]
+    pub apiserver_selector: String,
+    /// Series selector of etcd members.
+    #[arg(long, value_name = "SELECTOR", default_value = r#"{job=~".*etcd.*"}"#)]
+    pub etcd_selector: String,
+    /// Series selector of controllers.
+    #[arg(
+        long,
+        value_name = "SELECTOR",
+        default_value = r#"{job="kube-controller-manager"}"#
+    )]
+    pub controller_selector: String,
+    /// Name of the rule group.
+    #[arg(long, value_name = "NAME", default_value = "cptriage")]
+    pub group: String,
+}
+
+/// Export formats of `rules export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// A Prometheus rule file (recording and alerting rules, YAML).
+    Prometheus,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@ pub mod diagnose;
 pub mod query;
 pub mod record;
 pub mod rules;
+pub mod rules_export;
 pub mod tree;
 
 use std::io::Write;

@@ -9,6 +9,7 @@
 
 pub mod assess;
 pub mod engine;
+pub mod export;
 pub mod lint;
 pub mod load;
 pub mod model;
