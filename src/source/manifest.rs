@@ -93,7 +93,45 @@ pub fn parse(text: &str) -> Result<Manifest, ManifestError> {
             ),
         });
     }
+    let mut seen = std::collections::HashSet::new();
+    for t in &m.targets {
+        let problem = if !is_plain_name(&t.name) {
+            "is not a plain directory name (no `/`, `\\`, `.` or `..`)"
+        } else if !seen.insert(t.name.as_str()) {
+            "is listed twice"
+        } else {
+            continue;
+        };
+        let (line, column) = locate_name(text, &t.name);
+        return Err(ManifestError {
+            line,
+            column,
+            message: format!("target name `{}` {problem}", t.name),
+        });
+    }
     Ok(m)
+}
+
+/// Whether a target name can be used as one directory inside the capture
+/// (a name such as `../x` would read files outside it).
+fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name != "."
+        && name != ".."
+        && !name.contains(['/', '\\', '\0'])
+}
+
+/// The line and column of the last `name:` entry holding `name` (1-based), or (0, 0).
+fn locate_name(text: &str, name: &str) -> (usize, usize) {
+    let mut found = (0, 0);
+    for (i, line) in text.lines().enumerate() {
+        if let Some(k) = line.find("name:") {
+            if line[k + "name:".len()..].contains(name) {
+                found = (i + 1, k + 1);
+            }
+        }
+    }
+    found
 }
 
 /// serde_yaml appends " at line L column C"; cptriage prints the location first.
@@ -144,6 +182,18 @@ mod tests {
         assert!(e.message.contains("unknown role `db`"), "{e}");
         let e = parse("format: cptriage/capture/v1\ntargets: []\nextra: 1\n").unwrap_err();
         assert!(e.message.contains("unknown field `extra`"), "{e}");
+    }
+
+    #[test]
+    fn target_names_must_be_plain_and_unique() {
+        let e = parse("format: cptriage/capture/v1\ntargets:\n- name: ../x\n  role: etcd\n").unwrap_err();
+        assert_eq!((e.line, e.column), (3, 3), "{e}");
+        assert!(e.message.contains("target name `../x` is not a plain directory name"), "{e}");
+        let e = parse("format: cptriage/capture/v1\ntargets:\n- {name: a, role: etcd}\n- {name: a, role: etcd}\n")
+            .unwrap_err();
+        assert_eq!(e.line, 4, "{e}");
+        assert!(e.message.contains("target name `a` is listed twice"), "{e}");
+        assert!(parse("format: cptriage/capture/v1\ntargets:\n- {name: a.b-1, role: etcd}\n").is_ok());
     }
 
     #[test]

@@ -30,6 +30,9 @@ pub const IN_CLUSTER_NAME: &str = "kubernetes.default.svc";
 const EXEC_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest exec plugin output read.
 const EXEC_MAX_OUTPUT: u64 = 1 << 20;
+/// Largest kubeconfig, certificate, key or token file read (a path such as
+/// `/dev/zero` must not exhaust memory).
+const MAX_FILE_BYTES: u64 = 16 << 20;
 
 /// A credential (token or private key): never printed.
 #[derive(Clone, PartialEq, Eq)]
@@ -174,6 +177,12 @@ pub enum KubeconfigError {
     BasicAuth(String),
     #[error("user `{user}` uses the `{provider}` auth provider, which cptriage does not support; use an exec plugin")]
     AuthProvider { user: String, provider: String },
+    /// Any of the above, with the kubeconfig file(s) it was found in.
+    #[error("`{files}`: {error}")]
+    InFiles {
+        files: String,
+        error: Box<KubeconfigError>,
+    },
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -267,11 +276,32 @@ struct Merged {
     files: Vec<PathBuf>,
 }
 
+/// Reads at most [`MAX_FILE_BYTES`] of a file; a larger file is an error.
+fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut out)?;
+    if out.len() as u64 > MAX_FILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {} MiB", MAX_FILE_BYTES >> 20),
+        ));
+    }
+    Ok(out)
+}
+
 fn read_config(path: &Path) -> Result<RawConfig, KubeconfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| KubeconfigError::Read {
-        path: path.into(),
-        source: e,
-    })?;
+    let text = read_capped(path)
+        .and_then(|b| {
+            String::from_utf8(b).map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::InvalidData, "not valid UTF-8 text")
+            })
+        })
+        .map_err(|e| KubeconfigError::Read {
+            path: path.into(),
+            source: e,
+        })?;
     if text.trim().is_empty() {
         return Ok(RawConfig::default());
     }
@@ -353,7 +383,17 @@ pub fn available(o: &KubeconfigOptions) -> bool {
 /// Resolves the apiserver access (runs an exec credential plugin when the user has one).
 pub fn resolve(o: &KubeconfigOptions) -> Result<ApiAccess, KubeconfigError> {
     match kubeconfig_files(o)? {
-        Some(files) => from_files(&files, o.context.as_deref()),
+        Some(files) => from_files(&files, o.context.as_deref()).map_err(|e| match e {
+            KubeconfigError::Read { .. } | KubeconfigError::Parse { .. } | KubeconfigError::ReadFile { .. } => e,
+            e => KubeconfigError::InFiles {
+                files: files
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(":"),
+                error: Box::new(e),
+            },
+        }),
         None => match &o.in_cluster {
             Some(ic) => in_cluster(ic),
             None => Err(KubeconfigError::NotFound),
@@ -371,7 +411,7 @@ fn resolve_path(dir: &Path, p: &str) -> PathBuf {
 }
 
 fn read_file(what: &'static str, path: PathBuf) -> Result<Vec<u8>, KubeconfigError> {
-    std::fs::read(&path).map_err(|e| KubeconfigError::ReadFile {
+    read_capped(&path).map_err(|e| KubeconfigError::ReadFile {
         what,
         path,
         source: e,
@@ -769,10 +809,9 @@ users:
             context: Some("zz".into()),
             ..o
         };
-        assert_eq!(
-            resolve(&o3).unwrap_err().to_string(),
-            "context `zz` not found in the kubeconfig"
-        );
+        let e = resolve(&o3).unwrap_err().to_string();
+        assert!(e.starts_with("`") && e.contains("a.yaml:") && e.contains("b.yaml`: "), "{e}");
+        assert!(e.ends_with("`: context `zz` not found in the kubeconfig"), "{e}");
     }
 
     #[test]
@@ -802,9 +841,10 @@ users:
             kubeconfig: Some(p),
             ..Default::default()
         };
-        assert_eq!(
-            resolve(&o).unwrap_err().to_string(),
-            "user `u` has a client certificate but no `client-key` or `client-key-data`"
+        let e = resolve(&o).unwrap_err().to_string();
+        assert!(
+            e.ends_with("/k`: user `u` has a client certificate but no `client-key` or `client-key-data`"),
+            "{e}"
         );
     }
 
