@@ -28,7 +28,7 @@ pub fn expfmt(data: &[u8]) -> Result<ParseReport, ParseError> {
     let mut n = 0usize;
     let mut keep_some = |_: &str| {
         n += 1;
-        n % 2 == 0
+        n.is_multiple_of(2)
     };
     let mut count = 0usize;
     let mut sink = |s: &expfmt::SampleRef<'_>| {

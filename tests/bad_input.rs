@@ -46,7 +46,13 @@ fn rules(name: &'static str, file: &str, needles: &[&str]) -> Case {
     let path = format!("testdata/bad/rules/{file}");
     let mut c = case(
         name,
-        &["diagnose", "--dump", "testdata/bad/dumps/empty.prom", "--rules", &path],
+        &[
+            "diagnose",
+            "--dump",
+            "testdata/bad/dumps/empty.prom",
+            "--rules",
+            &path,
+        ],
         2,
         needles,
     );
@@ -89,14 +95,14 @@ fn table() -> Vec<Case> {
             1,
             &["is in the future", "samples carry explicit timestamps more than 60 s from the snapshot time"],
         ),
-        dump("only comments", "comments-only.prom", 3, &["no symptom signal"]),
+        dump("only comments", "comments-only.prom", 3, &["comments-only.prom: no samples (only comments, HELP/TYPE lines or blank lines)", "the symptom question `symptom` cannot be answered"]),
         case("no such file", &["diagnose", "--dump", "testdata/bad/dumps/nope.prom"], 2, &["`testdata/bad/dumps/nope.prom`: no such file or directory"]),
         case("unknown role prefix", &["diagnose", "--dump", "db:x=testdata/bad/dumps/nope.prom"], 2, &["`db:x=testdata/bad/dumps/nope.prom`: unknown role `db`"]),
         // Captures and their manifests.
         capture("manifest of another format version", "wrong-format", 2, &["manifest.yaml:1:1`: invalid capture manifest: unsupported capture format `cptriage/capture/v9`"]),
         capture("manifest that is not YAML", "manifest-bad-yaml", 2, &["manifest.yaml:4:9`: invalid capture manifest: targets[0].name: invalid type: sequence, expected a string"]),
         capture("manifest with an unknown key", "manifest-unknown-key", 2, &["manifest.yaml:6:1`: invalid capture manifest: unknown field `retention`"]),
-        capture("manifest with an unknown role", "manifest-unknown-role", 2, &["manifest.yaml:4:3`: invalid capture manifest: unknown role `database`"]),
+        capture("manifest with an unknown role", "manifest-unknown-role", 2, &["manifest.yaml:4:3`: invalid capture manifest: targets[0]: unknown role `database`"]),
         capture("zero-byte manifest", "manifest-empty", 2, &["manifest.yaml:1:1`: invalid capture manifest: missing field `format`"]),
         capture("binary manifest", "manifest-binary", 3, &["manifest.yaml`: cannot read: stream did not contain valid UTF-8"]),
         capture("manifest without targets", "manifest-no-targets", 2, &["manifest.yaml:1:1`: invalid capture manifest: missing field `targets`"]),
@@ -126,7 +132,7 @@ fn table() -> Vec<Case> {
         kubeconfig("basic authentication", "basic-auth.yaml", None, &["user `admin` uses basic authentication"]),
         kubeconfig("server that is not a URL", "bad-server.yaml", None, &["invalid server URL `not a url`"]),
         kubeconfig("no current context", "no-current-context.yaml", None, &["kubeconfig has no current context; name one with `--context`"]),
-        kubeconfig("CA file missing", "missing-ca-file.yaml", None, &["`certificate-authority`: cannot read", "missing-ca.crt"]),
+        kubeconfig("CA file missing", "missing-ca-file.yaml", None, &["missing-ca-file.yaml`: `certificate-authority`: cannot read `testdata/bad/kubeconfigs/missing-ca.crt`"]),
         kubeconfig("binary kubeconfig", "binary.yaml", None, &["cannot read kubeconfig: not valid UTF-8 text"]),
     ]
 }
@@ -158,7 +164,11 @@ fn run(c: &Case, env: &[(&str, &str)]) -> Result<(), String> {
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(format!("case `{}`: {}\nstdout: {shown}\nstderr: {stderr}", c.name, problems.join("; ")))
+        Err(format!(
+            "case `{}`: {}\nstdout: {shown}\nstderr: {stderr}",
+            c.name,
+            problems.join("; ")
+        ))
     }
 }
 
@@ -181,7 +191,13 @@ fn bad_inputs_fail_cleanly_and_say_where() {
             failures.push(e);
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases failed:\n\n{}", failures.len(), t.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n\n{}",
+        failures.len(),
+        t.len(),
+        failures.join("\n\n")
+    );
 }
 
 #[test]
@@ -190,7 +206,10 @@ fn every_case_file_is_in_the_readme() {
     for kind in ["dumps", "captures", "rules", "kubeconfigs"] {
         for e in std::fs::read_dir(Path::new("testdata/bad").join(kind)).expect("read testdata/bad") {
             let p = e.expect("entry").path();
-            let n = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let n = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             assert!(
                 readme.contains(&format!("{kind}/{n}")),
                 "testdata/bad/README.md does not describe `{kind}/{n}`"
@@ -234,8 +253,18 @@ fn unreadable_dump_and_capture_directory() {
     std::fs::set_permissions(cap.join("etcd-0"), std::fs::Permissions::from_mode(0o000)).expect("chmod");
     let (fs, caps) = (path_str(&f), path_str(&cap));
     let cases = [
-        case("unreadable dump", &["diagnose", "--dump", &fs], 3, &[&fs, "Permission denied"]),
-        case("unreadable target directory", &["diagnose", "--dump", &caps], 3, &[&caps, "etcd-0", "Permission denied"]),
+        case(
+            "unreadable dump",
+            &["diagnose", "--dump", &fs],
+            3,
+            &[&fs, "Permission denied"],
+        ),
+        case(
+            "unreadable target directory",
+            &["diagnose", "--dump", &caps],
+            3,
+            &[&caps, "etcd-0", "Permission denied"],
+        ),
     ];
     if running_as_root() {
         // Root reads mode-000 files: only check that nothing panics.
@@ -243,7 +272,11 @@ fn unreadable_dump_and_capture_directory() {
             let args: Vec<&str> = c.args.iter().map(|s| s.as_str()).collect();
             let out = cptriage(&args, &[]);
             assert_ne!(out.status.code(), Some(101), "{}", c.name);
-            assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "{}", c.name);
+            assert!(
+                !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+                "{}",
+                c.name
+            );
         }
     } else {
         for c in &cases {
@@ -267,7 +300,12 @@ fn symlink_loops() {
     std::os::unix::fs::symlink(&a, dir.join("1767225600000.prom")).expect("symlink");
     let (aa, dd) = (path_str(&a), path_str(&dir));
     check(
-        &case("symlink loop as a dump", &["diagnose", "--dump", &aa], 3, &[&aa, "Too many levels of symbolic links"]),
+        &case(
+            "symlink loop as a dump",
+            &["diagnose", "--dump", &aa],
+            3,
+            &[&aa, "Too many levels of symbolic links"],
+        ),
         &[],
     );
     check(
@@ -287,10 +325,11 @@ fn huge_lines_and_label_values() {
     let line = d.path().join("huge-line.prom");
     let mut text = String::from("# TYPE etcd_server_has_leader gauge\netcd_server_has_leader{x=\"");
     text.push_str(&"a".repeat(8 << 20));
-    text.push_str("\n");
+    text.push('\n');
     std::fs::write(&line, &text).expect("write");
     let label = d.path().join("huge-label.prom");
-    let mut text = String::from("# TYPE apiserver_request_total counter\napiserver_request_total{code=\"200\",verb=\"");
+    let mut text =
+        String::from("# TYPE apiserver_request_total counter\napiserver_request_total{code=\"200\",verb=\"");
     text.push_str(&"GET".repeat(1 << 20));
     text.push_str("\"} 5\n");
     std::fs::write(&label, &text).expect("write");

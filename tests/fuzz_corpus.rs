@@ -57,11 +57,18 @@ fn expfmt_corpus() {
             Err(e) => {
                 failed += 1;
                 assert!(e.line >= 1, "{}: error without a line: {e}", p.display());
-                assert!(e.to_string().starts_with(&format!("line {}: ", e.line)), "{}: {e}", p.display());
+                assert!(
+                    e.to_string().starts_with(&format!("line {}: ", e.line)),
+                    "{}: {e}",
+                    p.display()
+                );
             }
         }
     }
-    assert!(failed > 0, "the corpus should hold inputs that are not expositions");
+    assert!(
+        failed > 0,
+        "the corpus should hold inputs that are not expositions"
+    );
 }
 
 #[test]
@@ -78,16 +85,27 @@ fn capture_corpus() {
             Ok(CaptureOutcome::Refused(msg)) => {
                 refused += 1;
                 if msg.contains("invalid capture manifest") {
-                    assert!(has_location(&msg, "manifest.yaml"), "{}: manifest error without a line: {msg}", p.display());
+                    assert!(
+                        has_location(&msg, "manifest.yaml"),
+                        "{}: manifest error without a line: {msg}",
+                        p.display()
+                    );
                 } else {
-                    assert!(msg.contains("no usable snapshot") || msg.contains('`'), "{}: {msg}", p.display());
+                    assert!(
+                        msg.contains("no usable snapshot") || msg.contains('`'),
+                        "{}: {msg}",
+                        p.display()
+                    );
                 }
             }
             Ok(CaptureOutcome::NotDiagnosed(msg)) => assert!(!msg.is_empty(), "{}", p.display()),
             Err(e) => panic!("{}: cannot write the capture: {e}", p.display()),
         }
     }
-    assert!(diagnosed > 0 && refused > 0, "diagnosed {diagnosed}, refused {refused}");
+    assert!(
+        diagnosed > 0 && refused > 0,
+        "diagnosed {diagnosed}, refused {refused}"
+    );
 }
 
 #[test]
@@ -106,7 +124,11 @@ fn rules_corpus() {
         for d in &diags {
             assert!(!d.message.is_empty(), "{}", p.display());
             if d.line > 0 {
-                assert!(d.to_string().starts_with(&format!("fuzz.yaml:{}:", d.line)), "{}: {d}", p.display());
+                assert!(
+                    d.to_string().starts_with(&format!("fuzz.yaml:{}:", d.line)),
+                    "{}: {d}",
+                    p.display()
+                );
             }
         }
     }
@@ -124,9 +146,17 @@ fn kubeconfig_corpus() {
                     match r {
                         Ok(_) => resolved += 1,
                         Err(msg) => {
-                            assert!(msg.contains("config"), "{}: error does not name the file: {msg}", p.display());
+                            assert!(
+                                msg.contains("config"),
+                                "{}: error does not name the file: {msg}",
+                                p.display()
+                            );
                             if msg.contains("invalid kubeconfig") {
-                                assert!(has_location(&msg, "config"), "{}: parse error without a line: {msg}", p.display());
+                                assert!(
+                                    has_location(&msg, "config"),
+                                    "{}: parse error without a line: {msg}",
+                                    p.display()
+                                );
                             }
                         }
                     }

@@ -70,7 +70,13 @@ fn signal_series(v: &Value, signal: &str) -> Vec<f64> {
     for a in v["axes"].as_array().into_iter().flatten() {
         for e in a["evidence"].as_array().into_iter().flatten() {
             if e["signal"] == signal {
-                out.extend(e["series"].as_array().into_iter().flatten().filter_map(Value::as_f64));
+                out.extend(
+                    e["series"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_f64),
+                );
             }
         }
     }
@@ -87,11 +93,18 @@ fn warnings(v: &Value) -> String {
 #[track_caller]
 fn assert_no_false_error_rate(v: &Value) {
     let lit = lit_axes(v);
-    assert!(lit.is_empty(), "false lit axes {lit:?}\nwarnings: {}", warnings(v));
+    assert!(
+        lit.is_empty(),
+        "false lit axes {lit:?}\nwarnings: {}",
+        warnings(v)
+    );
     assert_ne!(v["status"], "degraded");
     let errs = signal_series(v, "request_error_ratio");
     assert!(!errs.is_empty(), "request_error_ratio was not evaluated");
-    assert!(errs.iter().all(|x| (0.0..0.02).contains(x)), "false error ratio: {errs:?}");
+    assert!(
+        errs.iter().all(|x| (0.0..0.02).contains(x)),
+        "false error ratio: {errs:?}"
+    );
 }
 
 fn snap(target: &str, k: i64, text: String) -> (String, i64, String) {
@@ -104,7 +117,11 @@ fn counter_reset_by_a_restart_is_counted_not_negative() {
     // 100 requests/s, 0.5 errors/s (0.5%); the process restarts at round 12.
     let snaps: Vec<_> = (0..ROUNDS)
         .map(|k| {
-            let (since, start) = if k < 12 { (k + 40, 1.7e9) } else { (k - 12, 1.7e9 + 600.0) };
+            let (since, start) = if k < 12 {
+                (k + 40, 1.7e9)
+            } else {
+                (k - 12, 1.7e9 + 600.0)
+            };
             let s = (since * 15) as f64;
             snap("apiserver-0", k, apiserver(100.0 * s, 0.5 * s, start, None))
         })
@@ -113,15 +130,33 @@ fn counter_reset_by_a_restart_is_counted_not_negative() {
     let (code, v) = diagnose(d.path());
     assert_ne!(code, 1, "{v}");
     assert_no_false_error_rate(&v);
-    assert_eq!(v["sources"][0]["restarts"][0], "2026-01-01T00:03:00Z", "{}", v["sources"]);
-    assert!(warnings(&v).contains("apiserver-0 (apiserver) restarted at 2026-01-01T00:03:00Z"), "{}", warnings(&v));
+    assert_eq!(
+        v["sources"][0]["restarts"][0], "2026-01-01T00:03:00Z",
+        "{}",
+        v["sources"]
+    );
+    assert!(
+        warnings(&v).contains("apiserver-0 (apiserver) restarted at 2026-01-01T00:03:00Z"),
+        "{}",
+        warnings(&v)
+    );
     // `increase` over the reset counts the restarted counter from zero: never
     // negative, never the whole counter.
     let dir = d.path().display().to_string();
     let out = cptriage(
         &[
-            "query", "--dump", &dir, "sum(increase(apiserver_request_total{code=\"200\"}[1m]))",
-            "--from", "2026-01-01T00:01:00Z", "--to", "2026-01-01T00:05:45Z", "--step", "15s", "-o", "json",
+            "query",
+            "--dump",
+            &dir,
+            "sum(increase(apiserver_request_total{code=\"200\"}[1m]))",
+            "--from",
+            "2026-01-01T00:01:00Z",
+            "--to",
+            "2026-01-01T00:05:45Z",
+            "--step",
+            "15s",
+            "-o",
+            "json",
         ],
         &[],
     );
@@ -165,7 +200,12 @@ fn load_balancer_alternating_replicas_is_split_not_a_false_rate() {
             && w.contains("`apiserver-0`, `apiserver-0.p2`"),
         "{w}"
     );
-    let targets: Vec<&str> = v["sources"].as_array().expect("sources").iter().filter_map(|s| s["target"].as_str()).collect();
+    let targets: Vec<&str> = v["sources"]
+        .as_array()
+        .expect("sources")
+        .iter()
+        .filter_map(|s| s["target"].as_str())
+        .collect();
     assert_eq!(targets, ["apiserver-0", "apiserver-0.p2"]);
     assert!(!w.contains("restarted at"), "alternation is not a restart: {w}");
 }
@@ -191,7 +231,9 @@ fn scrape_gap_is_reported_and_not_bridged_by_a_false_rate() {
         v["sources"]
     );
     assert!(
-        warnings(&v).contains("apiserver-0 (apiserver) has no snapshots from 2026-01-01T00:01:45Z to 2026-01-01T00:03:45Z"),
+        warnings(&v).contains(
+            "apiserver-0 (apiserver) has no snapshots from 2026-01-01T00:01:45Z to 2026-01-01T00:03:45Z"
+        ),
         "{}",
         warnings(&v)
     );
@@ -206,15 +248,24 @@ fn clock_skew_of_one_target_does_not_move_its_onset() {
     for k in 0..ROUNDS {
         let s = (k * 15) as f64;
         snaps.push(snap("apiserver-0", k, apiserver(100.0 * s, 0.0, 1.7e9, None)));
-        let errors = if k < 12 { 0.0 } else { 20.0 * ((k - 12) * 15) as f64 };
+        let errors = if k < 12 {
+            0.0
+        } else {
+            20.0 * ((k - 12) * 15) as f64
+        };
         let skewed = T0 + k * STEP + 300_000;
-        snaps.push(snap("apiserver-1", k, apiserver(80.0 * s, errors, 1.7e9, Some(skewed))));
+        snaps.push(snap(
+            "apiserver-1",
+            k,
+            apiserver(80.0 * s, errors, 1.7e9, Some(skewed)),
+        ));
     }
     write_capture(d.path(), &["apiserver-0", "apiserver-1"], &snaps);
     let (code, v) = diagnose(d.path());
     let w = warnings(&v);
     assert!(
-        w.contains("samples carry explicit timestamps more than 60 s from the snapshot time") && w.contains("+5 min off"),
+        w.contains("samples carry explicit timestamps more than 60 s from the snapshot time")
+            && w.contains("+5 min off"),
         "{w}"
     );
     assert_eq!(code, 1, "the errors of apiserver-1 are real: {v}");
@@ -242,12 +293,19 @@ fn out_of_order_and_duplicate_timestamps() {
         .map(|k| {
             let s = (k * 15) as f64;
             let ts = T0 + k * STEP - if k == 10 { 20_000 } else { 0 };
-            snap("apiserver-0", k, apiserver(100.0 * s + 1e6, 50_000.0 + 0.1 * s, 1.7e9, Some(ts)))
+            snap(
+                "apiserver-0",
+                k,
+                apiserver(100.0 * s + 1e6, 50_000.0 + 0.1 * s, 1.7e9, Some(ts)),
+            )
         })
         .collect();
     write_capture(d.path(), &["apiserver-0"], &snaps);
     // A second file for round 5 (named in seconds): the same time twice.
-    let dup = d.path().join("apiserver-0").join(format!("{}.prom", (T0 + 5 * STEP) / 1000));
+    let dup = d
+        .path()
+        .join("apiserver-0")
+        .join(format!("{}.prom", (T0 + 5 * STEP) / 1000));
     snaps.truncate(0);
     std::fs::write(&dup, apiserver(1e6 + 100.0 * 75.0, 50_000.0 + 7.5, 1.7e9, None)).expect("write");
     let (code, v) = diagnose(d.path());
@@ -258,5 +316,8 @@ fn out_of_order_and_duplicate_timestamps() {
         w.contains("1767225750000.prom: 4 samples have explicit timestamps older than the series' previous point (out of order); they were dropped"),
         "{w}"
     );
-    assert!(w.contains("a second snapshot of `apiserver-0` at the same time; its values replace the first"), "{w}");
+    assert!(
+        w.contains("a second snapshot of `apiserver-0` at the same time; its values replace the first"),
+        "{w}"
+    );
 }

@@ -297,7 +297,7 @@ fn test_lines(text: &str) -> Vec<usize> {
             in_tests = t.starts_with("tests:");
             continue;
         }
-        if in_tests && t.starts_with("- ") || in_tests && t == "-" {
+        if in_tests && (t.starts_with("- ") || t == "-") {
             let i = *indent.get_or_insert(ind);
             if ind == i {
                 out.push(n + 1);

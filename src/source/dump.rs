@@ -546,6 +546,10 @@ fn parse_file(pf: &Planned, keep: &Keep) -> Result<FileData, String> {
     if bytes.is_empty() {
         return Err("empty file".into());
     }
+    if report.samples_kept + report.samples_skipped == 0 && data.issues.is_empty() {
+        data.issues
+            .push("no samples (only comments, HELP/TYPE lines or blank lines)".into());
+    }
     Ok(data)
 }
 

@@ -115,10 +115,7 @@ pub fn parse(text: &str) -> Result<Manifest, ManifestError> {
 /// Whether a target name can be used as one directory inside the capture
 /// (a name such as `../x` would read files outside it).
 fn is_plain_name(name: &str) -> bool {
-    !name.is_empty()
-        && name != "."
-        && name != ".."
-        && !name.contains(['/', '\\', '\0'])
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0'])
 }
 
 /// The line and column of the last `name:` entry holding `name` (1-based), or (0, 0).
@@ -188,9 +185,15 @@ mod tests {
     fn target_names_must_be_plain_and_unique() {
         let e = parse("format: cptriage/capture/v1\ntargets:\n- name: ../x\n  role: etcd\n").unwrap_err();
         assert_eq!((e.line, e.column), (3, 3), "{e}");
-        assert!(e.message.contains("target name `../x` is not a plain directory name"), "{e}");
-        let e = parse("format: cptriage/capture/v1\ntargets:\n- {name: a, role: etcd}\n- {name: a, role: etcd}\n")
-            .unwrap_err();
+        assert!(
+            e.message
+                .contains("target name `../x` is not a plain directory name"),
+            "{e}"
+        );
+        let e = parse(
+            "format: cptriage/capture/v1\ntargets:\n- {name: a, role: etcd}\n- {name: a, role: etcd}\n",
+        )
+        .unwrap_err();
         assert_eq!(e.line, 4, "{e}");
         assert!(e.message.contains("target name `a` is listed twice"), "{e}");
         assert!(parse("format: cptriage/capture/v1\ntargets:\n- {name: a.b-1, role: etcd}\n").is_ok());

@@ -294,9 +294,8 @@ fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
 fn read_config(path: &Path) -> Result<RawConfig, KubeconfigError> {
     let text = read_capped(path)
         .and_then(|b| {
-            String::from_utf8(b).map_err(|_| {
-                std::io::Error::new(std::io::ErrorKind::InvalidData, "not valid UTF-8 text")
-            })
+            String::from_utf8(b)
+                .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not valid UTF-8 text"))
         })
         .map_err(|e| KubeconfigError::Read {
             path: path.into(),
@@ -384,7 +383,7 @@ pub fn available(o: &KubeconfigOptions) -> bool {
 pub fn resolve(o: &KubeconfigOptions) -> Result<ApiAccess, KubeconfigError> {
     match kubeconfig_files(o)? {
         Some(files) => from_files(&files, o.context.as_deref()).map_err(|e| match e {
-            KubeconfigError::Read { .. } | KubeconfigError::Parse { .. } | KubeconfigError::ReadFile { .. } => e,
+            KubeconfigError::Read { .. } | KubeconfigError::Parse { .. } => e,
             e => KubeconfigError::InFiles {
                 files: files
                     .iter()
@@ -810,7 +809,10 @@ users:
             ..o
         };
         let e = resolve(&o3).unwrap_err().to_string();
-        assert!(e.starts_with("`") && e.contains("a.yaml:") && e.contains("b.yaml`: "), "{e}");
+        assert!(
+            e.starts_with("`") && e.contains("a.yaml:") && e.contains("b.yaml`: "),
+            "{e}"
+        );
         assert!(e.ends_with("`: context `zz` not found in the kubeconfig"), "{e}");
     }
 
