@@ -5,7 +5,7 @@
 //!
 //! Not a stable API: it exists for robustness testing only.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::rules::engine::{self, Options};
@@ -213,12 +213,4 @@ pub fn kubeconfig(data: &[u8]) -> std::io::Result<KubeconfigOutcome> {
         );
     }
     Ok(KubeconfigOutcome::Resolved(out))
-}
-
-/// Whether `path` is inside the temporary directories these entry points use
-/// (for tests that check nothing is left behind).
-pub fn is_fuzz_temp(path: &Path) -> bool {
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.starts_with("cptriage-fuzz-"))
 }

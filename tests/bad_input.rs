@@ -354,3 +354,35 @@ fn huge_lines_and_label_values() {
         &[],
     );
 }
+
+#[test]
+fn kubeconfig_naming_an_endless_file_is_bounded() {
+    let d = scratch();
+    let k = d.path().join("zero.yaml");
+    std::fs::write(
+        &k,
+        "current-context: t\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1', certificate-authority: /dev/zero}\ncontexts:\n- name: t\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {token: x}\n",
+    )
+    .expect("write");
+    let ks = path_str(&k);
+    check(
+        &case(
+            "CA file that never ends",
+            &["diagnose", "--live", "--kubeconfig", &ks],
+            2,
+            &[&format!(
+                "`{ks}`: `certificate-authority`: cannot read `/dev/zero`: larger than 16 MiB"
+            )],
+        ),
+        &[],
+    );
+    check(
+        &case(
+            "kubeconfig that never ends",
+            &["diagnose", "--live", "--kubeconfig", "/dev/zero"],
+            2,
+            &["`/dev/zero`: cannot read kubeconfig: larger than 16 MiB"],
+        ),
+        &[],
+    );
+}

@@ -31,7 +31,10 @@ fn has_location(text: &str, file: &str) -> bool {
         let rest = &text[i + file.len()..];
         let mut parts = rest.strip_prefix(':').unwrap_or("").splitn(3, ':');
         let line = parts.next().and_then(|l| l.parse::<usize>().ok());
-        let col = parts.next().and_then(|c| c.parse::<usize>().ok());
+        let col = parts.next().and_then(|c| {
+            let digits: String = c.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse::<usize>().ok()
+        });
         matches!((line, col), (Some(l), Some(_)) if l >= 1)
     })
 }
