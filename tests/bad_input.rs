@@ -133,6 +133,12 @@ fn table() -> Vec<Case> {
         kubeconfig("server that is not a URL", "bad-server.yaml", None, &["invalid server URL `not a url`"]),
         kubeconfig("no current context", "no-current-context.yaml", None, &["kubeconfig has no current context; name one with `--context`"]),
         kubeconfig("CA file missing", "missing-ca-file.yaml", None, &["missing-ca-file.yaml`: `certificate-authority`: cannot read `testdata/bad/kubeconfigs/missing-ca.crt`"]),
+        kubeconfig(
+            "two YAML documents in a kubeconfig",
+            "two-documents.yaml",
+            None,
+            &["two-documents.yaml:13:1`: invalid kubeconfig: deserializing from YAML containing more than one document is not supported"],
+        ),
         kubeconfig("binary kubeconfig", "binary.yaml", None, &["cannot read kubeconfig: not valid UTF-8 text"]),
     ]
 }

@@ -76,7 +76,7 @@ impl<'de> Deserialize<'de> for Role {
 /// Parses a manifest; errors carry the YAML line and column.
 pub fn parse(text: &str) -> Result<Manifest, ManifestError> {
     let m: Manifest = serde_yaml::from_str(text).map_err(|e| {
-        let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+        let (line, column) = yaml_error_location(text, &e);
         ManifestError {
             line,
             column,
@@ -129,6 +129,24 @@ fn locate_name(text: &str, name: &str) -> (usize, usize) {
         }
     }
     found
+}
+
+/// The line and column of a serde_yaml error. Errors without a location (a
+/// second YAML document) point at the line that starts the second document, or
+/// at 1:1.
+pub(crate) fn yaml_error_location(text: &str, e: &serde_yaml::Error) -> (usize, usize) {
+    if let Some(l) = e.location() {
+        return (l.line(), l.column());
+    }
+    let mut content = false;
+    for (i, line) in text.lines().enumerate() {
+        if content && (line.starts_with("---") || line.starts_with("...")) {
+            return (i + 1, 1);
+        }
+        let t = line.trim_start();
+        content |= !t.is_empty() && !t.starts_with('#') && !t.starts_with('%');
+    }
+    (1, 1)
 }
 
 /// serde_yaml appends " at line L column C"; cptriage prints the location first.
@@ -197,6 +215,13 @@ mod tests {
         assert_eq!(e.line, 4, "{e}");
         assert!(e.message.contains("target name `a` is listed twice"), "{e}");
         assert!(parse("format: cptriage/capture/v1\ntargets:\n- {name: a.b-1, role: etcd}\n").is_ok());
+    }
+
+    #[test]
+    fn a_second_document_is_located() {
+        let e = parse("format: cptriage/capture/v1\ntargets: []\n---\nformat: x\n").unwrap_err();
+        assert_eq!((e.line, e.column), (3, 1), "{e}");
+        assert!(e.message.contains("more than one document"), "{e}");
     }
 
     #[test]

@@ -305,7 +305,7 @@ fn read_config(path: &Path) -> Result<RawConfig, KubeconfigError> {
         return Ok(RawConfig::default());
     }
     serde_yaml::from_str(&text).map_err(|e| {
-        let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+        let (line, column) = crate::source::manifest::yaml_error_location(&text, &e);
         KubeconfigError::Parse {
             path: path.into(),
             line,
