@@ -10,6 +10,8 @@ pub mod cmd;
 pub mod error;
 pub mod eval;
 pub mod exit;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod report;
 pub mod rules;
 pub mod scenario;

@@ -205,7 +205,7 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
     let file: RuleFile = match serde_yaml::from_str(src) {
         Ok(f) => f,
         Err(e) => {
-            let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+            let (line, col) = crate::source::manifest::yaml_error_location(src, &e);
             let msg = e.to_string();
             // serde_yaml appends " at line X column Y"; the location is shown in front.
             let msg = match msg.find(" at line ") {

@@ -37,6 +37,18 @@ pub const ALWAYS_KEEP: &[&str] = &[
 /// At most this many parse problems are reported per file; the rest are counted.
 const MAX_ISSUES_PER_FILE: usize = 5;
 
+/// An explicit sample timestamp further than this from its snapshot's time is
+/// not trusted (clock skew between the target and the recorder, or a bad
+/// timestamp): the sample is stored at the snapshot's time instead.
+pub const SKEW_TOLERANCE_MS: Millis = 60_000;
+
+/// A snapshot time further than this after the current time is reported as
+/// being in the future.
+const FUTURE_TOLERANCE_MS: Millis = 10 * 60_000;
+
+/// Two `process_start_time_seconds` values closer than this are one process.
+const SAME_PROCESS_S: f64 = 0.5;
+
 /// A problem that stops the load.
 #[derive(Debug, thiserror::Error)]
 pub enum DumpError {
@@ -264,6 +276,16 @@ fn plan_capture(plan: &mut Plan, dir: &Path, arg: &DumpArg) -> Result<(), DumpEr
         plan_target_dir(plan, &tdir, &tname(&t.name))?;
     }
     for f in &m.failures {
+        if !known.contains(&f.target) {
+            plan.warn(
+                mpath.display().to_string(),
+                format!(
+                    "failures name target `{}`, which the manifest does not list; ignored",
+                    f.target
+                ),
+            );
+            continue;
+        }
         let mut f = f.clone();
         f.target = tname(&f.target);
         plan.failures.push(f);
@@ -501,10 +523,16 @@ fn parse_file(pf: &Planned, keep: &Keep) -> Result<FileData, String> {
     };
     let report = expfmt::parse(bytes, &mut keep_fn, &mut sink).map_err(|e| e.to_string())?;
     data.families = report.families.iter().map(|(n, _)| n.clone()).collect();
+    // Malformed lines, and the warnings that change values: NaN or negative
+    // counters and duplicate series.
     let errors: Vec<&expfmt::Issue> = report
         .issues
         .iter()
-        .filter(|i| i.severity == Severity::Error)
+        .filter(|i| {
+            i.severity == Severity::Error
+                || i.message.starts_with("counter `")
+                || i.message.starts_with("duplicate series `")
+        })
         .collect();
     for i in errors.iter().take(MAX_ISSUES_PER_FILE) {
         data.issues.push(format!("line {}: {}", i.line, i.message));
@@ -517,6 +545,10 @@ fn parse_file(pf: &Planned, keep: &Keep) -> Result<FileData, String> {
     }
     if bytes.is_empty() {
         return Err("empty file".into());
+    }
+    if report.samples_kept + report.samples_skipped == 0 && data.issues.is_empty() {
+        data.issues
+            .push("no samples (only comments, HELP/TYPE lines or blank lines)".into());
     }
     Ok(data)
 }
@@ -600,6 +632,8 @@ struct TargetState {
     target: Option<Target>,
     live: HashSet<usize>,
     last_time: Option<Millis>,
+    /// Whether a snapshot in the future was already reported.
+    warned_future: bool,
 }
 
 /// Loads dumps into a [`Dataset`].
@@ -751,6 +785,7 @@ fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError> {
             }
         }
     }
+    split_alternating_processes(&mut store, &mut states, &mut warnings);
     store.finish();
     let targets: Vec<Target> = states.into_values().filter_map(|s| s.target).collect();
     if targets.is_empty() {
@@ -831,12 +866,32 @@ fn ingest(
     target.families.extend(data.families.iter().cloned());
     target.snapshots.push(Snapshot {
         time,
-        origin,
+        origin: origin.clone(),
         process_start: data.process_start,
     });
     let instance = store.intern(&target.name);
     let role_s = store.intern(role.as_str());
+    let now = chrono::Utc::now().timestamp_millis();
+    if time > now.saturating_add(FUTURE_TOLERANCE_MS) && !st.warned_future {
+        st.warned_future = true;
+        warnings.push(SourceWarning {
+            origin: origin.clone(),
+            message: format!(
+                "snapshot time {} (from {}) is in the future: clock skew or a bad timestamp; onsets of `{}` cannot be compared with other targets",
+                crate::timefmt::format_time(time),
+                match ts {
+                    TimeSource::FileName => "the file name",
+                    TimeSource::SampleTimestamp => "the samples' timestamps",
+                    TimeSource::Mtime => "the file's modification time",
+                    TimeSource::Scrape => "the scrape",
+                    TimeSource::Prometheus => "Prometheus",
+                },
+                target.name
+            ),
+        });
+    }
     let mut live = HashSet::with_capacity(data.samples.len());
+    let (mut skewed, mut worst_skew, mut out_of_order) = (0usize, 0 as Millis, 0usize);
     for (labels, v, sample_ts) in data.samples {
         let pairs = labels.into_iter().map(|(n, v)| {
             let n: Box<str> = match &*n {
@@ -850,11 +905,174 @@ fn ingest(
         l.set_shared(store.intern("instance"), instance.clone());
         l.set_shared(store.intern("role"), role_s.clone());
         let id = store.series_id(&l);
-        store.push_id(id, sample_ts.unwrap_or(time), v);
+        let t = match sample_ts {
+            Some(x) if x.abs_diff(time) > SKEW_TOLERANCE_MS as u64 => {
+                skewed += 1;
+                let off = x.saturating_sub(time);
+                if off.unsigned_abs() > worst_skew.unsigned_abs() {
+                    worst_skew = off;
+                }
+                time
+            }
+            Some(x) => {
+                // As Prometheus does, a sample older than the series' last point
+                // is refused (it would fake a counter reset).
+                if store.get(id).samples.last().is_some_and(|p| p.t > x) {
+                    out_of_order += 1;
+                    live.insert(id);
+                    continue;
+                }
+                x
+            }
+            None => time,
+        };
+        store.push_id(id, t, v);
         live.insert(id);
+    }
+    if skewed > 0 {
+        warnings.push(SourceWarning {
+            origin: origin.clone(),
+            message: format!(
+                "{skewed} samples carry explicit timestamps more than {} s from the snapshot time {} (up to {} off): clock skew or bad timestamps; the snapshot time is used for them",
+                SKEW_TOLERANCE_MS / 1000,
+                crate::timefmt::format_time(time),
+                describe_offset(worst_skew)
+            ),
+        });
+    }
+    if out_of_order > 0 {
+        warnings.push(SourceWarning {
+            origin: origin.clone(),
+            message: format!(
+                "{out_of_order} samples have explicit timestamps older than the series' previous point (out of order); they were dropped"
+            ),
+        });
     }
     mark_stale(store, st, time, &live);
     st.last_time = Some(time);
+}
+
+/// `+90 s`, `-2 h` …
+fn describe_offset(ms: Millis) -> String {
+    let sign = if ms < 0 { "-" } else { "+" };
+    let s = ms.unsigned_abs() / 1000;
+    match s {
+        0..=119 => format!("{sign}{s} s"),
+        120..=7199 => format!("{sign}{} min", s / 60),
+        7200..=172_799 => format!("{sign}{} h", s / 3600),
+        _ => format!("{sign}{} days", s / 86_400),
+    }
+}
+
+/// When a target's `process_start_time_seconds` goes back to an earlier value
+/// (A, B, A: impossible for restarts, typical of a load balancer alternating
+/// replicas), each process becomes its own target (`NAME`, `NAME.p2`, …, as the
+/// live source names them) so that no rate or counter reset spans two processes.
+fn split_alternating_processes(
+    store: &mut Store,
+    states: &mut BTreeMap<String, TargetState>,
+    warnings: &mut Vec<SourceWarning>,
+) {
+    let names: Vec<String> = states.keys().cloned().collect();
+    for name in names {
+        let Some(target) = states.get(&name).and_then(|s| s.target.as_ref()) else {
+            continue;
+        };
+        let mut procs: Vec<f64> = Vec::new();
+        let mut by_snapshot: Vec<(Millis, usize)> = Vec::with_capacity(target.snapshots.len());
+        let (mut cur, mut alternates) = (0usize, false);
+        for s in &target.snapshots {
+            if let Some(p) = s.process_start {
+                let k = match procs.iter().position(|q| (q - p).abs() <= SAME_PROCESS_S) {
+                    Some(k) => {
+                        alternates |= k != cur;
+                        k
+                    }
+                    None => {
+                        procs.push(p);
+                        procs.len() - 1
+                    }
+                };
+                cur = k;
+            }
+            by_snapshot.push((s.time, cur));
+        }
+        if !alternates {
+            continue;
+        }
+        let name_of = |k: usize| {
+            if k == 0 {
+                name.clone()
+            } else {
+                format!("{name}.p{}", k + 1)
+            }
+        };
+        let mut parts: Vec<Target> = (0..procs.len())
+            .map(|k| Target {
+                name: name_of(k),
+                snapshots: target
+                    .snapshots
+                    .iter()
+                    .zip(&by_snapshot)
+                    .filter(|(_, (_, j))| *j == k)
+                    .map(|(s, _)| s.clone())
+                    .collect(),
+                ..target.clone()
+            })
+            .collect();
+        let process_of = |t: Millis| {
+            let i = by_snapshot.partition_point(|(st, _)| *st <= t);
+            by_snapshot[i.saturating_sub(1)].1
+        };
+        let ids: Vec<usize> = store
+            .series()
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.labels.get("instance") == Some(name.as_str()))
+            .map(|(i, _)| i)
+            .collect();
+        let instance = store.intern("instance");
+        for id in ids {
+            let points = std::mem::take(store.samples_mut(id));
+            let mut split: Vec<Vec<crate::store::Sample>> = vec![Vec::new(); procs.len()];
+            for p in points {
+                split[process_of(p.t)].push(p);
+            }
+            let mut split = split.into_iter();
+            *store.samples_mut(id) = split.next().unwrap_or_default();
+            for (k, points) in split.enumerate() {
+                if points.is_empty() {
+                    continue;
+                }
+                let mut l = store.get(id).labels.clone();
+                let v = store.intern(&name_of(k + 1));
+                l.set_shared(instance.clone(), v);
+                let nid = store.series_id(&l);
+                store.samples_mut(nid).extend(points);
+            }
+        }
+        warnings.push(SourceWarning {
+            origin: name.clone(),
+            message: format!(
+                "process_start_time_seconds alternates between {} processes (several replicas behind one address, e.g. a load balancer): each is analysed as its own target ({}), so no rate spans two processes",
+                procs.len(),
+                (0..procs.len()).map(|k| format!("`{}`", name_of(k))).collect::<Vec<_>>().join(", ")
+            ),
+        });
+        let mut parts_iter = parts.drain(..);
+        if let (Some(first), Some(st)) = (parts_iter.next(), states.get_mut(&name)) {
+            st.target = Some(first);
+        }
+        for t in parts_iter {
+            states.insert(
+                t.name.clone(),
+                TargetState {
+                    target: Some(t),
+                    ..Default::default()
+                },
+            );
+        }
+    }
 }
 
 #[cfg(test)]

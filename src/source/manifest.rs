@@ -76,7 +76,7 @@ impl<'de> Deserialize<'de> for Role {
 /// Parses a manifest; errors carry the YAML line and column.
 pub fn parse(text: &str) -> Result<Manifest, ManifestError> {
     let m: Manifest = serde_yaml::from_str(text).map_err(|e| {
-        let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+        let (line, column) = yaml_error_location(text, &e);
         ManifestError {
             line,
             column,
@@ -93,7 +93,60 @@ pub fn parse(text: &str) -> Result<Manifest, ManifestError> {
             ),
         });
     }
+    let mut seen = std::collections::HashSet::new();
+    for t in &m.targets {
+        let problem = if !is_plain_name(&t.name) {
+            "is not a plain directory name (no `/`, `\\`, `.` or `..`)"
+        } else if !seen.insert(t.name.as_str()) {
+            "is listed twice"
+        } else {
+            continue;
+        };
+        let (line, column) = locate_name(text, &t.name);
+        return Err(ManifestError {
+            line,
+            column,
+            message: format!("target name `{}` {problem}", t.name),
+        });
+    }
     Ok(m)
+}
+
+/// Whether a target name can be used as one directory inside the capture
+/// (a name such as `../x` would read files outside it).
+fn is_plain_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0'])
+}
+
+/// The line and column of the last `name:` entry holding `name` (1-based), or (0, 0).
+fn locate_name(text: &str, name: &str) -> (usize, usize) {
+    let mut found = (0, 0);
+    for (i, line) in text.lines().enumerate() {
+        if let Some(k) = line.find("name:") {
+            if line[k + "name:".len()..].contains(name) {
+                found = (i + 1, k + 1);
+            }
+        }
+    }
+    found
+}
+
+/// The line and column of a serde_yaml error. Errors without a location (a
+/// second YAML document) point at the line that starts the second document, or
+/// at 1:1.
+pub(crate) fn yaml_error_location(text: &str, e: &serde_yaml::Error) -> (usize, usize) {
+    if let Some(l) = e.location() {
+        return (l.line(), l.column());
+    }
+    let mut content = false;
+    for (i, line) in text.lines().enumerate() {
+        if content && (line.starts_with("---") || line.starts_with("...")) {
+            return (i + 1, 1);
+        }
+        let t = line.trim_start();
+        content |= !t.is_empty() && !t.starts_with('#') && !t.starts_with('%');
+    }
+    (1, 1)
 }
 
 /// serde_yaml appends " at line L column C"; cptriage prints the location first.
@@ -144,6 +197,31 @@ mod tests {
         assert!(e.message.contains("unknown role `db`"), "{e}");
         let e = parse("format: cptriage/capture/v1\ntargets: []\nextra: 1\n").unwrap_err();
         assert!(e.message.contains("unknown field `extra`"), "{e}");
+    }
+
+    #[test]
+    fn target_names_must_be_plain_and_unique() {
+        let e = parse("format: cptriage/capture/v1\ntargets:\n- name: ../x\n  role: etcd\n").unwrap_err();
+        assert_eq!((e.line, e.column), (3, 3), "{e}");
+        assert!(
+            e.message
+                .contains("target name `../x` is not a plain directory name"),
+            "{e}"
+        );
+        let e = parse(
+            "format: cptriage/capture/v1\ntargets:\n- {name: a, role: etcd}\n- {name: a, role: etcd}\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 4, "{e}");
+        assert!(e.message.contains("target name `a` is listed twice"), "{e}");
+        assert!(parse("format: cptriage/capture/v1\ntargets:\n- {name: a.b-1, role: etcd}\n").is_ok());
+    }
+
+    #[test]
+    fn a_second_document_is_located() {
+        let e = parse("format: cptriage/capture/v1\ntargets: []\n---\nformat: x\n").unwrap_err();
+        assert_eq!((e.line, e.column), (3, 1), "{e}");
+        assert!(e.message.contains("more than one document"), "{e}");
     }
 
     #[test]

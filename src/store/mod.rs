@@ -114,6 +114,13 @@ impl Store {
         s.push(Sample { t, v });
     }
 
+    /// The points of series `id`, to edit in place; [`Store::finish`] puts them
+    /// back in time order afterwards.
+    pub fn samples_mut(&mut self, id: usize) -> &mut Vec<Sample> {
+        self.unsorted = true;
+        &mut self.series[id].samples
+    }
+
     /// Appends a point to the series with these labels.
     pub fn push(&mut self, labels: &Labels, t: Millis, v: f64) {
         let id = self.series_id(labels);

@@ -30,6 +30,9 @@ pub const IN_CLUSTER_NAME: &str = "kubernetes.default.svc";
 const EXEC_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest exec plugin output read.
 const EXEC_MAX_OUTPUT: u64 = 1 << 20;
+/// Largest kubeconfig, certificate, key or token file read (a path such as
+/// `/dev/zero` must not exhaust memory).
+const MAX_FILE_BYTES: u64 = 16 << 20;
 
 /// A credential (token or private key): never printed.
 #[derive(Clone, PartialEq, Eq)]
@@ -77,7 +80,7 @@ impl Credentials {
 
 /// Reads a token file (trimmed).
 fn read_token_file(path: &Path) -> Result<Secret, String> {
-    let t = std::fs::read(path).map_err(|e| format!("`{}`: {e}", path.display()))?;
+    let t = read_capped(path).map_err(|e| format!("`{}`: {e}", path.display()))?;
     Ok(Secret::new(String::from_utf8_lossy(&t).trim().as_bytes()))
 }
 
@@ -203,6 +206,12 @@ pub enum KubeconfigError {
     BasicAuth(String),
     #[error("user `{user}` uses the `{provider}` auth provider, which cptriage does not support; use an exec plugin")]
     AuthProvider { user: String, provider: String },
+    /// Any of the above, with the kubeconfig file(s) it was found in.
+    #[error("`{files}`: {error}")]
+    InFiles {
+        files: String,
+        error: Box<KubeconfigError>,
+    },
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -296,16 +305,36 @@ struct Merged {
     files: Vec<PathBuf>,
 }
 
+/// Reads at most [`MAX_FILE_BYTES`] of a file; a larger file is an error.
+fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut out)?;
+    if out.len() as u64 > MAX_FILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {} MiB", MAX_FILE_BYTES >> 20),
+        ));
+    }
+    Ok(out)
+}
+
 fn read_config(path: &Path) -> Result<RawConfig, KubeconfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| KubeconfigError::Read {
-        path: path.into(),
-        source: e,
-    })?;
+    let text = read_capped(path)
+        .and_then(|b| {
+            String::from_utf8(b)
+                .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not valid UTF-8 text"))
+        })
+        .map_err(|e| KubeconfigError::Read {
+            path: path.into(),
+            source: e,
+        })?;
     if text.trim().is_empty() {
         return Ok(RawConfig::default());
     }
     serde_yaml::from_str(&text).map_err(|e| {
-        let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+        let (line, column) = crate::source::manifest::yaml_error_location(&text, &e);
         KubeconfigError::Parse {
             path: path.into(),
             line,
@@ -383,7 +412,17 @@ pub fn available(o: &KubeconfigOptions) -> bool {
 /// Without a `proxy-url`, the proxy environment applies as it does for kubectl.
 pub fn resolve(o: &KubeconfigOptions) -> Result<ApiAccess, KubeconfigError> {
     let mut acc = match kubeconfig_files(o)? {
-        Some(files) => from_files(&files, o.context.as_deref())?,
+        Some(files) => from_files(&files, o.context.as_deref()).map_err(|e| match e {
+            KubeconfigError::Read { .. } | KubeconfigError::Parse { .. } => e,
+            e => KubeconfigError::InFiles {
+                files: files
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(":"),
+                error: Box::new(e),
+            },
+        })?,
         None => match &o.in_cluster {
             Some(ic) => in_cluster(ic)?,
             None => return Err(KubeconfigError::NotFound),
@@ -408,7 +447,7 @@ fn resolve_path(dir: &Path, p: &str) -> PathBuf {
 }
 
 fn read_file(what: &'static str, path: PathBuf) -> Result<Vec<u8>, KubeconfigError> {
-    std::fs::read(&path).map_err(|e| KubeconfigError::ReadFile {
+    read_capped(&path).map_err(|e| KubeconfigError::ReadFile {
         what,
         path,
         source: e,
@@ -827,10 +866,12 @@ users:
             context: Some("zz".into()),
             ..o
         };
-        assert_eq!(
-            resolve(&o3).unwrap_err().to_string(),
-            "context `zz` not found in the kubeconfig"
+        let e = resolve(&o3).unwrap_err().to_string();
+        assert!(
+            e.starts_with("`") && e.contains("a.yaml:") && e.contains("b.yaml`: "),
+            "{e}"
         );
+        assert!(e.ends_with("`: context `zz` not found in the kubeconfig"), "{e}");
     }
 
     #[test]
@@ -860,9 +901,10 @@ users:
             kubeconfig: Some(p),
             ..Default::default()
         };
-        assert_eq!(
-            resolve(&o).unwrap_err().to_string(),
-            "user `u` has a client certificate but no `client-key` or `client-key-data`"
+        let e = resolve(&o).unwrap_err().to_string();
+        assert!(
+            e.ends_with("/k`: user `u` has a client certificate but no `client-key` or `client-key-data`"),
+            "{e}"
         );
     }
 
