@@ -47,6 +47,10 @@ struct Args {
     /// was built with (e.g. an older build, for before/after numbers).
     #[arg(long, value_name = "PATH")]
     cptriage: Option<PathBuf>,
+    /// Only load the capture as `diagnose` does (the default rules' families)
+    /// and print the series and points kept and the peak RSS.
+    #[arg(long)]
+    load_only: bool,
     /// Internal: run `cptriage diagnose -o json --dump DIR` in this process.
     #[arg(long, hide = true)]
     child: bool,
@@ -56,6 +60,9 @@ fn main() -> anyhow::Result<()> {
     let a = Args::parse();
     if a.child {
         return child(&a.dir);
+    }
+    if a.load_only {
+        return load_only(&a.dir);
     }
     if !a.dir.join("manifest.yaml").is_file() {
         let opts = ScaleOptions {
@@ -86,6 +93,7 @@ fn main() -> anyhow::Result<()> {
         gz as f64 / 1e6,
         raw as f64 / 1e6
     );
+    println!("load average before: {}", loadavg());
     // Warm the page cache so that every measurement reads from memory.
     for p in &paths {
         let _ = std::fs::read(p);
@@ -112,7 +120,7 @@ fn main() -> anyhow::Result<()> {
         row(&format!("`diagnose` #{}", k + 1), m.wall, m.cpu, m.rss_mb);
         verdict = m.verdict;
     }
-    println!("\nverdict: {verdict}");
+    println!("\nverdict: {verdict}\nload average after: {}", loadavg());
     if a.remove {
         std::fs::remove_dir_all(&a.dir).with_context(|| format!("removing {}", a.dir.display()))?;
     }
@@ -129,7 +137,9 @@ fn snapshot_files(dir: &Path) -> anyhow::Result<Vec<(PathBuf, u64, u64)>> {
         .collect();
     targets.sort();
     for t in targets {
-        let mut fs: Vec<PathBuf> = std::fs::read_dir(&t)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        let mut fs: Vec<PathBuf> = std::fs::read_dir(&t)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
         fs.sort();
         for f in fs {
             let len = std::fs::metadata(&f)?.len();
@@ -254,7 +264,9 @@ fn run_diagnose(dir: &Path, cptriage: Option<&Path>) -> anyhow::Result<Measured>
 /// then prints this process's peak RSS (`VmHWM`) to stderr.
 fn child(dir: &Path) -> anyhow::Result<()> {
     let argv = ["cptriage", "diagnose", "-o", "json", "--dump"];
-    let cli = cptriage::cli::Cli::try_parse_from(argv.iter().map(|s| s.into()).chain([dir.as_os_str().to_owned()]))?;
+    let cli = cptriage::cli::Cli::try_parse_from(
+        argv.iter().map(|s| s.into()).chain([dir.as_os_str().to_owned()]),
+    )?;
     let mut out = std::io::stdout().lock();
     let mut err = std::io::stderr();
     let _code = cptriage::cmd::run(cli, &mut out, &mut err)?;
@@ -263,5 +275,37 @@ fn child(dir: &Path) -> anyhow::Result<()> {
             eprintln!("{l}");
         }
     }
+    Ok(())
+}
+
+/// `/proc/loadavg`'s 1, 5 and 15 minute averages (other work on the machine
+/// shows in wall times, not in CPU times).
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Loads the capture with the families the default rules read and prints what
+/// the store holds, the load time and this process's peak RSS.
+fn load_only(dir: &Path) -> anyhow::Result<()> {
+    use cptriage::source::dump::{self, DumpArg, Keep};
+    let rules = cptriage::rules::load::RuleSet::default_rules()?;
+    let keep = Keep::Names(rules.referenced_metrics());
+    let t0 = Instant::now();
+    let ds = dump::load(&[DumpArg::parse(&dir.display().to_string())?], &keep)?;
+    let secs = t0.elapsed().as_secs_f64();
+    let series = ds.store.series().len();
+    let points = ds.store.point_count();
+    let hwm = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l.to_string()))
+        .unwrap_or_default();
+    println!(
+        "loaded {} targets in {secs:.2}s: {series} series, {points} points ({:.0} MB as 16-byte points), {} warnings; {hwm}",
+        ds.targets.len(),
+        points as f64 * 16.0 / 1e6,
+        ds.warnings.len()
+    );
     Ok(())
 }

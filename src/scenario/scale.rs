@@ -98,7 +98,9 @@ fn label_value(line: &str, name: &str) -> Option<(usize, usize)> {
 
 /// The metric family a comment line (`# HELP x …`, `# TYPE x …`) introduces.
 fn comment_family(line: &str) -> Option<&str> {
-    let rest = line.strip_prefix("# HELP ").or_else(|| line.strip_prefix("# TYPE "))?;
+    let rest = line
+        .strip_prefix("# HELP ")
+        .or_else(|| line.strip_prefix("# TYPE "))?;
     rest.split(' ').next()
 }
 
@@ -252,8 +254,9 @@ pub fn generate(opts: &ScaleOptions, out: &Path) -> Result<ScaleSummary, Scenari
     };
     std::fs::create_dir_all(&scratch).map_err(io_err(&scratch))?;
     let result = (|| {
-        let api_base = std::path::absolute(scratch.join(format!("scaled-x{}-{APISERVER_BASE}", opts.resources)))
-            .map_err(io_err(&scratch))?;
+        let api_base =
+            std::path::absolute(scratch.join(format!("scaled-x{}-{APISERVER_BASE}", opts.resources)))
+                .map_err(io_err(&scratch))?;
         std::fs::write(&api_base, &scaled).map_err(io_err(&api_base))?;
         let etcd_base = std::path::absolute(&etcd_src).map_err(io_err(&etcd_src))?;
         let spec = parse_spec(&spec_text(opts, &api_base, &etcd_base), "scale spec", None)?;
@@ -320,7 +323,10 @@ mod tests {
         let l = r#"x{a="1",resource="pods",le="0.5"} 3"#;
         let (s, e) = label_value(l, "resource").unwrap();
         assert_eq!(&l[s..e], "pods");
-        assert_eq!(label_value(r#"x{a="q\"}",resource=""} 1"#, "resource"), Some((18, 18)));
+        assert_eq!(
+            label_value(r#"x{a="q\"}",resource=""} 1"#, "resource"),
+            Some((18, 18))
+        );
         assert_eq!(label_value("x 1", "resource"), None);
     }
 
