@@ -237,7 +237,7 @@ pub fn generate(opts: &ScaleOptions, out: &Path) -> Result<ScaleSummary, Scenari
             });
         }
     }
-    if opts.resources == 0 || opts.interval_s == 0 || opts.duration_s % opts.interval_s != 0 {
+    if opts.resources == 0 || opts.interval_s == 0 || !opts.duration_s.is_multiple_of(opts.interval_s) {
         return Err(ScenarioError::Output {
             path: out.display().to_string(),
             message: "resources and interval must be positive, duration a multiple of interval".into(),
