@@ -323,10 +323,11 @@ mod tests {
         let l = r#"x{a="1",resource="pods",le="0.5"} 3"#;
         let (s, e) = label_value(l, "resource").unwrap();
         assert_eq!(&l[s..e], "pods");
-        assert_eq!(
-            label_value(r#"x{a="q\"}",resource=""} 1"#, "resource"),
-            Some((18, 18))
-        );
+        // An escaped quote inside an earlier value does not end it.
+        let l = r#"x{a="q\",resource=\"}",resource="",b="2"} 1"#;
+        let (s, e) = label_value(l, "resource").unwrap();
+        assert_eq!((s, &l[s - 10..e + 1]), (e, r#"resource="""#));
+        assert_eq!(label_value(l, "b").map(|(s, e)| &l[s..e]), Some("2"));
         assert_eq!(label_value("x 1", "resource"), None);
     }
 
