@@ -51,6 +51,10 @@ struct Args {
     /// and print the series and points kept and the peak RSS.
     #[arg(long)]
     load_only: bool,
+    /// With `--load-only`: keep only the identity families (measures reading,
+    /// decompressing and parsing without building the store).
+    #[arg(long, requires = "load_only")]
+    keep_none: bool,
     /// Internal: run `cptriage diagnose -o json --dump DIR` in this process.
     #[arg(long, hide = true)]
     child: bool,
@@ -62,7 +66,7 @@ fn main() -> anyhow::Result<()> {
         return child(&a.dir);
     }
     if a.load_only {
-        return load_only(&a.dir);
+        return load_only(&a.dir, a.keep_none);
     }
     if !a.dir.join("manifest.yaml").is_file() {
         let opts = ScaleOptions {
@@ -288,10 +292,14 @@ fn loadavg() -> String {
 
 /// Loads the capture with the families the default rules read and prints what
 /// the store holds, the load time and this process's peak RSS.
-fn load_only(dir: &Path) -> anyhow::Result<()> {
+fn load_only(dir: &Path, keep_none: bool) -> anyhow::Result<()> {
     use cptriage::source::dump::{self, DumpArg, Keep};
     let rules = cptriage::rules::load::RuleSet::default_rules()?;
-    let keep = Keep::Names(rules.referenced_metrics());
+    let keep = Keep::Names(if keep_none {
+        Default::default()
+    } else {
+        rules.referenced_metrics()
+    });
     let t0 = Instant::now();
     let ds = dump::load(&[DumpArg::parse(&dir.display().to_string())?], &keep)?;
     let secs = t0.elapsed().as_secs_f64();
