@@ -20,6 +20,7 @@
 pub mod duration;
 pub mod expo;
 pub mod gen;
+pub mod scale;
 pub mod spec;
 
 use std::fmt;

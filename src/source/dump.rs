@@ -17,7 +17,7 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 
 use crate::source::expfmt::{self, Severity};
 use crate::source::manifest::{self, Manifest};
@@ -448,7 +448,7 @@ fn plan_args(args: &[DumpArg]) -> Result<Plan, DumpError> {
 pub fn read_maybe_gzip(path: &Path) -> Result<Vec<u8>, String> {
     let raw = fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
     if raw.len() >= 2 && raw[0] == 0x1f && raw[1] == 0x8b {
-        let mut out = Vec::with_capacity(raw.len() * 8);
+        let mut out = Vec::with_capacity(gzip_size_hint(&raw));
         flate2::read::MultiGzDecoder::new(&raw[..])
             .read_to_end(&mut out)
             .map_err(|e| format!("corrupt gzip data: {e}"))?;
@@ -458,13 +458,81 @@ pub fn read_maybe_gzip(path: &Path) -> Result<Vec<u8>, String> {
     }
 }
 
-/// One kept sample: labels including `__name__`, value, explicit timestamp.
-type OwnedSample = (Vec<(Box<str>, Box<str>)>, f64, Option<i64>);
+/// The decompressed size announced by a gzip member's trailer (ISIZE, the size
+/// modulo 4 GiB), used only to size the output buffer: bounded to 64 times the
+/// compressed size and to 1 GiB, so that a lying trailer costs nothing.
+fn gzip_size_hint(gz: &[u8]) -> usize {
+    let n = gz.len();
+    let isize = match gz.get(n.saturating_sub(4)..) {
+        Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]) as usize,
+        _ => 0,
+    };
+    isize.max(n * 4).min(n.saturating_mul(64)).min(1 << 30)
+}
+
+/// The kept samples of one parsed file, packed: each sample's series key (its
+/// name and label pairs, length-prefixed) in one buffer, so a file costs one
+/// allocation per column rather than two per label.
+#[derive(Default)]
+struct Packed {
+    keys: Vec<u8>,
+    /// End of each sample's key in `keys`.
+    ends: Vec<usize>,
+    values: Vec<f64>,
+    /// Explicit timestamps.
+    ts: Vec<Option<i64>>,
+}
+
+impl Packed {
+    fn push_str(&mut self, s: &str) {
+        let mut n = s.len();
+        // LEB128 length, then the bytes.
+        loop {
+            let b = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                self.keys.push(b);
+                break;
+            }
+            self.keys.push(b | 0x80);
+        }
+        self.keys.extend_from_slice(s.as_bytes());
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn key(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.keys[start..self.ends[i]]
+    }
+}
+
+/// The strings of a packed key: the metric name, then label names and values.
+fn key_strings(mut key: &[u8]) -> impl Iterator<Item = &str> {
+    std::iter::from_fn(move || {
+        let (mut n, mut shift, mut i) = (0usize, 0u32, 0usize);
+        loop {
+            let b = *key.get(i)?;
+            n |= usize::from(b & 0x7f) << shift;
+            i += 1;
+            if b & 0x80 == 0 {
+                break;
+            }
+            shift += 7;
+        }
+        let s = key.get(i..i + n)?;
+        key = &key[i + n..];
+        // Keys are built from `&str`s, so this never fails.
+        std::str::from_utf8(s).ok()
+    })
+}
 
 /// The kept samples of one parsed file.
 #[derive(Default)]
 struct FileData {
-    samples: Vec<OwnedSample>,
+    samples: Packed,
     families: BTreeSet<String>,
     max_ts: Option<i64>,
     process_start: Option<f64>,
@@ -497,11 +565,15 @@ fn parse_file(pf: &Planned, keep: &Keep) -> Result<FileData, String> {
     };
     let mut keep_fn = |fam: &str| keep.wants(fam);
     let mut sink = |s: &expfmt::SampleRef<'_>| {
-        let mut labels: Vec<(Box<str>, Box<str>)> = Vec::with_capacity(s.labels.len() + 1);
-        labels.push(("__name__".into(), s.name.into()));
+        let p = &mut data.samples;
+        p.push_str(s.name);
         for l in s.labels {
-            labels.push((l.name.into(), (*l.value).into()));
+            p.push_str(l.name);
+            p.push_str(&l.value);
         }
+        p.ends.push(p.keys.len());
+        p.values.push(s.value);
+        p.ts.push(s.timestamp_ms);
         if let Some(ts) = s.timestamp_ms {
             data.max_ts = Some(data.max_ts.map_or(ts, |m: i64| m.max(ts)));
         }
@@ -519,7 +591,6 @@ fn parse_file(pf: &Planned, keep: &Keep) -> Result<FileData, String> {
             }
             _ => {}
         }
-        data.samples.push((labels, s.value, s.timestamp_ms));
     };
     let report = expfmt::parse(bytes, &mut keep_fn, &mut sink).map_err(|e| e.to_string())?;
     data.families = report.families.iter().map(|(n, _)| n.clone()).collect();
@@ -588,43 +659,61 @@ pub fn infer_role(families: &BTreeSet<String>) -> (Role, String) {
     }
 }
 
-/// Parses files on all cores, handing each result to `f` in input order.
+/// Parses files on all cores, handing each result to `f` in input order, on
+/// the calling thread, while the workers go on parsing the next files. At most
+/// `2 × workers` parsed files wait to be handed over, so memory holds a few
+/// files whatever the length of the capture.
 fn parse_all(files: &[Planned], keep: &Keep, mut f: impl FnMut(usize, Result<FileData, String>)) {
     let workers = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .min(files.len().max(1));
-    // Parse in chunks so that memory holds only a few parsed files at a time.
-    let chunk = workers * 4;
-    let mut start = 0;
-    while start < files.len() {
-        let end = (start + chunk).min(files.len());
-        let slots: Vec<Mutex<Option<Result<FileData, String>>>> =
-            (start..end).map(|_| Mutex::new(None)).collect();
-        let next = AtomicUsize::new(start);
-        std::thread::scope(|s| {
-            for _ in 0..workers {
-                s.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= end {
-                        break;
-                    }
-                    let r = parse_file(&files[i], keep);
-                    if let Ok(mut slot) = slots[i - start].lock() {
-                        *slot = Some(r);
-                    }
-                });
-            }
-        });
-        for (k, slot) in slots.into_iter().enumerate() {
-            let r = slot
-                .into_inner()
-                .ok()
-                .flatten()
-                .unwrap_or_else(|| Err("parser thread failed".into()));
-            f(start + k, r);
-        }
-        start = end;
+    let window = workers * 2;
+    struct Shared {
+        done: BTreeMap<usize, Result<FileData, String>>,
+        /// Files handed to `f` so far.
+        consumed: usize,
     }
+    let shared = Mutex::new(Shared {
+        done: BTreeMap::new(),
+        consumed: 0,
+    });
+    let changed = Condvar::new();
+    let lock = || shared.lock().unwrap_or_else(|e| e.into_inner());
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= files.len() {
+                    break;
+                }
+                // Files are taken in order, so the one `f` waits for never waits here.
+                let mut g = lock();
+                while i >= g.consumed + window {
+                    g = changed.wait(g).unwrap_or_else(|e| e.into_inner());
+                }
+                drop(g);
+                let r =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| parse_file(&files[i], keep)))
+                        .unwrap_or_else(|_| Err("parser failed".into()));
+                lock().done.insert(i, r);
+                changed.notify_all();
+            });
+        }
+        for i in 0..files.len() {
+            let mut g = lock();
+            let r = loop {
+                if let Some(r) = g.done.remove(&i) {
+                    break r;
+                }
+                g = changed.wait(g).unwrap_or_else(|e| e.into_inner());
+            };
+            g.consumed = i + 1;
+            drop(g);
+            changed.notify_all();
+            f(i, r);
+        }
+    });
 }
 
 #[derive(Default)]
@@ -634,6 +723,9 @@ struct TargetState {
     last_time: Option<Millis>,
     /// Whether a snapshot in the future was already reported.
     warned_future: bool,
+    /// Series ids by packed key, so a series seen in an earlier snapshot is
+    /// found with one lookup.
+    ids: HashMap<Box<[u8]>, usize>,
 }
 
 /// Loads dumps into a [`Dataset`].
@@ -781,7 +873,7 @@ fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError> {
     for (tname, times) in failures_by_target {
         if let Some(st) = states.get_mut(&tname) {
             for t in times {
-                mark_stale(&mut store, st, t, &HashSet::new());
+                mark_stale(&mut store, st, t, HashSet::new());
             }
         }
     }
@@ -798,14 +890,17 @@ fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError> {
     })
 }
 
-fn mark_stale(store: &mut Store, st: &mut TargetState, t: Millis, keep_live: &HashSet<usize>) {
-    let gone: Vec<usize> = st.live.difference(keep_live).copied().collect();
+/// Ends, at `t`, every series of the target that is not in `keep_live`;
+/// `keep_live` becomes the target's live set.
+fn mark_stale(store: &mut Store, st: &mut TargetState, t: Millis, keep_live: HashSet<usize>) {
+    let mut gone: Vec<usize> = st.live.difference(&keep_live).copied().collect();
+    gone.sort_unstable();
     for id in gone {
         if store.get(id).samples.last().is_some_and(|p| p.t < t) {
             store.push_id(id, t, stale_nan());
         }
     }
-    st.live = keep_live.clone();
+    st.live = keep_live;
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -890,22 +985,34 @@ fn ingest(
             ),
         });
     }
-    let mut live = HashSet::with_capacity(data.samples.len());
+    let samples = &data.samples;
+    let mut live = HashSet::with_capacity(samples.len());
     let (mut skewed, mut worst_skew, mut out_of_order) = (0usize, 0 as Millis, 0usize);
-    for (labels, v, sample_ts) in data.samples {
-        let pairs = labels.into_iter().map(|(n, v)| {
-            let n: Box<str> = match &*n {
-                "instance" => "exported_instance".into(),
-                "role" => "exported_role".into(),
-                _ => n,
-            };
-            (n, v)
-        });
-        let mut l = store.labels(pairs);
-        l.set_shared(store.intern("instance"), instance.clone());
-        l.set_shared(store.intern("role"), role_s.clone());
-        let id = store.series_id(&l);
-        let t = match sample_ts {
+    for i in 0..samples.len() {
+        let key = samples.key(i);
+        let id = match st.ids.get(key) {
+            Some(&id) => id,
+            None => {
+                let mut strs = key_strings(key);
+                let name = strs.next().unwrap_or_default();
+                let mut pairs: Vec<(&str, &str)> = vec![("__name__", name)];
+                while let (Some(n), Some(v)) = (strs.next(), strs.next()) {
+                    let n = match n {
+                        "instance" => "exported_instance",
+                        "role" => "exported_role",
+                        _ => n,
+                    };
+                    pairs.push((n, v));
+                }
+                let mut l = store.labels(pairs);
+                l.set_shared(store.intern("instance"), instance.clone());
+                l.set_shared(store.intern("role"), role_s.clone());
+                let id = store.series_id(&l);
+                st.ids.insert(key.into(), id);
+                id
+            }
+        };
+        let t = match samples.ts[i] {
             Some(x) if x.abs_diff(time) > SKEW_TOLERANCE_MS as u64 => {
                 skewed += 1;
                 let off = x.saturating_sub(time);
@@ -926,7 +1033,7 @@ fn ingest(
             }
             None => time,
         };
-        store.push_id(id, t, v);
+        store.push_id(id, t, samples.values[i]);
         live.insert(id);
     }
     if skewed > 0 {
@@ -948,7 +1055,7 @@ fn ingest(
             ),
         });
     }
-    mark_stale(store, st, time, &live);
+    mark_stale(store, st, time, live);
     st.last_time = Some(time);
 }
 
