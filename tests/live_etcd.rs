@@ -227,16 +227,7 @@ fn leader_killed_during_the_recording() {
     let mut args = vec!["record".to_string(), "--out".into(), cap.display().to_string()];
     args.extend(c.record_flags());
     args.extend(timing("500ms", "6s"));
-    let mut rec = Guard(Some(
-        Command::new(env!("CARGO_BIN_EXE_cptriage"))
-            .args(&args)
-            .env("HOME", "/nonexistent")
-            .env_remove("KUBECONFIG")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    ));
+    let mut rec = support::spawn_cptriage(&args);
     std::thread::sleep(Duration::from_millis(1200));
     // SIGKILL the leader (by its pid) while recording; the cluster guard reaps it.
     c.signal(leader, "KILL");

@@ -125,16 +125,7 @@ fn prometheus_and_a_recording_name_the_same_failing_member() {
     ];
     args.extend((0..3).map(|i| c.metrics_url(i)));
     args.extend(["--interval", "1s", "--duration", "24s", "--timeout", "1s"].map(String::from));
-    let mut rec = Guard(Some(
-        Command::new(env!("CARGO_BIN_EXE_cptriage"))
-            .args(&args)
-            .env("HOME", "/nonexistent")
-            .env_remove("KUBECONFIG")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    ));
+    let mut rec = support::spawn_cptriage(&args);
 
     // A healthy first third (the baseline), then the fault on one member.
     std::thread::sleep(Duration::from_secs(8));

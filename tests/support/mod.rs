@@ -40,6 +40,21 @@ pub fn cptriage(args: &[&str], env: &[(&str, &str)]) -> Output {
     c.output().expect("run cptriage")
 }
 
+/// Starts the cptriage binary with `args` in the background (a recording while
+/// a test injects a fault), with no kubeconfig; killed by its pid on drop.
+pub fn spawn_cptriage(args: &[String]) -> etcd::Guard {
+    etcd::Guard(Some(
+        Command::new(env!("CARGO_BIN_EXE_cptriage"))
+            .args(args)
+            .env("HOME", "/nonexistent")
+            .env_remove("KUBECONFIG")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start cptriage"),
+    ))
+}
+
 /// Polls `f` every 50 ms until it returns `Some`, for at most `limit`.
 pub fn wait_for<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
     let start = Instant::now();
