@@ -106,6 +106,16 @@ fn rfc3339(ms: Millis) -> String {
 }
 
 impl Scenario {
+    /// Writes `manifest.yaml` into the capture directory `out`.
+    pub fn write_manifest(&self, out: &Path) -> Result<(), ScenarioError> {
+        let mpath = out.join("manifest.yaml");
+        let text = serde_yaml::to_string(&self.manifest()).map_err(|e| ScenarioError::Output {
+            path: mpath.display().to_string(),
+            message: e.to_string(),
+        })?;
+        std::fs::write(&mpath, text).map_err(io_err(&mpath))
+    }
+
     /// The manifest describing this scenario's capture.
     pub fn manifest(&self) -> Manifest {
         Manifest {
@@ -185,13 +195,7 @@ pub fn generate(
         counts[s.target].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     })?;
-    let manifest = sc.manifest();
-    let mpath = out.join("manifest.yaml");
-    let text = serde_yaml::to_string(&manifest).map_err(|e| ScenarioError::Output {
-        path: mpath.display().to_string(),
-        message: e.to_string(),
-    })?;
-    std::fs::write(&mpath, text).map_err(io_err(&mpath))?;
+    sc.write_manifest(out)?;
     Ok(Summary {
         files: files.into_inner(),
         bytes: bytes.into_inner(),

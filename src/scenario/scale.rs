@@ -299,13 +299,7 @@ fn write_capture(
         raw.fetch_add(s.bytes.len() as u64, Ordering::Relaxed);
         Ok(())
     })?;
-    let manifest = sc.manifest();
-    let mpath = out.join("manifest.yaml");
-    let text = serde_yaml::to_string(&manifest).map_err(|e| ScenarioError::Output {
-        path: mpath.display().to_string(),
-        message: e.to_string(),
-    })?;
-    std::fs::write(&mpath, text).map_err(io_err(&mpath))?;
+    sc.write_manifest(out)?;
     Ok(ScaleSummary {
         files: files.into_inner(),
         compressed_bytes: compressed.into_inner(),
