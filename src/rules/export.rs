@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use promql_parser::label::Matcher;
 use promql_parser::parser::Expr;
-use promql_parser::util::visitor::{walk_expr_mut, ExprVisitorMut};
+
 use serde::Serialize;
 
 use super::load::{Child, RuleSet, Signal};
@@ -285,37 +285,11 @@ pub fn severity_label(s: Severity) -> &'static str {
     }
 }
 
-/// Adds the selector's matchers to every vector and matrix selector of `expr`
-/// (replacing matchers on the same labels).
-fn inject_selector(expr: &mut Expr, sel: &[Matcher]) {
-    struct Inject<'a>(&'a [Matcher]);
-    fn fix(m: &mut Vec<Matcher>, sel: &[Matcher]) {
-        m.retain(|x| !sel.iter().any(|s| s.name == x.name));
-        m.extend(sel.iter().cloned());
-    }
-    impl ExprVisitorMut for Inject<'_> {
-        type Error = std::convert::Infallible;
-        fn pre_visit(&mut self, e: &mut Expr) -> Result<bool, Self::Error> {
-            let vs = match e {
-                Expr::VectorSelector(vs) => vs,
-                Expr::MatrixSelector(ms) => &mut ms.vs,
-                _ => return Ok(true),
-            };
-            fix(&mut vs.matchers.matchers, self.0);
-            for g in &mut vs.matchers.or_matchers {
-                fix(g, self.0);
-            }
-            Ok(true)
-        }
-    }
-    let _ = walk_expr_mut(&mut Inject(sel), expr);
-}
-
 /// One expression of a signal as exported: `$window` resolved, the role
 /// selector injected.
 pub fn export_expr(text: &str, window: Millis, sel: &RoleSelector) -> Result<String, String> {
     let mut e = crate::eval::parse(&substitute_window(text, window)).map_err(|e| e.to_string())?;
-    inject_selector(&mut e, &sel.matchers);
+    crate::rules::promql::inject_matchers(&mut e, &sel.matchers);
     Ok(e.to_string())
 }
 

@@ -49,13 +49,18 @@ pub fn instantiate(text: &str, window: Millis, role: &str) -> Result<Expr, EvalE
 /// Adds `name="value"` to every vector and matrix selector of `expr` (replacing
 /// any matcher on the same label).
 pub fn inject_matcher(expr: &mut Expr, name: &str, value: &str) {
-    struct Inject<'a> {
-        name: &'a str,
-        value: &'a str,
-    }
-    fn fix(m: &mut Vec<Matcher>, name: &str, value: &str) {
-        m.retain(|x| x.name != name);
-        m.push(Matcher::new(MatchOp::Equal, name, value));
+    inject_matchers(expr, &[Matcher::new(MatchOp::Equal, name, value)]);
+}
+
+/// Adds `matchers` to every vector and matrix selector of `expr`; a matcher of
+/// the expression on a label the injected matchers name is replaced. Used for
+/// the engine's role matcher, and for role and user selectors sent to
+/// Prometheus or written into exported rules.
+pub fn inject_matchers(expr: &mut Expr, matchers: &[Matcher]) {
+    struct Inject<'a>(&'a [Matcher]);
+    fn fix(m: &mut Vec<Matcher>, add: &[Matcher]) {
+        m.retain(|x| !add.iter().any(|a| a.name == x.name));
+        m.extend(add.iter().cloned());
     }
     impl ExprVisitorMut for Inject<'_> {
         type Error = std::convert::Infallible;
@@ -65,14 +70,17 @@ pub fn inject_matcher(expr: &mut Expr, name: &str, value: &str) {
                 Expr::MatrixSelector(ms) => &mut ms.vs,
                 _ => return Ok(true),
             };
-            fix(&mut vs.matchers.matchers, self.name, self.value);
+            fix(&mut vs.matchers.matchers, self.0);
             for group in &mut vs.matchers.or_matchers {
-                fix(group, self.name, self.value);
+                fix(group, self.0);
             }
             Ok(true)
         }
     }
-    let _ = walk_expr_mut(&mut Inject { name, value }, expr);
+    if matchers.is_empty() {
+        return;
+    }
+    let _ = walk_expr_mut(&mut Inject(matchers), expr);
 }
 
 /// What an expression reads.

@@ -2,7 +2,7 @@
 //! selectors (`{job="etcd",cluster="prod"}`), adding their matchers to every
 //! selector of an expression, and grouping by another instance label.
 
-use promql_parser::label::{Matcher, Matchers};
+use promql_parser::label::Matcher;
 use promql_parser::parser::{self, Expr};
 use promql_parser::util::visitor::{walk_expr_mut, ExprVisitorMut};
 
@@ -61,38 +61,7 @@ pub fn selector_text(ms: &[Matcher]) -> String {
     format!("{{{}}}", parts.join(","))
 }
 
-/// Adds `matchers` to every vector and matrix selector of `expr`; a matcher of
-/// the expression on a label the injected matchers name is replaced.
-pub fn inject_matchers(expr: &mut Expr, matchers: &[Matcher]) {
-    struct Inject<'a>(&'a [Matcher]);
-    fn fix(m: &mut Vec<Matcher>, add: &[Matcher]) {
-        m.retain(|x| !add.iter().any(|a| a.name == x.name));
-        m.extend(add.iter().cloned());
-    }
-    impl ExprVisitorMut for Inject<'_> {
-        type Error = std::convert::Infallible;
-        fn pre_visit(&mut self, e: &mut Expr) -> Result<bool, Self::Error> {
-            let vs = match e {
-                Expr::VectorSelector(vs) => vs,
-                Expr::MatrixSelector(ms) => &mut ms.vs,
-                _ => return Ok(true),
-            };
-            let Matchers {
-                matchers,
-                or_matchers,
-            } = &mut vs.matchers;
-            fix(matchers, self.0);
-            for group in or_matchers {
-                fix(group, self.0);
-            }
-            Ok(true)
-        }
-    }
-    if matchers.is_empty() {
-        return;
-    }
-    let _ = walk_expr_mut(&mut Inject(matchers), expr);
-}
+pub use crate::rules::promql::inject_matchers;
 
 /// Replaces the label `from` by `to` in every `by`/`without`, `on`/`ignoring`
 /// and `group_left`/`group_right` list of `expr`, so that rules grouping by
