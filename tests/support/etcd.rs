@@ -42,8 +42,22 @@ pub struct Cluster {
 
 impl Cluster {
     /// Starts `n` members (with `--quota-backend-bytes` when given) and waits
-    /// until every member reports healthy (at most 30 s).
+    /// until every member reports healthy (at most 30 s). A port taken by
+    /// another process in the meantime ("address already in use") starts the
+    /// cluster again on new ports, at most 3 times.
     pub fn start(n: usize, quota: Option<u64>) -> Cluster {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match Cluster::try_start(n, quota) {
+                Ok(c) => return c,
+                Err(log) if attempt < 3 && log.contains("address already in use") => continue,
+                Err(log) => panic!("{log}"),
+            }
+        }
+    }
+
+    fn try_start(n: usize, quota: Option<u64>) -> Result<Cluster, String> {
         let dir = tempfile::tempdir().expect("tempdir");
         let ca = Ca::new("etcd test ca");
         let server = ca.peer(&["localhost", "127.0.0.1"]);
@@ -129,13 +143,13 @@ impl Cluster {
             let ok = wait_for(Duration::from_secs(30), || {
                 c.health(i).filter(|h| h.contains("\"true\"")).map(|_| ())
             });
-            assert!(
-                ok.is_some(),
-                "etcd member m{i} not healthy within 30s; log:\n{}",
-                c.log(i)
-            );
+            if ok.is_none() {
+                // Dropping `c` kills every member started.
+                let logs: String = (0..n).map(|j| c.log(j)).collect();
+                return Err(format!("etcd member m{i} not healthy within 30s; logs:\n{logs}"));
+            }
         }
-        c
+        Ok(c)
     }
 
     pub fn log(&self, i: usize) -> String {

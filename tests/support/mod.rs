@@ -14,8 +14,27 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-/// A free TCP port on 127.0.0.1 (bound, then released).
+/// A free TCP port on 127.0.0.1 (bound, then released), for a server a test
+/// starts later (etcd). Taken below the kernel's ephemeral range (32768+), so
+/// that outgoing connections of parallel tests cannot grab it meanwhile;
+/// successive calls walk the range from a per-process start.
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    let seed = std::process::id().wrapping_mul(7919)
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+    for _ in 0..200 {
+        let k = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = LOW + (seed.wrapping_add(k.wrapping_mul(1031))) % SPAN;
+        if TcpListener::bind(("127.0.0.1", port as u16)).is_ok() {
+            return port as u16;
+        }
+    }
     let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     l.local_addr().expect("local addr").port()
 }
