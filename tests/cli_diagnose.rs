@@ -198,3 +198,41 @@ fn tree_and_rules_check() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown_key.yaml:18:5"));
 }
+
+#[test]
+fn live_flags_without_live_are_refused_not_ignored() {
+    let cap = "testdata/captures/bitter-zone-etcd-first";
+    for (args, flag, source) in [
+        (
+            vec!["--dump", cap, "--etcd", "http://127.0.0.1:1"],
+            "--etcd",
+            "--dump",
+        ),
+        (vec!["--dump", cap, "--interval", "1s"], "--interval", "--dump"),
+        (
+            vec![
+                "--prometheus",
+                "http://127.0.0.1:1",
+                "--kubeconfig",
+                "/nonexistent",
+            ],
+            "--kubeconfig",
+            "--prometheus",
+        ),
+    ] {
+        let mut full = vec!["diagnose"];
+        full.extend(args);
+        let o = cptriage(&full);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{full:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "`{flag}` scrapes live targets and needs `--live`; it would be ignored with `{source}`"
+            )),
+            "{err}"
+        );
+    }
+    // The defaults themselves are not "given".
+    let o = cptriage(&["diagnose", "--dump", cap, "--timeout", "4s", "-o", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+}

@@ -22,6 +22,18 @@ use crate::store::Millis;
 use crate::timefmt::{format_time, parse_duration, parse_time};
 
 pub fn run(a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
+    if !a.live {
+        if let Some(flag) = live_flag_given(&a.live_args) {
+            return Err(CliError::Usage(format!(
+                "`{flag}` scrapes live targets and needs `--live`; it would be ignored with {}",
+                if a.prom.prometheus.is_some() {
+                    "`--prometheus`"
+                } else {
+                    "`--dump`"
+                }
+            )));
+        }
+    }
     let rules = load_rules(a.rules.as_deref())?;
     if a.prom.prometheus.is_some() {
         return run_prometheus(&a, &rules, out, err);
@@ -284,6 +296,28 @@ pub(crate) fn connect(a: &PromArgs) -> Result<Prometheus, CliError> {
         return Err(CliError::Usage("`--instance-label` must not be empty".into()));
     }
     Prometheus::new(cfg).map_err(prom_error)
+}
+
+/// The first live-scraping flag given (other than at its default), if any.
+fn live_flag_given(l: &crate::cli::LiveArgs) -> Option<&'static str> {
+    [
+        (l.kubeconfig.is_some(), "--kubeconfig"),
+        (l.context.is_some(), "--context"),
+        (l.no_apiserver, "--no-apiserver"),
+        (l.no_discovery, "--no-discovery"),
+        (l.insecure_skip_tls_verify, "--insecure-skip-tls-verify"),
+        (!l.etcd.is_empty(), "--etcd"),
+        (l.etcd_cacert.is_some(), "--etcd-cacert"),
+        (l.etcd_cert.is_some(), "--etcd-cert"),
+        (l.etcd_key.is_some(), "--etcd-key"),
+        (!l.controller.is_empty(), "--controller"),
+        (l.interval != "5s", "--interval"),
+        (l.duration != "30s", "--duration"),
+        (l.timeout != "4s", "--timeout"),
+    ]
+    .into_iter()
+    .find(|(given, _)| *given)
+    .map(|(_, flag)| flag)
 }
 
 /// Scrapes the live targets for the configured rounds and loads the snapshots
