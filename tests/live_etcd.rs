@@ -8,7 +8,6 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,7 +16,7 @@ use cptriage::source::dump::{self, DumpArg, Keep};
 use cptriage::source::manifest;
 use cptriage::source::Dataset;
 use cptriage::store::is_stale;
-use support::etcd::{Cluster, Guard};
+use support::etcd::Cluster;
 
 /// The scenarios run one at a time: three members with 1 s election timeouts
 /// on two shared cores must not starve each other.
@@ -366,22 +365,7 @@ fn one_member_fsync_delayed_with_strace() {
     let leader = c.leader().expect("a leader");
     let slow = (leader + 1) % 3;
     let normal = (leader + 2) % 3;
-    let pid = c.members[slow].pid().unwrap();
-    let _strace = Guard(Some(
-        Command::new("strace")
-            .args(["-f", "-qq", "-p", &pid.to_string(), "-e", "trace=fdatasync,fsync"])
-            .args([
-                "-e",
-                "inject=fdatasync,fsync:delay_enter=100000",
-                "-o",
-                "/dev/null",
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("strace"),
-    ));
+    let _strace = c.delay_fsync(slow);
     std::thread::sleep(Duration::from_millis(700));
     let stop = Arc::new(AtomicBool::new(false));
     let lt = load_thread(&c, vec![leader], &stop);

@@ -16,12 +16,11 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use support::etcd::{Cluster, Guard};
+use support::etcd::Cluster;
 use support::prometheus::Prometheus;
 
 fn strace_available() -> bool {
@@ -132,22 +131,7 @@ fn prometheus_and_a_recording_name_the_same_failing_member() {
     // CPTRIAGE_PROM_FAULT=stop runs the fallback fault even where strace exists.
     let use_strace = strace_available() && std::env::var("CPTRIAGE_PROM_FAULT").as_deref() != Ok("stop");
     let (want_leaf, _fault) = if use_strace {
-        let pid = c.members[faulty].pid().expect("pid").to_string();
-        let g = Guard(Some(
-            Command::new("strace")
-                .args(["-f", "-qq", "-p", &pid, "-e", "trace=fdatasync,fsync"])
-                .args([
-                    "-e",
-                    "inject=fdatasync,fsync:delay_enter=100000",
-                    "-o",
-                    "/dev/null",
-                ])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("strace"),
-        ));
+        let g = c.delay_fsync(faulty);
         ("etcd-disk", (faulty, Some(g)))
     } else {
         c.signal(leader, "STOP");

@@ -239,6 +239,27 @@ impl Cluster {
     }
 
     /// The `record` flags for every member over TLS, named m0, m1, …
+    /// Delays every fsync/fdatasync of member `i` by 100 ms with strace
+    /// (a slow disk on that node), until the returned guard is dropped.
+    pub fn delay_fsync(&self, i: usize) -> Guard {
+        let pid = self.members[i].pid().expect("member is running").to_string();
+        Guard(Some(
+            Command::new("strace")
+                .args(["-f", "-qq", "-p", &pid, "-e", "trace=fdatasync,fsync"])
+                .args([
+                    "-e",
+                    "inject=fdatasync,fsync:delay_enter=100000",
+                    "-o",
+                    "/dev/null",
+                ])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("strace"),
+        ))
+    }
+
     pub fn record_flags(&self) -> Vec<String> {
         let mut v = vec!["--no-apiserver".to_string(), "--etcd".into()];
         for (i, m) in self.members.iter().enumerate() {
