@@ -67,7 +67,7 @@ fn capture_directory_with_manifest_gzip_by_magic_and_unrecognised_files() {
     assert_eq!(leader.len(), 1);
     assert_eq!(leader[0].labels.get("instance"), Some("m1"));
     assert_eq!(leader[0].labels.get("role"), Some("etcd"));
-    assert_eq!(leader[0].samples.len(), 3);
+    assert_eq!(leader[0].points.len(), 3);
 }
 
 #[test]
@@ -152,9 +152,9 @@ fn disappearing_series_get_a_staleness_marker_and_instance_is_renamed() {
         .unwrap();
     assert_eq!(gone.labels.get("exported_instance"), Some("orig"));
     assert_eq!(gone.labels.get("instance"), Some("t"));
-    assert_eq!(gone.samples.len(), 2);
-    assert!(is_stale(gone.samples[1].v));
-    assert_eq!(gone.samples[1].t, 1_767_225_615_000);
+    assert_eq!(gone.points.len(), 2);
+    assert!(is_stale(gone.samples()[1].v));
+    assert_eq!(gone.samples()[1].t, 1_767_225_615_000);
 }
 
 #[test]
@@ -297,7 +297,7 @@ fn memory_snapshots_load_like_the_same_files() {
                 format!(
                     "{} {:?}",
                     s.labels,
-                    s.samples.iter().map(|p| (p.t, p.v.to_bits())).collect::<Vec<_>>()
+                    s.points.iter().map(|p| (p.t, p.v.to_bits())).collect::<Vec<_>>()
                 )
             })
             .collect();

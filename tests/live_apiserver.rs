@@ -594,7 +594,7 @@ fn a_replica_switch_behind_the_load_balancer_is_reported() {
             .by_name("process_start_time_seconds")
             .filter(|s| s.labels.get("instance") == Some(inst))
             .flat_map(|s| {
-                s.samples
+                s.points
                     .iter()
                     .filter(|p| !cptriage::store::is_stale(p.v))
                     .map(|p| p.v)

@@ -57,7 +57,7 @@ fn values(ds: &Dataset, metric: &str, inst: &str, extra: &[(&str, &str)]) -> Vec
         .collect();
     assert!(s.len() <= 1, "{metric} on {inst}: several series");
     s.first()
-        .map(|s| s.samples.iter().filter(|p| !is_stale(p.v)).map(|p| p.v).collect())
+        .map(|s| s.points.iter().filter(|p| !is_stale(p.v)).map(|p| p.v).collect())
         .unwrap_or_default()
 }
 

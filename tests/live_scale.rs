@@ -212,7 +212,7 @@ fn twenty_targets_with_slow_silent_and_closed_ones_take_about_one_timeout_per_ro
             if s.labels.get("instance") != Some(t.name.as_str()) {
                 continue;
             }
-            assert_eq!(s.samples.len(), rounds, "{} {:?}", t.name, s.labels);
+            assert_eq!(s.points.len(), rounds, "{} {:?}", t.name, s.labels);
             let mut l: Vec<String> = s
                 .labels
                 .iter()

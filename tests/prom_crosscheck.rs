@@ -55,7 +55,7 @@ use cptriage::rules::promql;
 use cptriage::scenario::{self, GenOptions, Scenario};
 use cptriage::source::dump::{self, Keep, MemorySnapshot};
 use cptriage::source::Dataset;
-use cptriage::store::{is_stale, Series, METRIC_NAME};
+use cptriage::store::{is_stale, StoredSeries, METRIC_NAME};
 
 fn scenario_dataset(name: &str, rules: &RuleSet) -> Dataset {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -106,7 +106,7 @@ fn om_value(v: f64) -> String {
 /// Writes every stored series as OpenMetrics (one `unknown` family per metric
 /// name, timestamps in seconds); returns (series, samples, staleness markers).
 fn write_openmetrics(ds: &Dataset, path: &Path) -> (usize, usize, usize) {
-    let mut by_name: BTreeMap<&str, Vec<&Series>> = BTreeMap::new();
+    let mut by_name: BTreeMap<&str, Vec<&StoredSeries>> = BTreeMap::new();
     for s in ds.store.series() {
         if let Some(n) = s.labels.metric_name() {
             by_name.entry(n).or_default().push(s);
@@ -125,7 +125,7 @@ fn write_openmetrics(ds: &Dataset, path: &Path) -> (usize, usize, usize) {
                 .map(|l| format!("{}=\"{}\"", l.name, om_escape(&l.value)))
                 .collect();
             let head = format!("{name}{{{}}}", labels.join(","));
-            for p in &s.samples {
+            for p in s.points.iter() {
                 if is_stale(p.v) {
                     nstale += 1;
                     continue;
@@ -327,7 +327,7 @@ fn member_down_scenario_has_a_counter_reset() {
         .store
         .by_name("grpc_server_handled_total")
         .filter(|s| s.labels.get("instance") == Some("etcd-2"))
-        .filter(|s| s.samples.windows(2).any(|w| w[1].v < w[0].v))
+        .filter(|s| s.samples().windows(2).any(|w| w[1].v < w[0].v))
         .count();
     assert!(resets > 0, "no counter reset on etcd-2");
 }

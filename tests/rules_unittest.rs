@@ -134,7 +134,7 @@ fn input_series_become_snapshots_as_written() {
         .flat_map(|s| {
             assert_eq!(s.labels.get("code"), Some("a\"b"));
             assert_eq!(s.labels.get("instance"), Some("m1"));
-            s.samples.iter().map(|p| (p.t, p.v)).collect::<Vec<_>>()
+            s.points.iter().map(|p| (p.t, p.v)).collect::<Vec<_>>()
         })
         .collect();
     let finite: Vec<(i64, f64)> = x.into_iter().filter(|(_, v)| !v.is_nan()).collect();

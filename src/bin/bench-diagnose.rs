@@ -309,9 +309,13 @@ fn load_only(dir: &Path, keep_none: bool) -> anyhow::Result<()> {
         .ok()
         .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l.to_string()))
         .unwrap_or_default();
+    let bytes = ds.store.point_bytes();
+    let labels: usize = ds.store.series().iter().map(|s| s.labels.len()).sum();
     println!(
-        "loaded {} targets in {secs:.2}s: {series} series, {points} points ({:.0} MB as 16-byte points), {} warnings; {hwm}",
+        "loaded {} targets in {secs:.2}s: {series} series ({labels} labels), {points} points in {:.1} MB compressed ({:.2} bytes/point; {:.0} MB as 16-byte points), {} warnings; {hwm}",
         ds.targets.len(),
+        bytes as f64 / 1e6,
+        bytes as f64 / points.max(1) as f64,
         points as f64 * 16.0 / 1e6,
         ds.warnings.len()
     );

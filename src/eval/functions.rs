@@ -378,9 +378,10 @@ fn eval_range_function(ctx: &Ctx, name: &str, args: &[&Expr], mi: usize) -> Resu
         let input: RangeInput = range_input(ctx, arg(args, mi, name)?)?;
         let mut present = vec![false; ctx.n];
         for s in &input.series {
+            let samples = s.samples();
             for (i, p) in present.iter_mut().enumerate() {
                 if !*p {
-                    let (lo, hi) = input.window(ctx, i, &s.samples);
+                    let (lo, hi) = input.window(ctx, i, &samples);
                     *p = hi > lo;
                 }
             }
@@ -423,7 +424,8 @@ fn for_each_range_row(
     for s in &input.series {
         let mut vals = vec![None; ctx.n];
         let mut any = false;
-        let samples = &s.samples[..];
+        let samples = s.samples();
+        let samples = &samples[..];
         // Window ends never decrease from step to step, so both bounds slide forward.
         let (mut lo, mut hi) = input.window(ctx, 0, samples);
         for (i, slot) in vals.iter_mut().enumerate() {
@@ -456,7 +458,7 @@ fn for_each_range_row(
             continue;
         }
         let labels = if keep_name {
-            s.labels.clone()
+            s.labels.clone().into_owned()
         } else {
             s.labels.without_name()
         };

@@ -112,11 +112,12 @@ pub fn instant(store: &Store, expr: &Expr, t: Millis, opts: &EvalOptions) -> Res
         let input = selector::range_input(&ctx, expr)?;
         let mut out = Vec::new();
         for s in &input.series {
-            let (lo, hi) = input.window(&ctx, 0, &s.samples);
+            let samples = s.samples();
+            let (lo, hi) = input.window(&ctx, 0, &samples);
             if lo < hi {
                 out.push(Series {
-                    labels: s.labels.clone(),
-                    samples: s.samples[lo..hi].to_vec(),
+                    labels: s.labels.clone().into_owned(),
+                    samples: samples[lo..hi].to_vec(),
                 });
             }
         }

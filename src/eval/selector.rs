@@ -9,7 +9,7 @@ use promql_parser::label::{MatchOp, Matcher};
 use promql_parser::parser::{AtModifier, Expr, MatrixSelector, Offset, SubqueryExpr, VectorSelector};
 
 use super::{eval_vector, Ctx, EvalError, Row, DEFAULT_SUBQUERY_STEP};
-use crate::store::{is_stale, Labels, Millis, Sample, Series, METRIC_NAME};
+use crate::store::{is_stale, Labels, Millis, Points, Sample, StoredSeries, METRIC_NAME};
 
 fn duration_ms(d: &Duration) -> Millis {
     d.as_millis().min(i64::MAX as u128) as Millis
@@ -75,8 +75,8 @@ pub(crate) fn fixed_name(vs: &VectorSelector) -> Option<&str> {
 }
 
 /// The series a selector selects, sorted by labels (storage order in Prometheus).
-pub(crate) fn select<'a>(ctx: &Ctx<'a>, vs: &VectorSelector) -> Vec<&'a Series> {
-    let mut out: Vec<&'a Series> = match fixed_name(vs) {
+pub(crate) fn select<'a>(ctx: &Ctx<'a>, vs: &VectorSelector) -> Vec<&'a StoredSeries> {
+    let mut out: Vec<&'a StoredSeries> = match fixed_name(vs) {
         Some(n) => ctx
             .store
             .by_name(n)
@@ -99,20 +99,22 @@ pub(crate) fn select<'a>(ctx: &Ctx<'a>, vs: &VectorSelector) -> Vec<&'a Series> 
 pub(crate) fn instant_points<'a>(
     ctx: &Ctx<'a>,
     vs: &VectorSelector,
-) -> Vec<(&'a Series, Vec<Option<Sample>>)> {
+) -> Vec<(&'a StoredSeries, Vec<Option<Sample>>)> {
     let off = offset_ms(&vs.offset);
     let at = at_ms(ctx, &vs.at);
+    let mut samples = Vec::new();
     select(ctx, vs)
         .into_iter()
         .map(|s| {
+            s.points.decode_into(&mut samples);
             let pts = (0..ctx.n)
                 .map(|i| {
                     let t = at.unwrap_or_else(|| ctx.t(i)).saturating_sub(off);
-                    let idx = s.samples.partition_point(|p| p.t <= t);
+                    let idx = samples.partition_point(|p| p.t <= t);
                     if idx == 0 {
                         return None;
                     }
-                    let p = s.samples[idx - 1];
+                    let p = samples[idx - 1];
                     (p.t > t.saturating_sub(ctx.lookback) && !is_stale(p.v)).then_some(p)
                 })
                 .collect();
@@ -123,8 +125,15 @@ pub(crate) fn instant_points<'a>(
 
 /// The row an instant selector yields for one series, `None` if it has no
 /// value at any step. Step times never decrease, so the lookup slides forward.
-fn instant_row(ctx: &Ctx, s: &Series, off: Millis, at: Option<Millis>) -> Option<Row> {
-    let samples = &s.samples;
+fn instant_row(
+    ctx: &Ctx,
+    s: &StoredSeries,
+    off: Millis,
+    at: Option<Millis>,
+    samples: &mut Vec<Sample>,
+) -> Option<Row> {
+    s.points.decode_into(samples);
+    let samples = &samples[..];
     let mut vals = Vec::with_capacity(ctx.n);
     let mut any = false;
     let mut idx = 0usize;
@@ -160,8 +169,9 @@ pub(crate) fn for_each_instant_row(
 ) -> Result<(), EvalError> {
     let off = offset_ms(&vs.offset);
     let at = at_ms(ctx, &vs.at);
+    let mut buf = Vec::new();
     for s in select(ctx, vs) {
-        if let Some(r) = instant_row(ctx, s, off, at) {
+        if let Some(r) = instant_row(ctx, s, off, at, &mut buf) {
             f(r)?;
         }
     }
@@ -178,10 +188,27 @@ pub(crate) fn eval_instant_selector(ctx: &Ctx, vs: &VectorSelector) -> Result<Ve
     Ok(out)
 }
 
-/// One series of a range input with staleness markers removed.
+/// One series of a range input. Stored series are decoded only when their
+/// turn comes ([`RangeSeries::samples`]), so a selector over many series never
+/// holds all their points decoded at once.
 pub(crate) struct RangeSeries<'a> {
-    pub labels: Labels,
-    pub samples: Cow<'a, [Sample]>,
+    pub labels: Cow<'a, Labels>,
+    src: RangeSrc<'a>,
+}
+
+enum RangeSrc<'a> {
+    Stored(&'a Points),
+    Computed(Vec<Sample>),
+}
+
+impl RangeSeries<'_> {
+    /// The series' points with staleness markers removed.
+    pub fn samples(&self) -> Cow<'_, [Sample]> {
+        match &self.src {
+            RangeSrc::Stored(p) => Cow::Owned(p.iter().filter(|p| !is_stale(p.v)).collect()),
+            RangeSrc::Computed(v) => Cow::Borrowed(v),
+        }
+    }
 }
 
 /// The input of a range-vector function: series plus how to cut their window
@@ -209,14 +236,6 @@ impl RangeInput<'_> {
     }
 }
 
-fn without_stale(samples: &[Sample]) -> Cow<'_, [Sample]> {
-    if samples.iter().any(|p| is_stale(p.v)) {
-        Cow::Owned(samples.iter().copied().filter(|p| !is_stale(p.v)).collect())
-    } else {
-        Cow::Borrowed(samples)
-    }
-}
-
 /// The range input of a matrix selector `sel[5m]`.
 pub(crate) fn range_input_for_selector<'a>(
     ctx: &Ctx<'a>,
@@ -227,8 +246,8 @@ pub(crate) fn range_input_for_selector<'a>(
         series: select(ctx, vs)
             .into_iter()
             .map(|s| RangeSeries {
-                labels: s.labels.clone(),
-                samples: without_stale(&s.samples),
+                labels: Cow::Borrowed(&s.labels),
+                src: RangeSrc::Stored(&s.points),
             })
             .collect(),
         range: duration_ms(&ms.range),
@@ -270,8 +289,8 @@ pub(crate) fn range_input_for_subquery<'a>(
         eval_vector(&inner, &sq.expr)?
             .into_iter()
             .map(|r| RangeSeries {
-                labels: r.labels,
-                samples: Cow::Owned(
+                labels: Cow::Owned(r.labels),
+                src: RangeSrc::Computed(
                     r.vals
                         .iter()
                         .enumerate()

@@ -914,7 +914,7 @@ pub fn promtool_test(
             labels.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
         let mut points = vec![None; steps];
-        for p in &s.samples {
+        for p in s.points.iter() {
             let off = p.t - input.start;
             if off < 0 || off % input.interval != 0 {
                 return Err(err(format!(
@@ -1034,9 +1034,9 @@ fn pruned_keep_set(data: &Dataset, wanted: &BTreeSet<String>, instant: &BTreeSet
             .map(|l| (l.name.to_string(), l.value.to_string()))
             .collect();
         let changes = instant.contains(name)
-            || s.samples
+            || s.points
                 .first()
-                .is_some_and(|f| s.samples.iter().any(|p| p.v.to_bits() != f.v.to_bits()));
+                .is_some_and(|f| s.points.iter().any(|p| p.v.to_bits() != f.v.to_bits()));
         let g = groups.entry((name.to_string(), key)).or_default();
         g.0.push(id);
         g.1 |= changes;

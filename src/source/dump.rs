@@ -17,13 +17,13 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Condvar, Mutex, RwLock};
 
 use crate::source::expfmt::{self, Severity};
 use crate::source::manifest::{self, Manifest};
 use crate::source::timename;
 use crate::source::{Dataset, Role, Snapshot, SourceWarning, Target, TimeSource};
-use crate::store::{stale_nan, Millis, Store};
+use crate::store::{stale_nan, Millis, Store, Str};
 
 /// Families every load keeps, whatever the expressions need: they identify
 /// the component, its version and its restarts.
@@ -446,16 +446,35 @@ fn plan_args(args: &[DumpArg]) -> Result<Plan, DumpError> {
 
 /// Reads a file, transparently decompressing gzip (detected by magic bytes).
 pub fn read_maybe_gzip(path: &Path) -> Result<Vec<u8>, String> {
-    let raw = fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    let mut out = Vec::new();
+    read_maybe_gzip_into(path, &mut Vec::new(), &mut out)?;
+    Ok(out)
+}
+
+/// [`read_maybe_gzip`] into reused buffers: `raw` receives the file, `out` its
+/// (decompressed) text. A parsing worker keeps both across files, so reading an
+/// hour of 20 MB snapshots does not allocate and free 20 MB per file (which
+/// the allocator tends to keep, inflating the resident size).
+pub fn read_maybe_gzip_into(path: &Path, raw: &mut Vec<u8>, out: &mut Vec<u8>) -> Result<(), String> {
+    raw.clear();
+    out.clear();
+    fs::File::open(path)
+        .and_then(|mut f| f.read_to_end(raw))
+        .map_err(|e| format!("cannot read: {e}"))?;
     if raw.len() >= 2 && raw[0] == 0x1f && raw[1] == 0x8b {
-        let mut out = Vec::with_capacity(gzip_size_hint(&raw));
+        let hint = gzip_size_hint(raw);
+        if out.capacity() < hint {
+            // Exactly, plus a little for the next (slightly larger) snapshot:
+            // `reserve` would double a reused buffer.
+            *out = Vec::with_capacity(hint.saturating_add(hint / 16));
+        }
         flate2::read::MultiGzDecoder::new(&raw[..])
-            .read_to_end(&mut out)
+            .read_to_end(out)
             .map_err(|e| format!("corrupt gzip data: {e}"))?;
-        Ok(out)
     } else {
-        Ok(raw)
+        std::mem::swap(raw, out);
     }
+    Ok(())
 }
 
 /// The decompressed size announced by a gzip member's trailer (ISIZE, the size
@@ -478,9 +497,13 @@ struct Packed {
     keys: Vec<u8>,
     /// End of each sample's key in `keys`.
     ends: Vec<usize>,
+    /// Each key's 128-bit hash ([`key_hash`]), computed by the parsing worker.
+    hashes: Vec<u128>,
     values: Vec<f64>,
     /// Explicit timestamps.
-    ts: Vec<Option<i64>>,
+    /// Explicit timestamps, only for the samples that have one: (sample
+    /// index, milliseconds), by index.
+    ts: Vec<(usize, i64)>,
 }
 
 impl Packed {
@@ -508,6 +531,31 @@ impl Packed {
         &self.keys[start..self.ends[i]]
     }
 }
+
+/// A 128-bit XXH3 hash of a packed series key, with a seed drawn once per
+/// process. The loader recognises a series seen in an earlier snapshot of the
+/// same target by this hash instead of keeping every key: 16 bytes per series
+/// rather than the key's 100–300. Two of a target's keys collide with
+/// probability about n²/2¹²⁹ (10⁻²⁸ for a million series), far below the
+/// chance of a memory error.
+fn key_hash(key: &[u8]) -> u128 {
+    static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let seed = *SEED.get_or_init(|| {
+        use std::hash::BuildHasher as _;
+        std::collections::hash_map::RandomState::new().hash_one("cptriage series keys")
+    });
+    xxhash_rust::xxh3::xxh3_128_with_seed(key, seed)
+}
+
+/// Per target, the series ids of the keys seen so far, by [`key_hash`]. Shared
+/// between the thread that fills the store (the only writer) and the parsing
+/// workers, which keep a sample's key only when its series is not known yet:
+/// after a target's first snapshot, parsed files hold hashes, not keys.
+type SeriesKeys = RwLock<HashMap<String, hashbrown::HashMap<u128, u32>>>;
+
+/// Samples a worker parses between two acquisitions of the [`SeriesKeys`] read
+/// lock, so that the store's thread never waits long to add new series.
+const KNOWN_RELOCK_SAMPLES: usize = 4096;
 
 /// The strings of a packed key: the metric name, then label names and values.
 fn key_strings(mut key: &[u8]) -> impl Iterator<Item = &str> {
@@ -542,21 +590,33 @@ struct FileData {
     issues: Vec<String>,
 }
 
-fn parse_file(pf: &Planned, keep: &Keep) -> Result<FileData, String> {
-    let (owned, mtime);
+/// A parsing worker's reused read buffers (see [`read_maybe_gzip_into`]).
+#[derive(Default)]
+struct ReadBufs {
+    raw: Vec<u8>,
+    text: Vec<u8>,
+}
+
+fn parse_file(
+    pf: &Planned,
+    keep: &Keep,
+    known: &SeriesKeys,
+    bufs: &mut ReadBufs,
+) -> Result<FileData, String> {
+    let mtime;
     let bytes: &[u8] = match &pf.bytes {
         Some(b) => {
             mtime = None;
             b
         }
         None => {
-            owned = read_maybe_gzip(&pf.path)?;
+            read_maybe_gzip_into(&pf.path, &mut bufs.raw, &mut bufs.text)?;
             mtime = fs::metadata(&pf.path)
                 .and_then(|m| m.modified())
                 .ok()
                 .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                 .map(|d| d.as_millis() as Millis);
-            &owned
+            &bufs.text
         }
     };
     let mut data = FileData {
@@ -564,16 +624,37 @@ fn parse_file(pf: &Planned, keep: &Keep) -> Result<FileData, String> {
         ..Default::default()
     };
     let mut keep_fn = |fam: &str| keep.wants(fam);
+    let read_known = || known.read().unwrap_or_else(|e| e.into_inner());
+    let mut guard = Some(read_known());
+    let mut since_lock = 0usize;
     let mut sink = |s: &expfmt::SampleRef<'_>| {
         let p = &mut data.samples;
+        let start = p.keys.len();
         p.push_str(s.name);
         for l in s.labels {
             p.push_str(l.name);
             p.push_str(&l.value);
         }
+        let h = key_hash(&p.keys[start..]);
+        since_lock += 1;
+        if since_lock == KNOWN_RELOCK_SAMPLES {
+            since_lock = 0;
+            // Release before re-acquiring: a waiting writer blocks new readers,
+            // so reading twice at once could deadlock with the store's thread.
+            guard = None;
+            guard = Some(read_known());
+        }
+        let ids = guard.as_ref().and_then(|g| g.get(&pf.target));
+        if ids.is_some_and(|ids| ids.contains_key(&h)) {
+            // A series the store already has: its hash is enough.
+            p.keys.truncate(start);
+        }
+        p.hashes.push(h);
         p.ends.push(p.keys.len());
         p.values.push(s.value);
-        p.ts.push(s.timestamp_ms);
+        if let Some(t) = s.timestamp_ms {
+            p.ts.push((p.ends.len() - 1, t));
+        }
         if let Some(ts) = s.timestamp_ms {
             data.max_ts = Some(data.max_ts.map_or(ts, |m: i64| m.max(ts)));
         }
@@ -593,6 +674,7 @@ fn parse_file(pf: &Planned, keep: &Keep) -> Result<FileData, String> {
         }
     };
     let report = expfmt::parse(bytes, &mut keep_fn, &mut sink).map_err(|e| e.to_string())?;
+    drop(guard);
     data.families = report.families.iter().map(|(n, _)| n.clone()).collect();
     // Malformed lines, and the warnings that change values: NaN or negative
     // counters and duplicate series.
@@ -663,7 +745,12 @@ pub fn infer_role(families: &BTreeSet<String>) -> (Role, String) {
 /// the calling thread, while the workers go on parsing the next files. At most
 /// `2 × workers` parsed files wait to be handed over, so memory holds a few
 /// files whatever the length of the capture.
-fn parse_all(files: &[Planned], keep: &Keep, mut f: impl FnMut(usize, Result<FileData, String>)) {
+fn parse_all(
+    files: &[Planned],
+    keep: &Keep,
+    known: &SeriesKeys,
+    mut f: impl FnMut(usize, Result<FileData, String>),
+) {
     let workers = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .min(files.len().max(1));
@@ -682,22 +769,26 @@ fn parse_all(files: &[Planned], keep: &Keep, mut f: impl FnMut(usize, Result<Fil
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= files.len() {
-                    break;
+            s.spawn(|| {
+                let mut bufs = ReadBufs::default();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= files.len() {
+                        break;
+                    }
+                    // Files are taken in order, so the one `f` waits for never waits here.
+                    let mut g = lock();
+                    while i >= g.consumed + window {
+                        g = changed.wait(g).unwrap_or_else(|e| e.into_inner());
+                    }
+                    drop(g);
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        parse_file(&files[i], keep, known, &mut bufs)
+                    }))
+                    .unwrap_or_else(|_| Err("parser failed".into()));
+                    lock().done.insert(i, r);
+                    changed.notify_all();
                 }
-                // Files are taken in order, so the one `f` waits for never waits here.
-                let mut g = lock();
-                while i >= g.consumed + window {
-                    g = changed.wait(g).unwrap_or_else(|e| e.into_inner());
-                }
-                drop(g);
-                let r =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| parse_file(&files[i], keep)))
-                        .unwrap_or_else(|_| Err("parser failed".into()));
-                lock().done.insert(i, r);
-                changed.notify_all();
             });
         }
         for i in 0..files.len() {
@@ -719,13 +810,11 @@ fn parse_all(files: &[Planned], keep: &Keep, mut f: impl FnMut(usize, Result<Fil
 #[derive(Default)]
 struct TargetState {
     target: Option<Target>,
-    live: HashSet<usize>,
+    /// Series ids in the target's last snapshot, sorted.
+    live: Vec<u32>,
     last_time: Option<Millis>,
     /// Whether a snapshot in the future was already reported.
     warned_future: bool,
-    /// Series ids by packed key, so a series seen in an earlier snapshot is
-    /// found with one lookup.
-    ids: HashMap<Box<[u8]>, usize>,
 }
 
 /// Loads dumps into a [`Dataset`].
@@ -808,7 +897,8 @@ fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError> {
             .push(f.time);
     }
 
-    parse_all(&ordered, keep, |i, r| {
+    let known = SeriesKeys::default();
+    parse_all(&ordered, keep, &known, |i, r| {
         let pf = &ordered[i];
         let origin = pf.path.display().to_string();
         match r {
@@ -842,6 +932,7 @@ fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError> {
                     ingest(
                         &mut store,
                         &mut states,
+                        &known,
                         &plan.declared,
                         pf,
                         data,
@@ -860,6 +951,7 @@ fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError> {
         ingest(
             &mut store,
             &mut states,
+            &known,
             &plan.declared,
             &ordered[i],
             data,
@@ -873,7 +965,7 @@ fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError> {
     for (tname, times) in failures_by_target {
         if let Some(st) = states.get_mut(&tname) {
             for t in times {
-                mark_stale(&mut store, st, t, HashSet::new());
+                mark_stale(&mut store, st, t, Vec::new());
             }
         }
     }
@@ -890,13 +982,78 @@ fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError> {
     })
 }
 
+/// The store's series id of every sample of a parsed file, adding the series
+/// not seen before (under the write lock, which parsing workers release every
+/// [`KNOWN_RELOCK_SAMPLES`] samples). `None` only for a sample whose key was
+/// dropped as known although it is not, which cannot happen (ids are never
+/// removed); it is skipped rather than risk a panic.
+fn resolve_ids(
+    store: &mut Store,
+    known: &SeriesKeys,
+    target: &str,
+    samples: &Packed,
+    instance: &Str,
+    role: &Str,
+) -> Vec<Option<usize>> {
+    let mut out: Vec<Option<usize>> = {
+        let g = known.read().unwrap_or_else(|e| e.into_inner());
+        let ids = g.get(target);
+        samples
+            .hashes
+            .iter()
+            .map(|h| ids.and_then(|m| m.get(h)).map(|&id| id as usize))
+            .collect()
+    };
+    if out.iter().all(Option::is_some) {
+        return out;
+    }
+    let mut g = known.write().unwrap_or_else(|e| e.into_inner());
+    let ids = g.entry(target.to_string()).or_default();
+    for (i, slot) in out.iter_mut().enumerate() {
+        if slot.is_some() {
+            continue;
+        }
+        let hash = samples.hashes[i];
+        if let Some(&id) = ids.get(&hash) {
+            *slot = Some(id as usize);
+            continue;
+        }
+        let key = samples.key(i);
+        if key.is_empty() {
+            continue;
+        }
+        let mut strs = key_strings(key);
+        let name = strs.next().unwrap_or_default();
+        let mut pairs: Vec<(&str, &str)> = vec![("__name__", name)];
+        while let (Some(n), Some(v)) = (strs.next(), strs.next()) {
+            let n = match n {
+                "instance" => "exported_instance",
+                "role" => "exported_role",
+                _ => n,
+            };
+            pairs.push((n, v));
+        }
+        let mut l = store.labels(pairs);
+        l.set_shared(store.intern("instance"), instance.clone());
+        l.set_shared(store.intern("role"), role.clone());
+        let id = store.series_id(&l);
+        ids.insert(hash, u32::try_from(id).unwrap_or(u32::MAX));
+        *slot = Some(id);
+    }
+    out
+}
+
 /// Ends, at `t`, every series of the target that is not in `keep_live`;
-/// `keep_live` becomes the target's live set.
-fn mark_stale(store: &mut Store, st: &mut TargetState, t: Millis, keep_live: HashSet<usize>) {
-    let mut gone: Vec<usize> = st.live.difference(&keep_live).copied().collect();
-    gone.sort_unstable();
-    for id in gone {
-        if store.get(id).samples.last().is_some_and(|p| p.t < t) {
+/// `keep_live` (series ids, any order, repeats allowed) becomes the target's
+/// live set, kept sorted.
+fn mark_stale(store: &mut Store, st: &mut TargetState, t: Millis, mut keep_live: Vec<u32>) {
+    keep_live.sort_unstable();
+    keep_live.dedup();
+    keep_live.shrink_to_fit();
+    for &id in &st.live {
+        let id = id as usize;
+        if keep_live.binary_search(&(id as u32)).is_err() && store.last_time(id).is_some_and(|last| last < t)
+        {
             store.push_id(id, t, stale_nan());
         }
     }
@@ -907,6 +1064,7 @@ fn mark_stale(store: &mut Store, st: &mut TargetState, t: Millis, keep_live: Has
 fn ingest(
     store: &mut Store,
     states: &mut BTreeMap<String, TargetState>,
+    known: &SeriesKeys,
     declared: &BTreeMap<String, Declared>,
     pf: &Planned,
     data: FileData,
@@ -986,33 +1144,20 @@ fn ingest(
         });
     }
     let samples = &data.samples;
-    let mut live = HashSet::with_capacity(samples.len());
+    let ids = resolve_ids(store, known, &pf.target, samples, &instance, &role_s);
+    let mut live: Vec<u32> = Vec::with_capacity(samples.len());
     let (mut skewed, mut worst_skew, mut out_of_order) = (0usize, 0 as Millis, 0usize);
-    for i in 0..samples.len() {
-        let key = samples.key(i);
-        let id = match st.ids.get(key) {
-            Some(&id) => id,
-            None => {
-                let mut strs = key_strings(key);
-                let name = strs.next().unwrap_or_default();
-                let mut pairs: Vec<(&str, &str)> = vec![("__name__", name)];
-                while let (Some(n), Some(v)) = (strs.next(), strs.next()) {
-                    let n = match n {
-                        "instance" => "exported_instance",
-                        "role" => "exported_role",
-                        _ => n,
-                    };
-                    pairs.push((n, v));
-                }
-                let mut l = store.labels(pairs);
-                l.set_shared(store.intern("instance"), instance.clone());
-                l.set_shared(store.intern("role"), role_s.clone());
-                let id = store.series_id(&l);
-                st.ids.insert(key.into(), id);
-                id
+    let mut next_ts = 0usize;
+    for (i, &id) in ids.iter().enumerate() {
+        let explicit = match samples.ts.get(next_ts) {
+            Some(&(j, t)) if j == i => {
+                next_ts += 1;
+                Some(t)
             }
+            _ => None,
         };
-        let t = match samples.ts[i] {
+        let Some(id) = id else { continue };
+        let t = match explicit {
             Some(x) if x.abs_diff(time) > SKEW_TOLERANCE_MS as u64 => {
                 skewed += 1;
                 let off = x.saturating_sub(time);
@@ -1024,9 +1169,9 @@ fn ingest(
             Some(x) => {
                 // As Prometheus does, a sample older than the series' last point
                 // is refused (it would fake a counter reset).
-                if store.get(id).samples.last().is_some_and(|p| p.t > x) {
+                if store.last_time(id).is_some_and(|last| last > x) {
                     out_of_order += 1;
-                    live.insert(id);
+                    live.push(id as u32);
                     continue;
                 }
                 x
@@ -1034,7 +1179,7 @@ fn ingest(
             None => time,
         };
         store.push_id(id, t, samples.values[i]);
-        live.insert(id);
+        live.push(id as u32);
     }
     if skewed > 0 {
         warnings.push(SourceWarning {
@@ -1140,13 +1285,13 @@ fn split_alternating_processes(
             .collect();
         let instance = store.intern("instance");
         for id in ids {
-            let points = std::mem::take(store.samples_mut(id));
+            let points = store.take_samples(id);
             let mut split: Vec<Vec<crate::store::Sample>> = vec![Vec::new(); procs.len()];
             for p in points {
                 split[process_of(p.t)].push(p);
             }
             let mut split = split.into_iter();
-            *store.samples_mut(id) = split.next().unwrap_or_default();
+            store.extend_samples(id, split.next().unwrap_or_default());
             for (k, points) in split.enumerate() {
                 if points.is_empty() {
                     continue;
@@ -1155,7 +1300,7 @@ fn split_alternating_processes(
                 let v = store.intern(&name_of(k + 1));
                 l.set_shared(instance.clone(), v);
                 let nid = store.series_id(&l);
-                store.samples_mut(nid).extend(points);
+                store.extend_samples(nid, points);
             }
         }
         warnings.push(SourceWarning {

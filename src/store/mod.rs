@@ -3,11 +3,15 @@
 //! reference); the PromQL evaluator reads it.
 
 pub mod labels;
+pub mod points;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::hash::BuildHasher as _;
 
-pub use labels::{Label, Labels, METRIC_NAME};
+use hashbrown::HashTable;
+
+pub use labels::{Label, Labels, Str, METRIC_NAME};
+pub use points::{Points, PointsIter};
 
 /// Milliseconds since the Unix epoch, as Prometheus timestamps are.
 pub type Millis = i64;
@@ -32,21 +36,45 @@ pub struct Sample {
     pub v: f64,
 }
 
-/// One series: its label set (including `__name__`) and its points in time order.
+/// One series as evaluation results carry it: its label set (including
+/// `__name__`) and its points in time order.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Series {
     pub labels: Labels,
     pub samples: Vec<Sample>,
 }
 
+/// One series in the store: its label set and its compressed points.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredSeries {
+    pub labels: Labels,
+    pub points: Points,
+}
+
+impl StoredSeries {
+    /// The points, decoded.
+    pub fn samples(&self) -> Vec<Sample> {
+        self.points.to_vec()
+    }
+}
+
 /// All series known to one evaluation, indexed by label set and by metric name.
+///
+/// Points are compressed as they arrive ([`Points`]); a point that is not later
+/// than its series' last one (out of order, or a second value for the same
+/// time) is kept aside and merged by [`Store::finish`], where for equal times the
+/// last pushed wins.
 #[derive(Debug, Default)]
 pub struct Store {
-    series: Vec<Series>,
-    index: HashMap<Labels, usize>,
-    by_name: HashMap<Arc<str>, Vec<usize>>,
-    strings: HashSet<Arc<str>>,
-    unsorted: bool,
+    series: Vec<StoredSeries>,
+    /// Series ids by the hash of their labels (the labels themselves are not
+    /// stored twice).
+    index: HashTable<u32>,
+    hasher: std::hash::RandomState,
+    by_name: HashMap<Str, Vec<u32>>,
+    strings: HashSet<Str>,
+    /// Points that arrived out of order, per series id, in push order.
+    pending: HashMap<u32, Vec<Sample>>,
 }
 
 impl Store {
@@ -57,11 +85,11 @@ impl Store {
 
     /// Returns a shared copy of `s`, reusing an earlier one when the same string
     /// was seen before (label names and values repeat across series and snapshots).
-    pub fn intern(&mut self, s: &str) -> Arc<str> {
+    pub fn intern(&mut self, s: &str) -> Str {
         if let Some(a) = self.strings.get(s) {
             return a.clone();
         }
-        let a: Arc<str> = Arc::from(s);
+        let a = Str::from(s);
         self.strings.insert(a.clone());
         a
     }
@@ -81,18 +109,35 @@ impl Store {
         Labels::from_shared(v)
     }
 
+    /// The index of the series with exactly these labels, if it exists.
+    pub fn find(&self, labels: &Labels) -> Option<usize> {
+        let h = self.hasher.hash_one(labels);
+        self.index
+            .find(h, |&i| self.series[i as usize].labels == *labels)
+            .map(|&i| i as usize)
+    }
+
     /// The index of the series with exactly these labels, creating it if needed.
     pub fn series_id(&mut self, labels: &Labels) -> usize {
-        if let Some(&i) = self.index.get(labels) {
+        if let Some(i) = self.find(labels) {
             return i;
         }
         let i = self.series.len();
+        let id = u32::try_from(i).unwrap_or(u32::MAX);
         let name = self.intern(labels.metric_name().unwrap_or(""));
-        self.by_name.entry(name).or_default().push(i);
-        self.index.insert(labels.clone(), i);
-        self.series.push(Series {
+        self.by_name.entry(name).or_default().push(id);
+        let h = self.hasher.hash_one(labels);
+        let (series, hasher) = (&self.series, &self.hasher);
+        self.index.insert_unique(h, id, |&j| {
+            // Only series already stored are rehashed when the table grows.
+            series
+                .get(j as usize)
+                .map(|s| hasher.hash_one(&s.labels))
+                .unwrap_or(h)
+        });
+        self.series.push(StoredSeries {
             labels: labels.clone(),
-            samples: Vec::new(),
+            points: Points::new(),
         });
         i
     }
@@ -100,25 +145,38 @@ impl Store {
     /// Appends a point to series `id`. Points may arrive out of order; a point
     /// at a time the series already has replaces the earlier value.
     pub fn push_id(&mut self, id: usize, t: Millis, v: f64) {
-        let s = &mut self.series[id].samples;
-        match s.last() {
-            Some(last) if last.t > t => self.unsorted = true,
-            Some(last) if last.t == t => {
-                if let Some(last) = s.last_mut() {
-                    last.v = v;
-                }
-                return;
-            }
-            _ => {}
+        let Some(s) = self.series.get_mut(id) else {
+            return;
+        };
+        if !s.points.push(Sample { t, v }) {
+            self.pending.entry(id as u32).or_default().push(Sample { t, v });
         }
-        s.push(Sample { t, v });
     }
 
-    /// The points of series `id`, to edit in place; [`Store::finish`] puts them
-    /// back in time order afterwards.
-    pub fn samples_mut(&mut self, id: usize) -> &mut Vec<Sample> {
-        self.unsorted = true;
-        &mut self.series[id].samples
+    /// The time of the latest point of series `id`.
+    pub fn last_time(&self, id: usize) -> Option<Millis> {
+        self.series.get(id).and_then(|s| s.points.last()).map(|p| p.t)
+    }
+
+    /// Removes and returns the points of series `id` (in time order, including
+    /// any that arrived out of order).
+    pub fn take_samples(&mut self, id: usize) -> Vec<Sample> {
+        let Some(s) = self.series.get_mut(id) else {
+            return Vec::new();
+        };
+        let mut pts = std::mem::replace(&mut s.points, Points::new()).to_vec();
+        if let Some(extra) = self.pending.remove(&(id as u32)) {
+            pts.extend(extra);
+            pts = sort_last_wins(pts);
+        }
+        pts
+    }
+
+    /// Adds points to series `id` in any order (merged by [`Store::finish`]).
+    pub fn extend_samples(&mut self, id: usize, pts: impl IntoIterator<Item = Sample>) {
+        for p in pts {
+            self.push_id(id, p.t, p.v);
+        }
     }
 
     /// Appends a point to the series with these labels.
@@ -127,47 +185,43 @@ impl Store {
         self.push_id(id, t, v);
     }
 
-    /// Puts every series' points in time order (stable: for equal times the last
-    /// pushed wins). Called once after loading; cheap when nothing is out of order.
+    /// Merges the points that arrived out of order into their series (stable:
+    /// for equal times the last pushed wins) and releases spare capacity.
+    /// Called once after loading.
     pub fn finish(&mut self) {
-        if !self.unsorted {
-            return;
+        let mut pending: Vec<(u32, Vec<Sample>)> = self.pending.drain().collect();
+        pending.sort_by_key(|(id, _)| *id);
+        for (id, extra) in pending {
+            let Some(s) = self.series.get_mut(id as usize) else {
+                continue;
+            };
+            let mut pts = s.points.to_vec();
+            pts.extend(extra);
+            s.points = Points::from_sorted(sort_last_wins(pts));
         }
         for s in &mut self.series {
-            if s.samples.windows(2).all(|w| w[0].t < w[1].t) {
-                continue;
-            }
-            s.samples.sort_by_key(|p| p.t);
-            let mut out: Vec<Sample> = Vec::with_capacity(s.samples.len());
-            for p in s.samples.drain(..) {
-                match out.last_mut() {
-                    Some(last) if last.t == p.t => *last = p,
-                    _ => out.push(p),
-                }
-            }
-            s.samples = out;
+            s.points.shrink();
         }
-        self.unsorted = false;
     }
 
     /// Every series.
-    pub fn series(&self) -> &[Series] {
+    pub fn series(&self) -> &[StoredSeries] {
         &self.series
     }
 
     /// Series `id`.
-    pub fn get(&self, id: usize) -> &Series {
+    pub fn get(&self, id: usize) -> &StoredSeries {
         &self.series[id]
     }
 
     /// The series whose metric name is `name`.
-    pub fn by_name<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a Series> + 'a {
+    pub fn by_name<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a StoredSeries> + 'a {
         self.by_name
             .get(name)
             .map(|v| v.as_slice())
             .unwrap_or(&[])
             .iter()
-            .map(move |&i| &self.series[i])
+            .map(move |&i| &self.series[i as usize])
     }
 
     /// Whether any series has metric name `name`.
@@ -184,20 +238,45 @@ impl Store {
     pub fn time_range(&self) -> Option<(Millis, Millis)> {
         let mut r: Option<(Millis, Millis)> = None;
         for s in &self.series {
-            for p in [s.samples.first(), s.samples.last()].into_iter().flatten() {
+            for p in [s.points.first(), s.points.last()].into_iter().flatten() {
                 r = Some(match r {
                     None => (p.t, p.t),
                     Some((a, b)) => (a.min(p.t), b.max(p.t)),
                 });
             }
         }
+        for p in self.pending.values().flatten() {
+            r = Some(match r {
+                None => (p.t, p.t),
+                Some((a, b)) => (a.min(p.t), b.max(p.t)),
+            });
+        }
         r
     }
 
     /// Total number of points held.
     pub fn point_count(&self) -> usize {
-        self.series.iter().map(|s| s.samples.len()).sum()
+        self.series.iter().map(|s| s.points.len()).sum::<usize>()
+            + self.pending.values().map(Vec::len).sum::<usize>()
     }
+
+    /// Bytes held by the compressed points (for memory accounting).
+    pub fn point_bytes(&self) -> usize {
+        self.series.iter().map(|s| s.points.heap_bytes()).sum()
+    }
+}
+
+/// Sorts points by time; for equal times the later one in `pts` wins.
+fn sort_last_wins(mut pts: Vec<Sample>) -> Vec<Sample> {
+    pts.sort_by_key(|p| p.t);
+    let mut out: Vec<Sample> = Vec::with_capacity(pts.len());
+    for p in pts {
+        match out.last_mut() {
+            Some(last) if last.t == p.t => *last = p,
+            _ => out.push(p),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -214,7 +293,7 @@ mod tests {
         st.finish();
         let s = st.by_name("x").next().unwrap();
         assert_eq!(
-            s.samples,
+            s.samples(),
             vec![Sample { t: 1000, v: 1.0 }, Sample { t: 2000, v: 3.0 }]
         );
         assert_eq!(st.time_range(), Some((1000, 2000)));
@@ -225,7 +304,7 @@ mod tests {
         let mut st = Store::new();
         let a = st.intern("apiserver_request_total");
         let b = st.intern("apiserver_request_total");
-        assert!(Arc::ptr_eq(&a, &b));
+        assert!(Str::ptr_eq(&a, &b));
     }
 
     #[test]
