@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
-use std::io::Read;
+use std::io::{BufRead as _, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, RwLock};
@@ -446,35 +446,16 @@ fn plan_args(args: &[DumpArg]) -> Result<Plan, DumpError> {
 
 /// Reads a file, transparently decompressing gzip (detected by magic bytes).
 pub fn read_maybe_gzip(path: &Path) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    read_maybe_gzip_into(path, &mut Vec::new(), &mut out)?;
-    Ok(out)
-}
-
-/// [`read_maybe_gzip`] into reused buffers: `raw` receives the file, `out` its
-/// (decompressed) text. A parsing worker keeps both across files, so reading an
-/// hour of 20 MB snapshots does not allocate and free 20 MB per file (which
-/// the allocator tends to keep, inflating the resident size).
-pub fn read_maybe_gzip_into(path: &Path, raw: &mut Vec<u8>, out: &mut Vec<u8>) -> Result<(), String> {
-    raw.clear();
-    out.clear();
-    fs::File::open(path)
-        .and_then(|mut f| f.read_to_end(raw))
-        .map_err(|e| format!("cannot read: {e}"))?;
+    let raw = fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
     if raw.len() >= 2 && raw[0] == 0x1f && raw[1] == 0x8b {
-        let hint = gzip_size_hint(raw);
-        if out.capacity() < hint {
-            // Exactly, plus a little for the next (slightly larger) snapshot:
-            // `reserve` would double a reused buffer.
-            *out = Vec::with_capacity(hint.saturating_add(hint / 16));
-        }
+        let mut out = Vec::with_capacity(gzip_size_hint(&raw));
         flate2::read::MultiGzDecoder::new(&raw[..])
-            .read_to_end(out)
+            .read_to_end(&mut out)
             .map_err(|e| format!("corrupt gzip data: {e}"))?;
+        Ok(out)
     } else {
-        std::mem::swap(raw, out);
+        Ok(raw)
     }
-    Ok(())
 }
 
 /// The decompressed size announced by a gzip member's trailer (ISIZE, the size
@@ -590,34 +571,57 @@ struct FileData {
     issues: Vec<String>,
 }
 
-/// A parsing worker's reused read buffers (see [`read_maybe_gzip_into`]).
-#[derive(Default)]
-struct ReadBufs {
-    raw: Vec<u8>,
-    text: Vec<u8>,
+/// An opened snapshot file, read as a stream (gzip detected by its magic bytes).
+enum Input {
+    Plain(std::io::BufReader<fs::File>),
+    Gzip(Box<flate2::bufread::MultiGzDecoder<std::io::BufReader<fs::File>>>),
 }
 
-fn parse_file(
-    pf: &Planned,
-    keep: &Keep,
-    known: &SeriesKeys,
-    bufs: &mut ReadBufs,
-) -> Result<FileData, String> {
-    let mtime;
-    let bytes: &[u8] = match &pf.bytes {
-        Some(b) => {
-            mtime = None;
-            b
+impl Input {
+    fn open(path: &Path) -> Result<Input, String> {
+        let f = fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+        let mut r = std::io::BufReader::with_capacity(64 * 1024, f);
+        let magic = r.fill_buf().map_err(|e| format!("cannot read: {e}"))?;
+        Ok(if magic.starts_with(&[0x1f, 0x8b]) {
+            Input::Gzip(Box::new(flate2::bufread::MultiGzDecoder::new(r)))
+        } else {
+            Input::Plain(r)
+        })
+    }
+
+    fn reader(&mut self) -> &mut dyn Read {
+        match self {
+            Input::Plain(r) => r,
+            Input::Gzip(r) => r.as_mut(),
         }
-        None => {
-            read_maybe_gzip_into(&pf.path, &mut bufs.raw, &mut bufs.text)?;
-            mtime = fs::metadata(&pf.path)
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map(|d| d.as_millis() as Millis);
-            &bufs.text
+    }
+
+    /// The message for a read error, as for a file read whole.
+    fn read_error(&self, e: &std::io::Error) -> String {
+        use std::io::ErrorKind::{InvalidData, InvalidInput, UnexpectedEof};
+        match self {
+            Input::Gzip(_) if matches!(e.kind(), InvalidData | InvalidInput | UnexpectedEof) => {
+                format!("corrupt gzip data: {e}")
+            }
+            _ => format!("cannot read: {e}"),
         }
+    }
+}
+
+/// Parses one snapshot. Files are streamed through the parser (a 20 MB
+/// snapshot is never held whole); in-memory snapshots are parsed in place.
+fn parse_file(pf: &Planned, keep: &Keep, known: &SeriesKeys) -> Result<FileData, String> {
+    let mut input = match &pf.bytes {
+        Some(_) => None,
+        None => Some(Input::open(&pf.path)?),
+    };
+    let mtime = match &pf.bytes {
+        Some(_) => None,
+        None => fs::metadata(&pf.path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_millis() as Millis),
     };
     let mut data = FileData {
         mtime,
@@ -673,7 +677,18 @@ fn parse_file(
             _ => {}
         }
     };
-    let report = expfmt::parse(bytes, &mut keep_fn, &mut sink).map_err(|e| e.to_string())?;
+    let (report, total) = match (&pf.bytes, input.as_mut()) {
+        (Some(b), _) => (
+            expfmt::parse(b, &mut keep_fn, &mut sink).map_err(|e| e.to_string())?,
+            b.len() as u64,
+        ),
+        (None, Some(inp)) => match expfmt::parse_reader(inp.reader(), &mut keep_fn, &mut sink) {
+            Ok(r) => r,
+            Err(expfmt::StreamError::Read(e)) => return Err(inp.read_error(&e)),
+            Err(expfmt::StreamError::Parse(e)) => return Err(e.to_string()),
+        },
+        (None, None) => return Err("nothing to read".into()),
+    };
     drop(guard);
     data.families = report.families.iter().map(|(n, _)| n.clone()).collect();
     // Malformed lines, and the warnings that change values: NaN or negative
@@ -696,7 +711,7 @@ fn parse_file(
             errors.len() - MAX_ISSUES_PER_FILE
         ));
     }
-    if bytes.is_empty() {
+    if total == 0 {
         return Err("empty file".into());
     }
     if report.samples_kept + report.samples_skipped == 0 && data.issues.is_empty() {
@@ -770,7 +785,6 @@ fn parse_all(
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| {
-                let mut bufs = ReadBufs::default();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= files.len() {
@@ -783,7 +797,7 @@ fn parse_all(
                     }
                     drop(g);
                     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        parse_file(&files[i], keep, known, &mut bufs)
+                        parse_file(&files[i], keep, known)
                     }))
                     .unwrap_or_else(|_| Err("parser failed".into()));
                     lock().done.insert(i, r);
