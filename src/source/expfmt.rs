@@ -243,7 +243,12 @@ pub fn parse_reader(
 }
 
 /// Appends up to `chunk` bytes from `r` to `buf`; returns whether the input ended.
-fn fill(r: &mut dyn std::io::Read, buf: &mut Vec<u8>, chunk: usize, total: &mut u64) -> Result<bool, StreamError> {
+fn fill(
+    r: &mut dyn std::io::Read,
+    buf: &mut Vec<u8>,
+    chunk: usize,
+    total: &mut u64,
+) -> Result<bool, StreamError> {
     let start = buf.len();
     buf.resize(start + chunk, 0);
     let n = loop {
@@ -532,7 +537,13 @@ impl<'a> Parser<'a> {
 
     /// Parses the lines of `text` (the last may lack its newline), numbering
     /// them after `no`.
-    fn lines(&mut self, text: &'a [u8], no: &mut usize, keep: &mut dyn FnMut(&str) -> bool, sink: &mut dyn Sink) {
+    fn lines(
+        &mut self,
+        text: &'a [u8],
+        no: &mut usize,
+        keep: &mut dyn FnMut(&str) -> bool,
+        sink: &mut dyn Sink,
+    ) {
         let mut pos = 0;
         while pos < text.len() {
             let end = memchr::memchr(b'\n', &text[pos..]).map_or(text.len(), |o| pos + o);

@@ -131,10 +131,7 @@ impl Points {
     /// The points in time order.
     pub fn iter(&self) -> PointsIter<'_> {
         PointsIter {
-            r: BitReader {
-                bytes: &self.bytes,
-                pos: 0,
-            },
+            r: BitReader::new(&self.bytes),
             left: self.len,
             started: false,
             t: 0,
@@ -225,34 +222,84 @@ impl Points {
     }
 }
 
+/// Reads bits most significant first through a 64-bit window refilled a word
+/// at a time. Past the end it reads zeros (never panics).
 struct BitReader<'a> {
     bytes: &'a [u8],
-    pos: u64,
+    /// Next byte of `bytes` to load into `buf`.
+    next: usize,
+    /// Unread bits, left-aligned.
+    buf: u64,
+    /// Number of unread bits in `buf`.
+    nbuf: u32,
 }
 
-impl BitReader<'_> {
-    fn bit(&mut self) -> bool {
-        let b = self.bytes.get((self.pos >> 3) as usize).copied().unwrap_or(0);
-        let on = b & (0x80 >> (self.pos & 7)) != 0;
-        self.pos += 1;
-        on
+impl<'a> BitReader<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        BitReader {
+            bytes,
+            next: 0,
+            buf: 0,
+            nbuf: 0,
+        }
     }
 
-    /// Reads `n` bits (1 ≤ n ≤ 64), most significant first.
-    fn read(&mut self, n: u32) -> u64 {
-        let mut out = 0u64;
-        let mut need = n;
-        while need > 0 {
-            let b = self.bytes.get((self.pos >> 3) as usize).copied().unwrap_or(0);
-            let off = (self.pos & 7) as u32;
-            let avail = 8 - off;
-            let take = avail.min(need);
-            let bits = (u64::from(b) >> (avail - take)) & ((1u64 << take) - 1);
-            out = (out << take) | bits;
-            need -= take;
-            self.pos += u64::from(take);
+    /// Loads whole bytes until at least 57 bits are unread or the input ends.
+    #[inline]
+    fn refill(&mut self) {
+        if let Some(w) = self.bytes.get(self.next..self.next + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(w);
+            let w = u64::from_be_bytes(word);
+            // Whole bytes that fit after the unread bits.
+            let k = (64 - self.nbuf) / 8;
+            let bits = k * 8;
+            let top = if bits == 64 { w } else { w >> (64 - bits) };
+            self.buf |= top << (64 - self.nbuf - bits);
+            self.nbuf += bits;
+            self.next += k as usize;
+            return;
         }
-        out
+        while self.nbuf <= 56 {
+            let Some(&b) = self.bytes.get(self.next) else {
+                return;
+            };
+            self.buf |= u64::from(b) << (56 - self.nbuf);
+            self.nbuf += 8;
+            self.next += 1;
+        }
+    }
+
+    /// Reads `n` bits (0 ≤ n ≤ 64).
+    #[inline(always)]
+    fn read(&mut self, n: u32) -> u64 {
+        if n == 0 {
+            return 0;
+        }
+        if n > 56 {
+            return self.read_wide(n);
+        }
+        if self.nbuf < n {
+            self.refill();
+        }
+        let v = self.buf >> (64 - n);
+        self.buf <<= n;
+        self.nbuf = self.nbuf.saturating_sub(n);
+        v
+    }
+
+    /// Reads 57 to 64 bits, in two parts.
+    #[cold]
+    #[inline(never)]
+    fn read_wide(&mut self, n: u32) -> u64 {
+        let hi = self.read(32);
+        let lo = self.read(n - 32);
+        (hi << (n - 32)) | lo
+    }
+
+    #[inline(always)]
+    fn bit(&mut self) -> bool {
+        self.read(1) == 1
     }
 }
 
