@@ -79,7 +79,8 @@ put("rules", "default.yaml", open(os.path.join(root, "rules", "default.yaml"), "
 for sub in ("good", "bad", "unit"):
     d = os.path.join(root, "testdata", "rules", sub)
     for f in sorted(os.listdir(d)):
-        put("rules", f"{sub}-{f}", open(os.path.join(d, f), "rb").read())
+        if os.path.isfile(os.path.join(d, f)):
+            put("rules", f"{sub}-{f}", open(os.path.join(d, f), "rb").read())
 
 # kubeconfig: hand-written shapes.
 K = {

@@ -22,8 +22,11 @@ pub const FILE_SEPARATOR: &[u8] = b"\n~~~ ";
 /// Most files one [`capture`] input is split into.
 const MAX_FILES: usize = 16;
 
-/// Parses `data` as a text exposition twice: keeping every family, and keeping
-/// every other family (which exercises the skipping path).
+/// Parses `data` as a text exposition: keeping every family, keeping every
+/// other family (which exercises the skipping path), and streamed in chunks of
+/// 1 to 64 bytes (the size taken from the first byte) as the dump loader
+/// streams files. Panics if the streamed parse delivers other samples or
+/// another report than the whole-buffer parse: that is a bug to find.
 pub fn expfmt(data: &[u8]) -> Result<ParseReport, ParseError> {
     let mut n = 0usize;
     let mut keep_some = |_: &str| {
@@ -35,7 +38,48 @@ pub fn expfmt(data: &[u8]) -> Result<ParseReport, ParseError> {
         count += s.labels.len() + usize::from(s.value.is_nan());
     };
     let _ = expfmt::parse(data, &mut keep_some, &mut sink);
-    expfmt::parse(data, &mut |_| true, &mut sink)
+    let mut whole_samples = Vec::new();
+    let whole = expfmt::parse(data, &mut |_| true, &mut |s: &expfmt::SampleRef<'_>| {
+        whole_samples.push(owned_sample(s))
+    });
+    let chunk = 1 + usize::from(data.first().copied().unwrap_or(0) % 64);
+    let mut streamed_samples = Vec::new();
+    let streamed = expfmt::parse_reader_chunked(
+        &mut &data[..],
+        &mut |_| true,
+        &mut |s: &expfmt::SampleRef<'_>| streamed_samples.push(owned_sample(s)),
+        chunk,
+    );
+    match (&whole, streamed) {
+        (Ok(w), Ok((s, total))) => {
+            assert_eq!(w, &s, "streamed report differs (chunk {chunk})");
+            assert_eq!(total, data.len() as u64, "streamed byte count differs");
+        }
+        (Err(w), Err(expfmt::StreamError::Parse(s))) => assert_eq!(w, &s, "streamed error differs"),
+        (w, s) => panic!("whole-buffer parse gave {w:?}, streamed {s:?} (chunk {chunk})"),
+    }
+    assert!(
+        whole_samples == streamed_samples,
+        "streamed samples differ (chunk {chunk})"
+    );
+    whole
+}
+
+/// A delivered sample as comparable owned data (values by bits).
+type OwnedSample = (String, String, Vec<(String, String)>, u64, Option<i64>, usize);
+
+fn owned_sample(s: &expfmt::SampleRef<'_>) -> OwnedSample {
+    (
+        s.family.to_string(),
+        s.name.to_string(),
+        s.labels
+            .iter()
+            .map(|l| (l.name.to_string(), l.value.to_string()))
+            .collect(),
+        s.value.to_bits(),
+        s.timestamp_ms,
+        s.line,
+    )
 }
 
 /// A temporary directory removed on drop.
