@@ -551,6 +551,14 @@ fn request_error(e: &reqwest::Error, timeout: Duration) -> FetchError {
             FailureKind::TlsNameMismatch,
             "TLS: the server certificate is not valid for the URL's host name".into(),
         )
+    } else if ["CertificateRequired", "BadCertificate", "UnknownCA"]
+        .iter()
+        .any(|a| text.contains(a))
+    {
+        f(
+            FailureKind::TlsClientCertificateRejected,
+            "TLS: the server rejected the client certificate (missing, or not signed by a CA it trusts; check --prometheus-cert and --prometheus-key)".into(),
+        )
     } else if text.contains("certificate") || text.contains("tls") || text.contains("TLS") {
         f(FailureKind::Tls, format!("TLS: {text}"))
     } else {
