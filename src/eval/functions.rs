@@ -377,11 +377,12 @@ fn eval_range_function(ctx: &Ctx, name: &str, args: &[&Expr], mi: usize) -> Resu
     if name == "absent_over_time" {
         let input: RangeInput = range_input(ctx, arg(args, mi, name)?)?;
         let mut present = vec![false; ctx.n];
+        let mut buf = Vec::new();
         for s in &input.series {
-            let samples = s.samples();
+            let samples = s.samples(&mut buf);
             for (i, p) in present.iter_mut().enumerate() {
                 if !*p {
-                    let (lo, hi) = input.window(ctx, i, &samples);
+                    let (lo, hi) = input.window(ctx, i, samples);
                     *p = hi > lo;
                 }
             }
@@ -421,11 +422,11 @@ fn for_each_range_row(
     let keep_name = name == "last_over_time";
     let rf = RangeFn::from_name(name)?;
     let mut seen: HashSet<Labels> = HashSet::new();
+    let mut buf = Vec::new();
     for s in &input.series {
         let mut vals = vec![None; ctx.n];
         let mut any = false;
-        let samples = s.samples();
-        let samples = &samples[..];
+        let samples = s.samples(&mut buf);
         // Window ends never decrease from step to step, so both bounds slide forward.
         let (mut lo, mut hi) = input.window(ctx, 0, samples);
         for (i, slot) in vals.iter_mut().enumerate() {

@@ -111,9 +111,10 @@ pub fn instant(store: &Store, expr: &Expr, t: Millis, opts: &EvalOptions) -> Res
     if matches!(unparen(expr), Expr::MatrixSelector(_) | Expr::Subquery(_)) {
         let input = selector::range_input(&ctx, expr)?;
         let mut out = Vec::new();
+        let mut buf = Vec::new();
         for s in &input.series {
-            let samples = s.samples();
-            let (lo, hi) = input.window(&ctx, 0, &samples);
+            let samples = s.samples(&mut buf);
+            let (lo, hi) = input.window(&ctx, 0, samples);
             if lo < hi {
                 out.push(Series {
                     labels: s.labels.clone().into_owned(),

@@ -202,11 +202,16 @@ enum RangeSrc<'a> {
 }
 
 impl RangeSeries<'_> {
-    /// The series' points with staleness markers removed.
-    pub fn samples(&self) -> Cow<'_, [Sample]> {
+    /// The series' points with staleness markers removed; stored series are
+    /// decoded into `buf` (reused from series to series).
+    pub fn samples<'b>(&'b self, buf: &'b mut Vec<Sample>) -> &'b [Sample] {
         match &self.src {
-            RangeSrc::Stored(p) => Cow::Owned(p.iter().filter(|p| !is_stale(p.v)).collect()),
-            RangeSrc::Computed(v) => Cow::Borrowed(v),
+            RangeSrc::Stored(p) => {
+                buf.clear();
+                buf.extend(p.iter().filter(|p| !is_stale(p.v)));
+                buf
+            }
+            RangeSrc::Computed(v) => v,
         }
     }
 }

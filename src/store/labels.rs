@@ -12,8 +12,39 @@ pub const METRIC_NAME: &str = "__name__";
 /// A shared, immutable string one pointer wide (an `Arc<str>` is two), so a
 /// label costs 16 bytes: the store holds millions of them for a large cluster.
 /// Compares, orders and hashes as the text it holds.
-#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Default, Eq)]
 pub struct Str(Arc<Box<str>>);
+
+impl std::hash::Hash for Str {
+    /// As the text (so that `Borrow<str>` lookups work).
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (**self.0).hash(h)
+    }
+}
+
+impl PartialEq for Str {
+    fn eq(&self, other: &Str) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || **self.0 == **other.0
+    }
+}
+
+impl PartialOrd for Str {
+    fn partial_cmp(&self, other: &Str) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Str {
+    /// Interned strings are usually the same allocation: compared without
+    /// reading them.
+    fn cmp(&self, other: &Str) -> std::cmp::Ordering {
+        if Arc::ptr_eq(&self.0, &other.0) {
+            std::cmp::Ordering::Equal
+        } else {
+            (**self.0).cmp(&**other.0)
+        }
+    }
+}
 
 impl Str {
     /// Whether both are the same shared string (not merely equal text).
