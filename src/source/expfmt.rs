@@ -242,28 +242,23 @@ pub fn parse_reader(
     parse_reader_chunked(r, keep, sink, STREAM_CHUNK)
 }
 
-/// Appends up to `chunk` bytes from `r` to `buf`; returns whether the input ended.
+/// Appends up to `chunk` bytes from `r` to `buf` (without zeroing the space
+/// first); returns whether the input ended.
 fn fill(
     r: &mut dyn std::io::Read,
     buf: &mut Vec<u8>,
     chunk: usize,
     total: &mut u64,
 ) -> Result<bool, StreamError> {
+    use std::io::Read as _;
     let start = buf.len();
-    buf.resize(start + chunk, 0);
-    let n = loop {
-        match r.read(&mut buf[start..]) {
-            Ok(n) => break n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                buf.truncate(start);
-                return Err(StreamError::Read(e));
-            }
-        }
-    };
-    buf.truncate(start + n);
+    // `take` + `read_to_end` reads until `chunk` bytes or the end of the input.
+    let n = r.take(chunk as u64).read_to_end(buf).map_err(|e| {
+        buf.truncate(start);
+        StreamError::Read(e)
+    })?;
     *total += n as u64;
-    Ok(n == 0)
+    Ok(n < chunk)
 }
 
 /// [`parse_reader`] reading `chunk` bytes at a time (tests use tiny chunks to
