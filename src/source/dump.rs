@@ -608,20 +608,26 @@ impl Input {
     }
 }
 
+/// What one snapshot is read from.
+enum Source<'a> {
+    /// A live scrape already in memory.
+    Memory(&'a [u8]),
+    File(Input),
+}
+
 /// Parses one snapshot. Files are streamed through the parser (a 20 MB
 /// snapshot is never held whole); in-memory snapshots are parsed in place.
 fn parse_file(pf: &Planned, keep: &Keep, known: &SeriesKeys) -> Result<FileData, String> {
-    let mut input = match &pf.bytes {
-        Some(_) => None,
-        None => Some(Input::open(&pf.path)?),
-    };
-    let mtime = match &pf.bytes {
-        Some(_) => None,
-        None => fs::metadata(&pf.path)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| d.as_millis() as Millis),
+    let (mut input, mtime) = match &pf.bytes {
+        Some(b) => (Source::Memory(b), None),
+        None => (
+            Source::File(Input::open(&pf.path)?),
+            fs::metadata(&pf.path)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_millis() as Millis),
+        ),
     };
     let mut data = FileData {
         mtime,
@@ -677,17 +683,16 @@ fn parse_file(pf: &Planned, keep: &Keep, known: &SeriesKeys) -> Result<FileData,
             _ => {}
         }
     };
-    let (report, total) = match (&pf.bytes, input.as_mut()) {
-        (Some(b), _) => (
+    let (report, total) = match &mut input {
+        Source::Memory(b) => (
             expfmt::parse(b, &mut keep_fn, &mut sink).map_err(|e| e.to_string())?,
             b.len() as u64,
         ),
-        (None, Some(inp)) => match expfmt::parse_reader(inp.reader(), &mut keep_fn, &mut sink) {
+        Source::File(inp) => match expfmt::parse_reader(inp.reader(), &mut keep_fn, &mut sink) {
             Ok(r) => r,
             Err(expfmt::StreamError::Read(e)) => return Err(inp.read_error(&e)),
             Err(expfmt::StreamError::Parse(e)) => return Err(e.to_string()),
         },
-        (None, None) => return Err("nothing to read".into()),
     };
     drop(guard);
     data.families = report.families.iter().map(|(n, _)| n.clone()).collect();
@@ -784,25 +789,23 @@ fn parse_all(
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..workers {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= files.len() {
-                        break;
-                    }
-                    // Files are taken in order, so the one `f` waits for never waits here.
-                    let mut g = lock();
-                    while i >= g.consumed + window {
-                        g = changed.wait(g).unwrap_or_else(|e| e.into_inner());
-                    }
-                    drop(g);
-                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        parse_file(&files[i], keep, known)
-                    }))
-                    .unwrap_or_else(|_| Err("parser failed".into()));
-                    lock().done.insert(i, r);
-                    changed.notify_all();
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= files.len() {
+                    break;
                 }
+                // Files are taken in order, so the one `f` waits for never waits here.
+                let mut g = lock();
+                while i >= g.consumed + window {
+                    g = changed.wait(g).unwrap_or_else(|e| e.into_inner());
+                }
+                drop(g);
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    parse_file(&files[i], keep, known)
+                }))
+                .unwrap_or_else(|_| Err("parser failed".into()));
+                lock().done.insert(i, r);
+                changed.notify_all();
             });
         }
         for i in 0..files.len() {
