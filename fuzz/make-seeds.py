@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz targets into fuzz/seeds/<target>/ from
-small pieces of testdata/ and ../shared/realdata (run from the repository root).
+small pieces of testdata/, real captures included (run from the repository root).
 The committed, minimised corpora are in fuzz/corpus/<target>/."""
 import gzip, os, re, shutil, sys
 
 root = os.getcwd()
-shared = os.path.join(root, "..", "shared", "realdata")
+shared = os.path.join(root, "testdata", "realdata")
 out = os.path.join(root, "fuzz", "seeds")
 shutil.rmtree(out, ignore_errors=True)
 
@@ -18,7 +18,8 @@ def put(target, name, data):
 def families(path, wanted, limit=60):
     """The lines (HELP/TYPE and samples) of the wanted families, at most `limit` samples each."""
     keep, counts, cur = [], {}, None
-    with open(path, "rb") as f:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
         for line in f:
             s = line.decode("utf-8", "replace")
             m = re.match(r"# (?:HELP|TYPE) (\S+)", s)
@@ -43,8 +44,11 @@ for f in sorted(os.listdir(os.path.join(root, "testdata", "expfmt"))):
     put("expfmt", f, open(os.path.join(root, "testdata", "expfmt", f), "rb").read())
 api = {}
 etcd = {}
-for f in sorted(os.listdir(shared)):
-    p = os.path.join(shared, f)
+for gz in sorted(os.listdir(shared)):
+    if not gz.endswith(".prom.gz"):
+        continue
+    p = os.path.join(shared, gz)
+    f = gz[: -len(".gz")]
     if f.startswith("apiserver_nri_v1.2") or f in ("apiserver_nri_v1.33.0.prom", "apiserver_datadog_v1.10.11.prom"):
         api[f] = families(p, API, 20)
         put("expfmt", "real-" + f, api[f])

@@ -2,6 +2,9 @@
 //! validated against its schema, exit codes, Markdown, the real captures one by
 //! one, and the `tree` / `rules check` commands.
 
+#[path = "common/realdata.rs"]
+mod realcap;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -102,14 +105,8 @@ fn table_and_markdown_show_verdict_falsifier_and_next_steps() {
 /// counters (69 leader changes, 134 failed proposals) are a raft finding.
 #[test]
 fn every_real_capture_alone() {
-    let dir = root().join("../shared/realdata");
     let mut n = 0;
-    for e in std::fs::read_dir(&dir).unwrap() {
-        let p = e.unwrap().path();
-        let name = p.file_name().unwrap().to_string_lossy().to_string();
-        if !name.ends_with(".prom") {
-            continue;
-        }
+    for (name, p) in realcap::files() {
         n += 1;
         let out = cptriage(&["diagnose", "--dump", &p.display().to_string(), "-o", "json"]);
         let doc: serde_json::Value = serde_json::from_slice(&out.stdout)

@@ -1,6 +1,9 @@
 //! The dump source: capture directories, ad-hoc directories, single files, gzip,
 //! roles, times, staleness and partial failures.
 
+#[path = "common/realdata.rs"]
+mod realcap;
+
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::Path;
@@ -224,17 +227,11 @@ fn bad_manifest_names_file_line_and_column() {
     assert!(msg.contains("unknown field `rol`"), "{msg}");
 }
 
-/// Every real capture in ../shared/realdata loads, with the role its content says.
+/// Every real capture in testdata/realdata (gzipped) loads, with the role its content says.
 #[test]
 fn every_real_capture_loads_with_the_right_role() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/realdata");
     let mut n = 0;
-    for e in std::fs::read_dir(&dir).expect("../shared/realdata beside the repository") {
-        let p = e.unwrap().path();
-        let name = p.file_name().unwrap().to_string_lossy().to_string();
-        if !name.ends_with(".prom") {
-            continue;
-        }
+    for (name, p) in realcap::files() {
         n += 1;
         let ds = dump::load(&args(&[&arg_path(&p)]), &Keep::All).unwrap_or_else(|e| panic!("{name}: {e}"));
         let t = &ds.targets[0];

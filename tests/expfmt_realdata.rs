@@ -1,21 +1,15 @@
-//! The parser against the 32 real `/metrics` captures in `../shared/realdata/`:
+//! The parser against the 32 real `/metrics` captures in `testdata/realdata/`:
 //! no Error issues, and the same samples as the `prometheus-parse` crate wherever
 //! that crate can be trusted.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::PathBuf;
+#[path = "common/realdata.rs"]
+mod realcap;
 
 use cptriage::source::expfmt::{parse, MetricType, ParseReport, SampleRef, Severity};
 
-fn realdata() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/realdata");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "prom"))
-        .collect();
-    files.sort();
-    files
+fn realdata() -> Vec<(String, std::path::PathBuf)> {
+    realcap::files()
 }
 
 /// An owned copy of one delivered sample.
@@ -151,7 +145,7 @@ fn all_32_captures_are_present() {
     assert_eq!(
         realdata().len(),
         32,
-        "expected the 32 captures of ../shared/realdata"
+        "expected the 32 captures of testdata/realdata"
     );
 }
 
@@ -170,15 +164,11 @@ fn etcd_and_openshift_captures_parse_cleanly_and_match_prometheus_parse() {
 /// Parses the captures whose file name passes `pick` (expecting `count` of
 /// them) with both parsers; returns how many samples were compared by value.
 fn check_against_prometheus_parse(pick: impl Fn(&str) -> bool, count: usize) -> usize {
-    let files: Vec<PathBuf> = realdata()
-        .into_iter()
-        .filter(|p| pick(&p.file_name().unwrap_or_default().to_string_lossy()))
-        .collect();
+    let files: Vec<(String, std::path::PathBuf)> = realdata().into_iter().filter(|(n, _)| pick(n)).collect();
     assert_eq!(files.len(), count);
     let mut compared = 0usize;
-    for path in &files {
-        let file = path.file_name().unwrap_or_default().to_string_lossy();
-        let bytes = std::fs::read(path).expect("readable capture");
+    for (file, path) in &files {
+        let bytes = realcap::read_path(path);
         let (report, ours) = parse_all(&bytes, &mut |_| true);
 
         let errors: Vec<_> = report.issues_of(Severity::Error).collect();
@@ -268,14 +258,13 @@ fn keep_filter_yields_exactly_the_kept_families_samples() {
         "etcd_qubership_v3.4.3_multimember.prom",
         "openshift-apiserver_qubership.prom",
     ];
-    let files: Vec<PathBuf> = realdata()
+    let files: Vec<(String, std::path::PathBuf)> = realdata()
         .into_iter()
-        .filter(|p| p.file_name().is_some_and(|n| picked.iter().any(|k| n == *k)))
+        .filter(|(n, _)| picked.iter().any(|k| n == k))
         .collect();
     assert_eq!(files.len(), picked.len());
-    for path in files {
-        let file = path.file_name().unwrap_or_default().to_string_lossy().to_string();
-        let bytes = std::fs::read(&path).expect("readable capture");
+    for (file, path) in files {
+        let bytes = realcap::read_path(&path);
         let (full_report, full) = parse_all(&bytes, &mut |_| true);
         let mut asked = Vec::new();
         let (report, filtered) = parse_all(&bytes, &mut |f| {

@@ -5,6 +5,9 @@
 //! deliver the same samples in the same order, ask `keep` about the same
 //! families, and return the same report, whatever the chunk size.
 
+#[path = "common/realdata.rs"]
+mod realcap;
+
 use std::path::{Path, PathBuf};
 
 use cptriage::source::expfmt::{parse, parse_reader_chunked, SampleRef, StreamError, STREAM_CHUNK};
@@ -117,20 +120,14 @@ fn files_in(dir: &Path, out: &mut Vec<PathBuf>) {
 
 #[test]
 fn real_captures_stream_exactly_as_parsed_whole() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/realdata");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "prom"))
-        .collect();
-    files.sort();
+    let files = realcap::files();
     assert!(
         files.len() >= 30,
         "expected the real captures in {}",
-        dir.display()
+        realcap::dir().display()
     );
-    for (i, f) in files.iter().enumerate() {
-        let data = std::fs::read(f).expect("read capture");
+    for (i, (_, f)) in files.iter().enumerate() {
+        let data = realcap::read_path(f);
         // Small chunks on a few files (slow on megabytes), realistic ones on all.
         let chunks: &[usize] = if i % 8 == 0 {
             &[997, STREAM_CHUNK]

@@ -1,5 +1,5 @@
 //! `record` against HTTPS test servers on 127.0.0.1 that serve a real
-//! kube-apiserver capture (`../shared/realdata/`) behind bearer-token and
+//! kube-apiserver capture (`testdata/realdata/`) behind bearer-token and
 //! client-certificate auth, with a fake `default/kubernetes` EndpointSlice:
 //! every kubeconfig path (token, token file, certificate data, exec plugins,
 //! CA problems, 401, 403, insecure mode, in-cluster) and the kubectl plugin name.

@@ -1,4 +1,4 @@
-//! Prometheus's own PromQL conformance cases (`../shared/promqltest/*.test`)
+//! Prometheus's own PromQL conformance cases (`testdata/promqltest/*.test`)
 //! run against cptriage's evaluator.
 //!
 //! Every case inside the supported subset must reproduce Prometheus's result,
@@ -28,7 +28,7 @@ const FILES: &[&str] = &[
 
 #[test]
 fn prometheus_conformance_cases() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/promqltest");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/promqltest");
     let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     let mut per_file: Vec<String> = Vec::new();

@@ -1,4 +1,4 @@
-//! The shipped rules against real `/metrics` captures (`../shared/realdata/`):
+//! The shipped rules against real `/metrics` captures (`testdata/realdata/`):
 //! kube-apiserver 1.24–1.35 and etcd 3.4–3.6. Each capture becomes a dataset of
 //! two identical snapshots 15 s apart (so every expression, rates included, is
 //! evaluated; nothing moves, so nothing may light). Checks: no evaluation errors,
@@ -9,7 +9,10 @@
 //! one lives in `source::expfmt`); it keeps only the families the rules read.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+#[path = "common/realdata.rs"]
+mod realcap;
 
 use cptriage::report::model::*;
 use cptriage::rules::engine::{diagnose, Options};
@@ -18,11 +21,6 @@ use cptriage::rules::RuleSet;
 use cptriage::source::{Dataset, Role, Snapshot, Target, TimeSource};
 
 const T0: i64 = 1_796_083_200_000; // 2026-12-01T00:00:00Z, after every capture
-
-fn realdata() -> Option<PathBuf> {
-    let p = Path::new("../shared/realdata");
-    p.is_dir().then(|| p.to_path_buf())
-}
 
 /// One parsed sample line.
 type Sample = (String, Vec<(String, String)>, f64);
@@ -84,7 +82,7 @@ fn sample(line: &str) -> Option<Sample> {
 }
 
 fn dataset(path: &Path, role: Role, keep: &BTreeSet<String>) -> Dataset {
-    let text = std::fs::read_to_string(path).expect("read capture");
+    let text = String::from_utf8(realcap::read_path(path)).expect("UTF-8 capture");
     let name = format!("{}-0", role.as_str());
     let mut data = Dataset::default();
     let mut families = BTreeSet::new();
@@ -170,21 +168,10 @@ fn minor(file: &str) -> Option<(u32, u32)> {
 
 #[test]
 fn shipped_rules_on_real_captures() {
-    let Some(dir) = realdata() else {
-        eprintln!("../shared/realdata not present; skipping");
-        return;
-    };
     let rules = RuleSet::default_rules().expect("default rules");
     let keep = rules.referenced_metrics();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "prom"))
-        .collect();
-    files.sort();
     let mut checked = 0;
-    for f in files {
-        let fname = f.file_name().unwrap().to_string_lossy().to_string();
+    for (fname, f) in realcap::files() {
         let (role, (major, min)) = if let Some(rest) = fname.strip_prefix("apiserver_") {
             if rest.starts_with("slis") {
                 continue;

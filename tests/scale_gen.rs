@@ -12,7 +12,7 @@ use cptriage::source::dump::read_maybe_gzip;
 use cptriage::source::expfmt;
 
 fn realdata() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/realdata")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/realdata")
 }
 
 fn small(threads: usize) -> ScaleOptions {
@@ -84,7 +84,7 @@ fn the_scaled_capture_is_deterministic_larger_monotonic_and_diagnosed() {
     );
 
     // The apiserver snapshots hold every per-resource series 3 times.
-    let base = samples(&std::fs::read(realdata().join(APISERVER_BASE)).unwrap());
+    let base = samples(&read_maybe_gzip(&realdata().join(format!("{APISERVER_BASE}.gz"))).unwrap());
     let first = read_maybe_gzip(&a.join("apiserver-0/1767225600000.prom.gz")).unwrap();
     let last = read_maybe_gzip(&a.join("apiserver-0/1767226200000.prom.gz")).unwrap();
     assert_eq!(sa.raw_bytes, {
@@ -108,7 +108,7 @@ fn the_scaled_capture_is_deterministic_larger_monotonic_and_diagnosed() {
             );
         };
         expfmt::parse(
-            &std::fs::read(realdata().join(APISERVER_BASE)).unwrap(),
+            &read_maybe_gzip(&realdata().join(format!("{APISERVER_BASE}.gz"))).unwrap(),
             &mut keep,
             &mut sink,
         )

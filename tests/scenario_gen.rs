@@ -205,11 +205,9 @@ fn facts(path: &Path) -> SpecFacts {
 }
 
 fn base_path(name: &str) -> PathBuf {
-    for d in ["testdata/realdata", "../shared/realdata"] {
-        let p = Path::new(d).join(name);
-        if p.is_file() {
-            return p;
-        }
+    let p = Path::new("testdata/realdata").join(format!("{name}.gz"));
+    if p.is_file() {
+        return p;
     }
     panic!("base {name} not found");
 }

@@ -29,7 +29,7 @@ struct Args {
     #[arg(long, default_value = "/tmp/cptriage-scale")]
     dir: PathBuf,
     /// Directory holding the real base captures (for generation).
-    #[arg(long, default_value = "../shared/realdata")]
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/realdata"))]
     realdata: PathBuf,
     /// Resource multiplier when generating.
     #[arg(long, default_value_t = 8)]

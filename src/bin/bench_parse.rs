@@ -4,7 +4,7 @@
 //! `--write-payload PATH` only writes the synthetic payload (for profiling).
 //!
 //! It builds a deterministic apiserver-like payload (~30 MB by default) from
-//! `../shared/realdata/apiserver_nri_v1.35.0.prom` by repeating the big
+//! `testdata/realdata/apiserver_nri_v1.35.0.prom.gz` by repeating the big
 //! per-resource families with renamed `resource` labels, writes it to a temp
 //! file, and measures, each in its own child process (so peak memory is that of
 //! one parse): (a) `prometheus-parse` full parse, (b) our full parse, (c) our
@@ -56,7 +56,7 @@ fn triage_keep(family: &str) -> bool {
 }
 
 fn realdata_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/realdata")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/realdata")
 }
 
 /// The family a HELP/TYPE line declares.
@@ -281,8 +281,10 @@ fn main() -> Result<(), String> {
         }
     }
 
-    let real_path = realdata_dir().join(REAL);
-    let real = std::fs::read_to_string(&real_path).map_err(|e| format!("{}: {e}", real_path.display()))?;
+    let real_path = realdata_dir().join(format!("{REAL}.gz"));
+    let real = cptriage::source::dump::read_maybe_gzip(&real_path)
+        .and_then(|b| String::from_utf8(b).map_err(|_| "not UTF-8".to_string()))
+        .map_err(|e| format!("{}: {e}", real_path.display()))?;
     let payload = synthesize(&real, mb * 1_000_000);
     if let Some(path) = write_to {
         return std::fs::write(&path, &payload).map_err(|e| format!("{path}: {e}"));

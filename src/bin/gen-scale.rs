@@ -23,7 +23,7 @@ struct Args {
     #[arg(long)]
     out: PathBuf,
     /// Directory holding the real base captures.
-    #[arg(long, default_value = "../shared/realdata")]
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/realdata"))]
     realdata: PathBuf,
     /// Copies of every per-resource series of the apiserver capture.
     #[arg(long, default_value_t = 8)]

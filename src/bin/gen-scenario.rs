@@ -19,7 +19,7 @@ struct Args {
     #[arg(long)]
     out: PathBuf,
     /// Directory to look up base captures in, after the spec's own directory
-    /// (repeatable; default: testdata/realdata then ../shared/realdata).
+    /// (repeatable; default: the repository's testdata/realdata).
     #[arg(long = "realdata", value_name = "DIR")]
     realdata: Vec<PathBuf>,
     /// Replace an existing capture directory (one with a cptriage manifest).

@@ -19,14 +19,11 @@ pub struct GenOptions {
 }
 
 impl Default for GenOptions {
-    /// `testdata/realdata` and `../shared/realdata`, relative to the current directory
-    /// (the repository root when run by `cargo test` or from a checkout).
+    /// `testdata/realdata` of the repository (where the real captures are kept,
+    /// gzipped), so the generator works from any current directory of a checkout.
     fn default() -> Self {
         GenOptions {
-            base_dirs: vec![
-                PathBuf::from("testdata/realdata"),
-                PathBuf::from("../shared/realdata"),
-            ],
+            base_dirs: vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/realdata")],
         }
     }
 }
@@ -255,12 +252,14 @@ fn render_prefix(name: &str, labels: &[(String, String)], le: Option<&str>) -> S
 
 /// Loads base captures once per path.
 #[derive(Default)]
-struct BaseCache {
+pub(crate) struct BaseCache {
     loaded: HashMap<PathBuf, Arc<Exposition>>,
 }
 
 impl BaseCache {
-    fn resolve(name: &str, spec_dir: Option<&Path>, opts: &GenOptions) -> Result<PathBuf, String> {
+    /// Finds a base capture named in a spec: absolute, beside the spec, then in
+    /// each base directory; `NAME` also matches a gzipped `NAME.gz`.
+    pub(crate) fn resolve(name: &str, spec_dir: Option<&Path>, opts: &GenOptions) -> Result<PathBuf, String> {
         let p = Path::new(name);
         let mut tried = Vec::new();
         let mut candidates = Vec::new();
@@ -277,6 +276,12 @@ impl BaseCache {
         for c in candidates {
             if c.is_file() {
                 return Ok(c);
+            }
+            let mut gz = c.clone().into_os_string();
+            gz.push(".gz");
+            let gz = PathBuf::from(gz);
+            if gz.is_file() {
+                return Ok(gz);
             }
             tried.push(c.display().to_string());
         }

@@ -44,7 +44,7 @@ pub struct ScaleOptions {
 impl Default for ScaleOptions {
     fn default() -> Self {
         ScaleOptions {
-            realdata: PathBuf::from("../shared/realdata"),
+            realdata: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/realdata"),
             resources: 8,
             duration_s: 3600,
             interval_s: 15,
@@ -243,9 +243,25 @@ pub fn generate(opts: &ScaleOptions, out: &Path) -> Result<ScaleSummary, Scenari
             message: "resources and interval must be positive, duration a multiple of interval".into(),
         });
     }
-    let api_src = opts.realdata.join(APISERVER_BASE);
-    let etcd_src = opts.realdata.join(ETCD_BASE);
-    let text = std::fs::read_to_string(&api_src).map_err(io_err(&api_src))?;
+    let dirs = GenOptions {
+        base_dirs: vec![opts.realdata.clone()],
+    };
+    let find = |name: &str| {
+        super::gen::BaseCache::resolve(name, None, &dirs).map_err(|message| ScenarioError::Output {
+            path: opts.realdata.display().to_string(),
+            message,
+        })
+    };
+    let api_src = find(APISERVER_BASE)?;
+    let etcd_src = find(ETCD_BASE)?;
+    let raw = crate::source::dump::read_maybe_gzip(&api_src).map_err(|message| ScenarioError::Output {
+        path: api_src.display().to_string(),
+        message,
+    })?;
+    let text = String::from_utf8(raw).map_err(|_| ScenarioError::Output {
+        path: api_src.display().to_string(),
+        message: "not UTF-8 text".into(),
+    })?;
     let scaled = scale_exposition(&text, opts.resources);
     let scratch = {
         let mut name = out.file_name().map(|n| n.to_os_string()).unwrap_or_default();

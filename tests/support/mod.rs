@@ -9,6 +9,9 @@ pub mod pki;
 pub mod prometheus;
 pub mod server;
 
+#[path = "../common/realdata.rs"]
+pub mod realcap;
+
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -118,10 +121,7 @@ pub fn assert_absent_everywhere(needle: &str, outputs: &[&[u8]], dir: &Path) {
     assert!(files > 0, "no file under {}", dir.display());
 }
 
-/// A capture file of the shared real data.
+/// A real capture of `testdata/realdata` (`….prom`), decompressed.
 pub fn realdata(name: &str) -> Vec<u8> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/realdata")
-        .join(name);
-    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    realcap::read(name)
 }
