@@ -112,6 +112,22 @@ pub fn format_time(ms: Millis) -> String {
     }
 }
 
+/// Formats a lag or a span for people: `85 s`, `2m05s`, `1h02m`.
+pub fn format_lag(ms: Millis) -> String {
+    let s = ms / 1000;
+    if s < 120 {
+        if ms % 1000 != 0 && s < 10 {
+            format!("{:.1} s", ms as f64 / 1000.0)
+        } else {
+            format!("{s} s")
+        }
+    } else if s < 3600 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use cptriage::report::model::*;
 use cptriage::rules::assess::{assess, AssessInput, BaselinePlan, SignalInput};
+use cptriage::rules::report::*;
 use cptriage::rules::{load_file, RuleSet};
 use cptriage::store::Millis;
 

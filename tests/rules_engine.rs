@@ -5,9 +5,9 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use cptriage::report::model::*;
 use cptriage::rules::engine::{diagnose, grid, BaselineSpec, EngineError, Options};
 use cptriage::rules::promql::family_of;
+use cptriage::rules::report::*;
 use cptriage::rules::{load_file, RuleSet};
 use cptriage::source::{Dataset, Role, Snapshot, Target, TimeSource};
 use cptriage::store::{Labels, Millis, Store};

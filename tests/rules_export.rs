@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-use cptriage::report::model::{Report, Status};
 use cptriage::rules::assess;
 use cptriage::rules::engine::{self, Options};
 use cptriage::rules::export::{self, AlertCheck, ExportOptions, UnitTestInput};
 use cptriage::rules::load::RuleSet;
 use cptriage::rules::model::{Condition, SignalRole};
+use cptriage::rules::report::{Report, Status};
 use cptriage::scenario::{self, GenOptions, Scenario};
 use cptriage::source::dump::{self, Keep, MemorySnapshot};
 use cptriage::source::Dataset;

@@ -7,9 +7,9 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use cptriage::report::model::{Report, Status};
 use cptriage::rules::engine::{self, Options};
 use cptriage::rules::load::RuleSet;
+use cptriage::rules::report::{Report, Status};
 use cptriage::scenario::{self, GenOptions, Scenario};
 use cptriage::source::dump::{self, Keep, MemorySnapshot};
 

@@ -12,7 +12,7 @@ use std::io::Write;
 use serde::Serialize;
 use serde_json::Value as J;
 
-use super::model::{self, Report};
+use crate::rules::report::{self as model, Report};
 use crate::store::Millis;
 use crate::timefmt::format_time;
 

@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
-use super::model::{Answer, AxisState, Report, Status};
 use super::text::{axis_label, sparkline, timeline, value};
+use crate::rules::report::{Answer, AxisState, Report, Status};
 use crate::timefmt::{format_duration, format_time};
 
 fn cell(s: &str) -> String {

@@ -6,9 +6,8 @@ use std::io::Write;
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
 
-use super::model::{Answer, AxisState, Report, Status};
 use super::text::{axis_label, sparkline, timeline, value};
-use crate::rules::assess::format_lag;
+use crate::rules::report::{Answer, AxisState, Report, Status};
 use crate::timefmt::{format_duration, format_time};
 
 fn new_table(header: &[&str]) -> Table {
@@ -193,7 +192,11 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             notes.push(format!("restart at {}", format_time(*x)));
         }
         for [a, b] in &s.missing {
-            notes.push(format!("missing {} ({})", format_time(*a), format_lag(b - a)));
+            notes.push(format!(
+                "missing {} ({})",
+                format_time(*a),
+                crate::timefmt::format_lag(b - a)
+            ));
         }
         t.add_row(vec![
             s.target.clone(),

@@ -1,9 +1,8 @@
 //! Shared text helpers of the table and Markdown renderers: sparklines,
 //! timelines, value formatting.
 
-use super::model::{AxisReport, StepState};
-use crate::rules::assess::format_value;
 use crate::rules::model::Unit;
+use crate::rules::report::{AxisReport, StepState};
 
 /// Widest sparkline or timeline drawn; longer series are bucketed.
 pub const MAX_WIDTH: usize = 48;
@@ -81,7 +80,7 @@ pub fn timeline(steps: &[StepState]) -> String {
 
 /// A value for people, or `—` when missing.
 pub fn value(unit: Unit, v: Option<f64>) -> String {
-    v.map(|v| format_value(unit, v)).unwrap_or_else(|| "—".into())
+    v.map(|v| unit.format(v)).unwrap_or_else(|| "—".into())
 }
 
 /// `etcd/disk` or `apf`.

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::load::{Child, RuleSet};
 use super::model::{Combine, Condition, Direction, Threshold, Unit};
-use crate::report::model::*;
+use super::report::*;
 use crate::store::Millis;
 
 /// One signal's evaluated values, as the engine hands them over.
@@ -172,88 +172,6 @@ pub fn judge(t: &Threshold, v: Option<f64>, baseline: Option<f64>) -> Option<boo
         (Some(a), None) => Some(a),
         (None, Some(r)) => Some(r),
         (None, None) => None,
-    }
-}
-
-/// Human form of a threshold, values formatted in `unit`.
-pub fn threshold_text(t: &Threshold, unit: Unit) -> String {
-    let mut parts = Vec::new();
-    if let Some(a) = t.above {
-        parts.push(format!("> {}", format_value(unit, a)));
-    }
-    if let Some(b) = t.below {
-        parts.push(format!("< {}", format_value(unit, b)));
-    }
-    if let Some(r) = &t.relative {
-        parts.push(match r.direction {
-            Direction::Above => format!(
-                "> {} × baseline (and > {})",
-                trim_num(r.factor),
-                format_value(unit, r.floor)
-            ),
-            Direction::Below => format!(
-                "< {} × baseline (when baseline > {})",
-                trim_num(r.factor),
-                format_value(unit, r.floor)
-            ),
-        });
-    }
-    let sep = match t.combine {
-        Combine::Any => " or ",
-        Combine::All => " and ",
-    };
-    parts.join(sep)
-}
-
-fn trim_num(v: f64) -> String {
-    let s = format!("{v:.3}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_string()
-}
-
-/// Formats a value for people: `1.2 s`, `7 ms`, `3.5%`, `12/s`, `1.9 GiB`.
-pub fn format_value(unit: Unit, v: f64) -> String {
-    if v.is_nan() {
-        return "NaN".into();
-    }
-    if v.is_infinite() {
-        return if v > 0.0 { "+Inf".into() } else { "-Inf".into() };
-    }
-    let sig = |x: f64| -> String {
-        let a = x.abs();
-        if a == 0.0 {
-            "0".into()
-        } else if a >= 100.0 {
-            format!("{x:.0}")
-        } else if a >= 10.0 {
-            trim_num((x * 10.0).round() / 10.0)
-        } else if a >= 0.01 {
-            trim_num((x * 100.0).round() / 100.0)
-        } else {
-            format!("{x:.2e}")
-        }
-    };
-    match unit {
-        Unit::Seconds => {
-            if v.abs() < 1.0 && v != 0.0 {
-                format!("{} ms", sig(v * 1000.0))
-            } else {
-                format!("{} s", sig(v))
-            }
-        }
-        Unit::Ratio => format!("{}%", sig(v * 100.0)),
-        Unit::PerSecond => format!("{}/s", sig(v)),
-        Unit::Bytes => {
-            let units = ["B", "KiB", "MiB", "GiB", "TiB"];
-            let mut x = v;
-            let mut i = 0;
-            while x.abs() >= 1024.0 && i + 1 < units.len() {
-                x /= 1024.0;
-                i += 1;
-            }
-            format!("{} {}", sig(x), units[i])
-        }
-        Unit::Count => sig(v),
     }
 }
 
@@ -460,28 +378,6 @@ fn recovery_index(states: &[StepState], d: usize, end: usize) -> Option<usize> {
 fn dedup_keep_order(v: Vec<usize>) -> Vec<usize> {
     let mut seen = BTreeSet::new();
     v.into_iter().filter(|x| seen.insert(*x)).collect()
-}
-
-fn fmt_time(t: Millis) -> String {
-    chrono::DateTime::from_timestamp_millis(t)
-        .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-        .unwrap_or_else(|| format!("{t} ms"))
-}
-
-/// Formats a lag for people: `85 s`, `2m05s`, `1h02m`.
-pub fn format_lag(ms: Millis) -> String {
-    let s = ms / 1000;
-    if s < 120 {
-        if ms % 1000 != 0 && s < 10 {
-            format!("{:.1} s", ms as f64 / 1000.0)
-        } else {
-            format!("{s} s")
-        }
-    } else if s < 3600 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
-    }
 }
 
 fn axis_name(axis: &str, sub: &Option<String>) -> String {
@@ -842,7 +738,7 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
                 note: format!(
                     "{} lit within one step ({}) of {root_name}",
                     axis_name(&axes[a].axis, &axes[a].sub_axis),
-                    format_lag(step)
+                    crate::timefmt::format_lag(step)
                 ),
             });
         }
@@ -870,7 +766,7 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
                 note: format!(
                     "{} lit {} after {root_name}",
                     axis_name(&axes[a].axis, &axes[a].sub_axis),
-                    format_lag(lag)
+                    crate::timefmt::format_lag(lag)
                 ),
             });
         }
@@ -945,13 +841,13 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         let name = axis_name(&ax.axis, &ax.sub_axis);
         let mut s = format!("root cause: {name} ({}) — {}", ax.severity, ax.title);
         if let Some(o) = ax.onset {
-            s.push_str(&format!(", from {}", fmt_time(o)));
+            s.push_str(&format!(", from {}", crate::timefmt::format_time(o)));
         }
         if let Some(loc) = &ax.localisation {
             s.push_str(&format!("; {loc}"));
         }
         if let Some(rec) = ax.recovered {
-            s.push_str(&format!("; recovered at {}", fmt_time(rec)));
+            s.push_str(&format!("; recovered at {}", crate::timefmt::format_time(rec)));
         }
         if !verdict.downstream.is_empty() {
             let d: Vec<String> = verdict.downstream.iter().map(|d| d.note.clone()).collect();
@@ -971,7 +867,7 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         if walk_end != ax.leaf && walk_end != super::HEALTHY {
             warnings.push(format!(
                 "the tree walk at {} ends at `{walk_end}`, but {name} lit first: the walk shows the state at that time, the verdict follows the onsets",
-                fmt_time(input.steps.get(at).copied().unwrap_or(0))
+                crate::timefmt::format_time(input.steps.get(at).copied().unwrap_or(0))
             ));
         }
     } else if symptom_at == StepState::Unlit {
@@ -1097,7 +993,7 @@ fn evidence(
         alternative: input.alternative,
         expression: input.expression.clone(),
         threshold: def.threshold.clone(),
-        threshold_text: threshold_text(&def.threshold, def.unit),
+        threshold_text: def.threshold.text(def.unit),
         value,
         value_at: value.and(steps.get(ref_i).copied()),
         baseline: worst_inst.and_then(|i| j.baseline.get(&i).copied()),
@@ -1120,7 +1016,7 @@ fn localise(unit: Unit, what: &str, inst: &[InstanceValue]) -> Option<String> {
     }
     let fmt_v = |i: &InstanceValue| {
         i.value
-            .map(|v| format_value(unit, v))
+            .map(|v| unit.format(v))
             .unwrap_or_else(|| "no data".into())
     };
     let names: Vec<&str> = lit.iter().map(|i| i.instance.as_str()).collect();
@@ -1142,9 +1038,9 @@ fn localise(unit: Unit, what: &str, inst: &[InstanceValue]) -> Option<String> {
     let range = if others.is_empty() {
         "no data".to_string()
     } else if lo == hi {
-        format_value(unit, lo)
+        unit.format(lo)
     } else {
-        format!("{}–{}", format_value(unit, lo), format_value(unit, hi))
+        format!("{}–{}", unit.format(lo), unit.format(hi))
     };
     Some(format!(
         "only {}: {what} {}, others {range}",
@@ -1215,7 +1111,7 @@ fn walk(
                     availability: inp.map(|s| s.availability).unwrap_or(Availability::Error),
                     value,
                     baseline,
-                    threshold_text: threshold_text(&def.threshold, def.unit),
+                    threshold_text: def.threshold.text(def.unit),
                     lit: match judged[k].states.get(at) {
                         Some(StepState::Lit) => Some(true),
                         Some(StepState::Unlit) => Some(false),
@@ -1304,11 +1200,11 @@ mod tests {
 
     #[test]
     fn values_are_formatted_for_people() {
-        assert_eq!(format_value(Unit::Seconds, 1.2), "1.2 s");
-        assert_eq!(format_value(Unit::Seconds, 0.007), "7 ms");
-        assert_eq!(format_value(Unit::Ratio, 0.035), "3.5%");
-        assert_eq!(format_value(Unit::Bytes, 2.0 * 1024.0 * 1024.0 * 1024.0), "2 GiB");
-        assert_eq!(format_lag(85_000), "85 s");
-        assert_eq!(format_lag(125_000), "2m05s");
+        assert_eq!(Unit::Seconds.format(1.2), "1.2 s");
+        assert_eq!(Unit::Seconds.format(0.007), "7 ms");
+        assert_eq!(Unit::Ratio.format(0.035), "3.5%");
+        assert_eq!(Unit::Bytes.format(2.0 * 1024.0 * 1024.0 * 1024.0), "2 GiB");
+        assert_eq!(crate::timefmt::format_lag(85_000), "85 s");
+        assert_eq!(crate::timefmt::format_lag(125_000), "2m05s");
     }
 }

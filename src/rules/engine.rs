@@ -21,8 +21,8 @@ use super::assess::{self, AssessInput, BaselinePlan, SignalInput};
 use super::load::RuleSet;
 use super::model::Direction;
 use super::promql;
+use super::report::{Availability, BaselineKind, Gap, GapKind, Report, SourceInfo};
 use crate::eval::{self, EvalOptions};
-use crate::report::model::{Availability, BaselineKind, Gap, GapKind, Report, SourceInfo};
 use crate::source::{Dataset, Role, Target};
 use crate::store::{Millis, Series};
 use promql_parser::parser::Expr;
@@ -103,8 +103,8 @@ pub fn grid(data: &Dataset, opts: &Options) -> Result<(Grid, Vec<String>), Engin
         if at > dto {
             warnings.push(format!(
                 "the assessment time {} is after the last snapshot; assessing at {}",
-                fmt_time(at),
-                fmt_time(dto)
+                crate::timefmt::format_time(at),
+                crate::timefmt::format_time(dto)
             ));
         }
         if at < from {
@@ -572,7 +572,7 @@ pub fn diagnose_with(
                 "{} ({}) restarted at {} (process_start_time_seconds changed): counters reset there",
                 s.target,
                 s.role,
-                fmt_time(*r)
+                crate::timefmt::format_time(*r)
             ));
         }
         for [a, b] in &s.missing {
@@ -580,8 +580,8 @@ pub fn diagnose_with(
                 "{} ({}) has no snapshots from {} to {}: unreachable, down, or not captured",
                 s.target,
                 s.role,
-                fmt_time(*a),
-                fmt_time(*b)
+                crate::timefmt::format_time(*a),
+                crate::timefmt::format_time(*b)
             ));
         }
     }
@@ -670,15 +670,19 @@ fn attach_absent_targets(report: &mut Report) {
                     notes.push(format!(
                         "{} did not answer from {} to {}",
                         s.target,
-                        fmt_time(*a),
-                        fmt_time(*b)
+                        crate::timefmt::format_time(*a),
+                        crate::timefmt::format_time(*b)
                     ));
                     hit = true;
                 }
             }
             for r in &s.restarts {
                 if *r >= onset - range && *r <= until {
-                    notes.push(format!("{} restarted at {}", s.target, fmt_time(*r)));
+                    notes.push(format!(
+                        "{} restarted at {}",
+                        s.target,
+                        crate::timefmt::format_time(*r)
+                    ));
                     hit = true;
                 }
             }
@@ -780,10 +784,4 @@ fn external_baseline(
         to: bg.steps.last().copied(),
         description: format!("median per instance over the {what} ({} steps)", bg.steps.len()),
     })
-}
-
-fn fmt_time(t: Millis) -> String {
-    chrono::DateTime::from_timestamp_millis(t)
-        .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-        .unwrap_or_else(|| format!("{t} ms"))
 }

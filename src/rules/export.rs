@@ -544,7 +544,7 @@ pub fn leaf_annotations(
             .map(|(s, k)| {
                 let d = &rules.signals[k].def;
                 relative |= d.threshold.relative.is_some();
-                format!("{s} {}", super::assess::threshold_text(&d.threshold, d.unit))
+                format!("{s} {}", d.threshold.text(d.unit))
             })
             .collect();
         let op = if matches!(node.when, Condition::All { .. }) {

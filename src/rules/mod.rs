@@ -1,6 +1,6 @@
 //! Rules: the rule-file format (signals, the exclusion tree, leaves), its loader
 //! and lint, tree printing, and the assessment engine that turns a dataset into a
-//! [`Report`](crate::report::model::Report).
+//! [`Report`](report::Report), the value every renderer shows.
 //!
 //! Data flow: [`load`] → [`RuleSet`]; [`engine::diagnose`] evaluates every
 //! signal over the window ([`crate::eval::range`]) and hands per-step values to
@@ -14,6 +14,7 @@ pub mod lint;
 pub mod load;
 pub mod model;
 pub mod promql;
+pub mod report;
 pub mod tree;
 pub mod unittest;
 

@@ -65,6 +65,61 @@ pub enum Unit {
     Count,
 }
 
+impl Unit {
+    /// Formats a value for people: `1.2 s`, `7 ms`, `3.5%`, `12/s`, `1.9 GiB`.
+    pub fn format(self, v: f64) -> String {
+        if v.is_nan() {
+            return "NaN".into();
+        }
+        if v.is_infinite() {
+            return if v > 0.0 { "+Inf".into() } else { "-Inf".into() };
+        }
+        let sig = |x: f64| -> String {
+            let a = x.abs();
+            if a == 0.0 {
+                "0".into()
+            } else if a >= 100.0 {
+                format!("{x:.0}")
+            } else if a >= 10.0 {
+                trim_num((x * 10.0).round() / 10.0)
+            } else if a >= 0.01 {
+                trim_num((x * 100.0).round() / 100.0)
+            } else {
+                format!("{x:.2e}")
+            }
+        };
+        match self {
+            Unit::Seconds => {
+                if v.abs() < 1.0 && v != 0.0 {
+                    format!("{} ms", sig(v * 1000.0))
+                } else {
+                    format!("{} s", sig(v))
+                }
+            }
+            Unit::Ratio => format!("{}%", sig(v * 100.0)),
+            Unit::PerSecond => format!("{}/s", sig(v)),
+            Unit::Bytes => {
+                let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+                let mut x = v;
+                let mut i = 0;
+                while x.abs() >= 1024.0 && i + 1 < units.len() {
+                    x /= 1024.0;
+                    i += 1;
+                }
+                format!("{} {}", sig(x), units[i])
+            }
+            Unit::Count => sig(v),
+        }
+    }
+}
+
+/// A number with at most three decimals and no trailing zeros.
+fn trim_num(v: f64) -> String {
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
 /// One measured quantity: a PromQL expression per target of a role, compared with
 /// a threshold.
 #[derive(Clone, Debug, Deserialize)]
@@ -124,6 +179,39 @@ pub struct Threshold {
     /// How the absolute and relative parts combine when both are given.
     #[serde(default)]
     pub combine: Combine,
+}
+
+impl Threshold {
+    /// Human form of the threshold, values formatted in `unit`:
+    /// `> 500 ms or > 4 × baseline (and > 50 ms)`.
+    pub fn text(&self, unit: Unit) -> String {
+        let mut parts = Vec::new();
+        if let Some(a) = self.above {
+            parts.push(format!("> {}", unit.format(a)));
+        }
+        if let Some(b) = self.below {
+            parts.push(format!("< {}", unit.format(b)));
+        }
+        if let Some(r) = &self.relative {
+            parts.push(match r.direction {
+                Direction::Above => format!(
+                    "> {} × baseline (and > {})",
+                    trim_num(r.factor),
+                    unit.format(r.floor)
+                ),
+                Direction::Below => format!(
+                    "< {} × baseline (when baseline > {})",
+                    trim_num(r.factor),
+                    unit.format(r.floor)
+                ),
+            });
+        }
+        let sep = match self.combine {
+            Combine::Any => " or ",
+            Combine::All => " and ",
+        };
+        parts.join(sep)
+    }
 }
 
 /// A threshold relative to the baseline (the median of the instance's values over

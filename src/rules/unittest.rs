@@ -17,7 +17,7 @@ use serde::Deserialize;
 
 use super::engine::{self, BaselineSpec, Options};
 use super::load::{load_file, RuleError, RuleSet};
-use crate::report::model::{Report, Status};
+use super::report::{Report, Status};
 use crate::source::dump::{self, Keep, MemorySnapshot};
 use crate::source::notation::{self, Point};
 use crate::source::Role;

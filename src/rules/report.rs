@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::rules::model::{Severity, Threshold, Unit};
+use super::model::{Severity, Threshold, Unit};
 use crate::store::Millis;
 
 /// Version of the report schema.
