@@ -100,9 +100,24 @@ pub struct LiveArgs {
     /// How long to scrape (at least two rounds are taken).
     #[arg(long, value_name = "DURATION", default_value = "30s")]
     pub duration: String,
-    /// Timeout of each request.
+    /// Timeout of each request, including reading its whole body.
     #[arg(long, value_name = "DURATION", default_value = "4s")]
     pub timeout: String,
+    /// Most memory the scrapes of one round may hold together (response text
+    /// being parsed and the families kept); a scrape that would go over it
+    /// fails as too large and the others go on.
+    #[arg(long, value_name = "SIZE", default_value = "1GiB")]
+    pub max_body_total: String,
+}
+
+/// Size caps on what is read.
+#[derive(Debug, Args, Clone)]
+pub struct LimitArgs {
+    /// Largest metrics text read from one place: one `/metrics` response or
+    /// one snapshot file, after gzip decoding (`512MiB`, `64MiB`, `1GiB`).
+    /// Bigger is a per-target error, reported with the rest analysed.
+    #[arg(long, value_name = "SIZE", default_value = "512MiB")]
+    pub max_body: String,
 }
 
 #[derive(Debug, Args)]
@@ -116,6 +131,8 @@ pub struct RecordArgs {
     /// process and Go families cptriage knows).
     #[arg(long)]
     pub all: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// Where captured metrics come from.
@@ -157,6 +174,8 @@ pub struct QueryArgs {
     pub prom: PromArgs,
     #[command(flatten)]
     pub time: TimeArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = QueryFormat::Table)]
     pub output: QueryFormat,
@@ -190,6 +209,8 @@ pub struct DiagnoseArgs {
     pub live_args: LiveArgs,
     #[command(flatten)]
     pub prom: PromArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
     /// Rule file (default: the shipped `rules/default.yaml`).
     #[arg(long, value_name = "FILE")]
     pub rules: Option<PathBuf>,
@@ -327,9 +348,18 @@ pub struct PromArgs {
     /// An extra request header, `NAME: VALUE` (e.g. `X-Scope-OrgID: team`). Repeatable.
     #[arg(long, value_name = "HEADER", help_heading = "Prometheus")]
     pub prometheus_header: Vec<String>,
-    /// Do not verify the server certificate.
+    /// Do not verify the server certificate (reported loudly).
     #[arg(long, help_heading = "Prometheus")]
     pub prometheus_insecure_skip_tls_verify: bool,
+    /// Largest API answer read (after gzip decoding); answers are decoded as
+    /// they arrive, so memory follows the samples kept, not this size.
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "256MiB",
+        help_heading = "Prometheus"
+    )]
+    pub prometheus_max_response: String,
     /// Timeout of each API request (also sent as the query `timeout`).
     #[arg(
         long,

@@ -4,6 +4,8 @@
 //! `source` (dumps, live scrapes, Prometheus) → `store` (series) → `eval` (PromQL)
 //! → `rules` (signals, the exclusion tree, onsets) → `report` (table, JSON, Markdown).
 //! `cli` holds the clap definition, `cmd` one thin handler per subcommand.
+//! `limits` (nesting and size limits on input) and `secret` (keeping
+//! credentials out of messages) serve every stage, as `timefmt` does.
 
 pub mod cli;
 pub mod cmd;
@@ -12,9 +14,11 @@ pub mod eval;
 pub mod exit;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod limits;
 pub mod report;
 pub mod rules;
 pub mod scenario;
+pub mod secret;
 pub mod source;
 pub mod store;
 pub mod timefmt;

@@ -42,7 +42,7 @@ pub fn run(a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
     let ds = if a.live {
         live_dataset(&a, &keep, err)?
     } else {
-        load_dumps(&DumpArgs { dump: a.dump.clone() }, &keep, &mut std::io::sink())?
+        load_dumps(&DumpArgs { dump: a.dump.clone() }, &a.limits, &keep, &mut std::io::sink())?
     };
     let baseline_ds = if a.baseline_dump.is_empty() {
         None
@@ -50,7 +50,7 @@ pub fn run(a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
         let d = DumpArgs {
             dump: a.baseline_dump.clone(),
         };
-        Some(load_dumps(&d, &keep, err)?)
+        Some(load_dumps(&d, &a.limits, &keep, err)?)
     };
     let step = a.step.as_deref().map(parse_duration).transpose()?;
     if step == Some(0) {
@@ -340,7 +340,8 @@ fn live_dataset(
         },
         None => keep.clone(),
     };
-    let (mut cfg, plan) = record::prepare_live(&a.live_args, scrape_keep, err)?;
+    let out_dir = a.save.as_deref().map(record::OutDir::claim).transpose()?;
+    let (mut cfg, plan) = record::prepare_live(&a.live_args, &a.limits, scrape_keep, err)?;
     cfg.retain_snapshots = true;
     if let Some(d) = &plan.discovery {
         writeln!(err, "apiserver replicas {d}")?;
@@ -348,7 +349,7 @@ fn live_dataset(
     for w in &plan.warnings {
         writeln!(err, "warning: {w}")?;
     }
-    let mut rec = a.save.as_deref().map(|d| Recorder::start(d, &cfg)).transpose()?;
+    let mut rec = out_dir.map(|d| Recorder::start(d, &cfg)).transpose()?;
     let bar = record::progress_bar(&cfg);
     let res = crate::source::live::scrape_rounds(&cfg, &mut |ev| {
         if let Some(r) = rec.as_mut() {

@@ -10,7 +10,7 @@ pub mod tree;
 
 use std::io::Write;
 
-use crate::cli::{Cli, Command, DumpArgs, TimeArgs};
+use crate::cli::{Cli, Command, DumpArgs, LimitArgs, TimeArgs};
 use crate::error::CliError;
 use crate::exit::ExitCode;
 use crate::source::dump::{self, DumpArg, Keep};
@@ -31,13 +31,19 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCod
 }
 
 /// Loads the `--dump` arguments, printing source warnings to `err`.
-pub(crate) fn load_dumps(d: &DumpArgs, keep: &Keep, err: &mut dyn Write) -> Result<Dataset, CliError> {
+pub(crate) fn load_dumps(
+    d: &DumpArgs,
+    limits: &LimitArgs,
+    keep: &Keep,
+    err: &mut dyn Write,
+) -> Result<Dataset, CliError> {
+    let max = record::size_arg("--max-body", &limits.max_body)?;
     let args: Vec<DumpArg> = d
         .dump
         .iter()
         .map(|a| DumpArg::parse(a))
         .collect::<Result<_, _>>()?;
-    let ds = dump::load(&args, keep)?;
+    let ds = dump::load_capped(&args, keep, max)?;
     for w in &ds.warnings {
         writeln!(err, "warning: {}: {}", w.origin, w.message)?;
     }

@@ -32,19 +32,29 @@ fn split_expr(a: &mut QueryArgs) -> Result<String, CliError> {
     }
 }
 
+/// The expression as messages show it: its first 120 characters.
+fn shown_expr(text: &str) -> String {
+    let mut s: String = text.chars().take(120).collect();
+    if text.chars().nth(120).is_some() {
+        s.push('…');
+    }
+    s
+}
+
 pub fn run(mut a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
     if a.prom.prometheus.is_some() {
         return run_prometheus(a, out, err);
     }
     let text = split_expr(&mut a)?;
-    let expr = eval::parse(&text).map_err(|e| CliError::Usage(format!("`{text}`: {e}")))?;
+    let shown = shown_expr(&text);
+    let expr = eval::parse(&text).map_err(|e| CliError::Usage(format!("`{shown}`: {e}")))?;
     let refs = eval::referenced_metrics(&expr);
     let keep = if refs.all {
         Keep::All
     } else {
         Keep::Names(refs.names)
     };
-    let ds = load_dumps(&a.dump, &keep, err)?;
+    let ds = load_dumps(&a.dump, &a.limits, &keep, err)?;
     for t in &ds.targets {
         writeln!(
             err,
@@ -72,7 +82,7 @@ pub fn run(mut a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
             if a.output == QueryFormat::Json {
                 writeln!(out, "{}", promapi::render_error("execution", &e.to_string()))?;
             }
-            return Err(CliError::Usage(format!("`{text}`: {e}")));
+            return Err(CliError::Usage(format!("`{shown}`: {e}")));
         }
     };
     match a.output {
@@ -88,8 +98,8 @@ fn run_prometheus(a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
     let text = a.expr.clone().ok_or_else(|| {
         CliError::Usage("missing the PromQL expression: `cptriage query --prometheus URL 'EXPR'`".into())
     })?;
-    let mut expr = promql_parser::parser::parse(&text)
-        .map_err(|e| CliError::Usage(format!("`{text}`: invalid PromQL: {e}")))?;
+    let mut expr = crate::limits::parse_promql(&text)
+        .map_err(|e| CliError::Usage(format!("`{}`: invalid PromQL: {e}", shown_expr(&text))))?;
     let prom = crate::cmd::diagnose::connect(&a.prom)?;
     crate::source::prometheus::select::inject_matchers(&mut expr, prom.extra_matchers());
     let sent = expr.to_string();

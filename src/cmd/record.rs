@@ -9,7 +9,7 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use flate2::write::GzEncoder;
 use serde::Serialize;
 
-use crate::cli::{LiveArgs, RecordArgs};
+use crate::cli::{LimitArgs, LiveArgs, RecordArgs};
 use crate::error::CliError;
 use crate::exit::ExitCode;
 use crate::source::dump::Keep;
@@ -23,7 +23,19 @@ use crate::timefmt;
 /// The live targets and rounds asked for on the command line, with the
 /// warnings planning produced (printed by the caller). Used by `record` and
 /// by `diagnose --live`.
-pub fn prepare_live(a: &LiveArgs, keep: Keep, err: &mut dyn Write) -> Result<(LiveConfig, Plan), CliError> {
+pub fn prepare_live(
+    a: &LiveArgs,
+    limits: &LimitArgs,
+    keep: Keep,
+    err: &mut dyn Write,
+) -> Result<(LiveConfig, Plan), CliError> {
+    let body_limits = live::BodyLimits {
+        max_body: size_arg("--max-body", &limits.max_body)?,
+        budget: std::sync::Arc::new(live::Budget::new(size_arg(
+            "--max-body-total",
+            &a.max_body_total,
+        )?)),
+    };
     let interval = duration_arg("--interval", &a.interval)?;
     let duration = duration_arg("--duration", &a.duration)?;
     let timeout = duration_arg("--timeout", &a.timeout)?;
@@ -76,8 +88,14 @@ pub fn prepare_live(a: &LiveArgs, keep: Keep, err: &mut dyn Write) -> Result<(Li
         timeout,
         keep,
         retain_snapshots: false,
+        limits: body_limits,
     };
     Ok((cfg, plan))
+}
+
+/// A size flag (`512MiB`).
+pub(crate) fn size_arg(flag: &str, v: &str) -> Result<u64, CliError> {
+    crate::limits::parse_size(v).map_err(|e| CliError::Usage(format!("`{flag}`: {e}")))
 }
 
 fn duration_arg(flag: &str, v: &str) -> Result<std::time::Duration, CliError> {
@@ -85,25 +103,110 @@ fn duration_arg(flag: &str, v: &str) -> Result<std::time::Duration, CliError> {
     Ok(std::time::Duration::from_millis(ms.max(0) as u64))
 }
 
-/// Refuses to write into anything but a missing or empty directory.
-fn prepare_out(dir: &Path) -> Result<(), CliError> {
-    match fs::read_dir(dir) {
-        Ok(mut rd) => {
-            if rd.next().is_some() {
-                return Err(CliError::Usage(format!(
-                    "`{}`: exists and is not empty; cptriage never writes into existing data (choose a new directory)",
-                    dir.display()
-                )));
+/// The output directory of a recording, claimed atomically: a new directory
+/// is created with `create_dir` (of two runs racing for it, one wins), an
+/// existing empty one is claimed by creating its `manifest.yaml` with
+/// `create_new`. Until [`OutDir::keep`], dropping it removes what the claim
+/// created, so a run that fails before recording leaves nothing behind.
+pub struct OutDir {
+    path: PathBuf,
+    /// Directories this claim created, outermost first.
+    created: Vec<PathBuf>,
+    /// Whether this claim created `manifest.yaml` (the directory is ours).
+    claimed: bool,
+    kept: bool,
+}
+
+impl OutDir {
+    /// Claims `dir`, refusing anything but a missing or empty directory.
+    pub fn claim(dir: &Path) -> Result<OutDir, CliError> {
+        let shown = dir.display();
+        let mut created = Vec::new();
+        // Create the missing ancestors one by one, remembering them.
+        let mut missing = Vec::new();
+        let mut cur = dir.to_path_buf();
+        while !cur.as_os_str().is_empty() && fs::symlink_metadata(&cur).is_err() {
+            missing.push(cur.clone());
+            if !cur.pop() {
+                break;
             }
-            Ok(())
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => fs::create_dir_all(dir)
-            .map_err(|e| CliError::Usage(format!("`{}`: cannot create: {e}", dir.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => Err(CliError::Usage(format!(
-            "`{}`: exists and is not a directory",
-            dir.display()
-        ))),
-        Err(e) => Err(CliError::Usage(format!("`{}`: cannot read: {e}", dir.display()))),
+        let mut out = OutDir {
+            path: dir.to_path_buf(),
+            created: Vec::new(),
+            claimed: false,
+            kept: false,
+        };
+        for d in missing.iter().rev() {
+            match fs::create_dir(d) {
+                Ok(()) => created.push(d.clone()),
+                // Another process created it meanwhile: claim it below like an existing one.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => {
+                    out.created = created;
+                    return Err(CliError::Usage(format!("`{}`: cannot create: {e}", d.display())));
+                }
+            }
+        }
+        out.created = created;
+        match fs::read_dir(dir) {
+            Ok(mut rd) => {
+                if rd.next().is_some() {
+                    return Err(CliError::Usage(format!(
+                        "`{shown}`: exists and is not empty; cptriage never writes into existing data (choose a new directory)"
+                    )));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+                return Err(CliError::Usage(format!("`{shown}`: exists and is not a directory")))
+            }
+            Err(e) => return Err(CliError::Usage(format!("`{shown}`: cannot read: {e}"))),
+        }
+        match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(dir.join("manifest.yaml"))
+        {
+            Ok(_) => {
+                out.claimed = true;
+                Ok(out)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(CliError::Usage(format!(
+                "`{shown}`: another run started writing into it (its `manifest.yaml` appeared); choose a new directory"
+            ))),
+            Err(e) => Err(CliError::Usage(format!("`{shown}`: cannot write into it: {e}"))),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The directory now holds a recording: keep it whatever happens next.
+    pub fn keep(&mut self) {
+        self.kept = true;
+    }
+}
+
+impl Drop for OutDir {
+    fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
+        // Only what a claim and a provisional start write; `remove_dir` leaves
+        // any directory that holds something else.
+        if self.claimed {
+            let _ = fs::remove_file(self.path.join("manifest.yaml"));
+            let _ = fs::remove_file(self.path.join(".manifest.yaml.tmp"));
+            if let Ok(rd) = fs::read_dir(&self.path) {
+                for e in rd.flatten() {
+                    let _ = fs::remove_dir(e.path());
+                }
+            }
+        }
+        for d in self.created.iter().rev() {
+            let _ = fs::remove_dir(d);
+        }
     }
 }
 
@@ -119,7 +222,8 @@ fn write_gz(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 struct HealthFile<'a> {
     target: &'a str,
     url: &'a str,
-    /// false when the server certificate was not verified.
+    /// true only for HTTPS with the server certificate verified (false for
+    /// plain HTTP and with verification turned off).
     tls_verified: bool,
     checks: Vec<&'a HealthResult>,
     failures: Vec<&'a TargetFailure>,
@@ -144,15 +248,15 @@ pub fn record_keep(all: bool) -> Result<Keep, CliError> {
 
 pub fn run(a: RecordArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
     let keep = record_keep(a.all)?;
-    prepare_out(&a.out)?;
-    let (cfg, plan) = prepare_live(&a.live, keep, err)?;
+    let dir = OutDir::claim(&a.out)?;
+    let (cfg, plan) = prepare_live(&a.live, &a.limits, keep, err)?;
     if let Some(d) = &plan.discovery {
         writeln!(err, "apiserver replicas {d}")?;
     }
     for w in &plan.warnings {
         writeln!(err, "warning: {w}")?;
     }
-    let mut rec = Recorder::start(&a.out, &cfg)?;
+    let mut rec = Recorder::start(dir, &cfg)?;
     let res = record_rounds(&cfg, &mut rec, err)?;
     rec.finish(&cfg, &res)?;
     summary(&cfg, &res, &a.out, out)?;
@@ -171,16 +275,20 @@ pub fn run(a: RecordArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<Ex
 /// the final manifest. Used by `record` and `diagnose --live --save`.
 pub struct Recorder {
     dir: PathBuf,
+    out: OutDir,
     created: String,
     write_error: Option<(PathBuf, std::io::Error)>,
 }
 
 impl Recorder {
-    /// Creates the directory (refusing a non-empty one) and the provisional manifest.
-    pub fn start(dir: &Path, cfg: &LiveConfig) -> Result<Recorder, CliError> {
-        prepare_out(dir)?;
+    /// Writes the provisional manifest into the claimed directory. Until the
+    /// first snapshot is written, a failure removes the directory again.
+    pub fn start(out: OutDir, cfg: &LiveConfig) -> Result<Recorder, CliError> {
+        let dir = out.path().to_path_buf();
+        let dir = dir.as_path();
         let rec = Recorder {
             dir: dir.to_path_buf(),
+            out,
             created: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             write_error: None,
         };
@@ -224,15 +332,19 @@ impl Recorder {
             let tdir = self.dir.join(&s.target);
             let p = tdir.join(format!("{}.prom.gz", s.time));
             if self.write_error.is_none() {
-                if let Err(e) = fs::create_dir_all(&tdir).and_then(|_| write_gz(&p, &s.bytes)) {
-                    self.write_error = Some((p, e));
+                match fs::create_dir_all(&tdir).and_then(|_| write_gz(&p, &s.bytes)) {
+                    Ok(()) => self.out.keep(),
+                    Err(e) => self.write_error = Some((p, e)),
                 }
             }
         }
     }
 
-    /// Writes the health files and the final manifest.
-    pub fn finish(self, cfg: &LiveConfig, res: &LiveResult) -> Result<(), CliError> {
+    /// Writes the health files and the final manifest (with the failures of
+    /// the rounds, also when every scrape failed).
+    pub fn finish(mut self, cfg: &LiveConfig, res: &LiveResult) -> Result<(), CliError> {
+        // From here the directory holds the record of the rounds.
+        self.out.keep();
         if let Some((p, e)) = self.write_error {
             return Err(CliError::Data(format!("`{}`: cannot write: {e}", p.display())));
         }

@@ -93,7 +93,7 @@ pub struct MetricRefs {
 
 /// Parses `text` and checks that it stays within the supported subset.
 pub fn parse(text: &str) -> Result<Expr, EvalError> {
-    let e = promql_parser::parser::parse(text).map_err(EvalError::Parse)?;
+    let e = crate::limits::parse_promql(text).map_err(EvalError::Parse)?;
     check_supported(&e)?;
     Ok(e)
 }

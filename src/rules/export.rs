@@ -84,7 +84,7 @@ impl RoleSelector {
             text: text.to_string(),
             message,
         };
-        let e = promql_parser::parser::parse(text.trim()).map_err(err)?;
+        let e = crate::limits::parse_promql(text.trim()).map_err(err)?;
         let Expr::VectorSelector(vs) = e else {
             return Err(err(
                 "expected label matchers in braces, e.g. {job=\"apiserver\"}".into()

@@ -58,14 +58,14 @@ pub fn check_str(src: &str, origin: &str) -> Vec<Diagnostic> {
 
 /// Reads and checks a rule file.
 pub fn check_file(path: &Path) -> Vec<Diagnostic> {
-    match std::fs::read_to_string(path) {
+    match super::load::read_file(path) {
         Ok(src) => check_str(&src, &path.display().to_string()),
         Err(e) => vec![Diagnostic {
             file: path.display().to_string(),
             line: 0,
             col: 0,
             level: Level::Error,
-            message: format!("cannot read rule file: {e}"),
+            message: e.to_string(),
             snippet: String::new(),
         }],
     }

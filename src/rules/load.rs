@@ -181,11 +181,16 @@ pub const DEFAULT_RULES: &str = include_str!("../../rules/default.yaml");
 
 /// Reads and loads a rule file.
 pub fn load_file(path: &Path) -> Result<RuleSet, RuleError> {
-    let src = std::fs::read_to_string(path).map_err(|e| RuleError::Read {
+    load_str(&read_file(path)?, &path.display().to_string())
+}
+
+/// Reads a rule file's text (at most [`crate::limits::MAX_FILE_BYTES`]), as
+/// `diagnose --rules`, `tree`, `rules export` and `rules check` all do.
+pub fn read_file(path: &Path) -> Result<String, RuleError> {
+    crate::limits::read_text_capped(path).map_err(|e| RuleError::Read {
         path: path.display().to_string(),
         source: e,
-    })?;
-    load_str(&src, &path.display().to_string())
+    })
 }
 
 /// Loads rules from text; `origin` names the file in messages. Warnings do not
@@ -202,18 +207,9 @@ pub fn load_str(src: &str, origin: &str) -> Result<RuleSet, RuleError> {
 /// plus the rule set when there were no errors.
 pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
     let loc = Locator::new(src, origin);
-    let file: RuleFile = match serde_yaml::from_str(src) {
+    let file: RuleFile = match crate::source::yaml::from_str(src) {
         Ok(f) => f,
-        Err(e) => {
-            let (line, col) = crate::source::manifest::yaml_error_location(src, &e);
-            let msg = e.to_string();
-            // serde_yaml appends " at line X column Y"; the location is shown in front.
-            let msg = match msg.find(" at line ") {
-                Some(i) => msg[..i].to_string(),
-                None => msg,
-            };
-            return (None, vec![loc.at(line, col, Level::Error, msg)]);
-        }
+        Err(e) => return (None, vec![loc.at(e.line, e.column, Level::Error, e.message)]),
     };
     let mut d = Vec::new();
     if file.version != FORMAT_VERSION {
@@ -756,7 +752,7 @@ impl<'a> Locator<'a> {
         let snippet = if line > 0 {
             self.lines
                 .get(line - 1)
-                .map(|l| l.trim().to_string())
+                .map(|l| snippet(l, col))
                 .unwrap_or_default()
         } else {
             String::new()
@@ -903,6 +899,40 @@ impl<'a> Locator<'a> {
         }
         self.key(within, key, level, message)
     }
+}
+
+/// Longest source line shown under a diagnostic; longer lines are cut to
+/// the columns around the fault.
+const SNIPPET_CHARS: usize = 100;
+
+/// The source line shown under a diagnostic: trimmed, cut around column `col`
+/// when long, and not at all when it holds something that looks like a key or
+/// a token (a key file given as a rule file must not be echoed).
+fn snippet(line: &str, col: usize) -> String {
+    if crate::secret::looks_secret(line) {
+        return "(line not shown: it looks like a key or a token)".into();
+    }
+    let chars: Vec<char> = line.chars().collect();
+    let lead = chars.iter().take_while(|c| c.is_whitespace()).count();
+    let end = chars.len() - chars.iter().rev().take_while(|c| c.is_whitespace()).count();
+    if end <= lead {
+        return String::new();
+    }
+    if end - lead <= SNIPPET_CHARS {
+        return chars[lead..end].iter().collect();
+    }
+    let at = col.saturating_sub(1).clamp(lead, end);
+    let from = at.saturating_sub(SNIPPET_CHARS / 2).max(lead);
+    let to = (from + SNIPPET_CHARS).min(end);
+    let mut s = String::new();
+    if from > lead {
+        s.push('…');
+    }
+    s.extend(&chars[from..to]);
+    if to < end {
+        s.push('…');
+    }
+    s
 }
 
 fn id_on_line(l: &str) -> Option<&str> {

@@ -209,23 +209,15 @@ pub struct FileOutcome {
 /// Reads a test file and runs every test in it.
 pub fn run_file(path: &Path) -> Result<FileOutcome, UnitTestError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| UnitTestError::Read {
+    let text = crate::limits::read_text_capped(path).map_err(|e| UnitTestError::Read {
         path: shown.clone(),
         source: e,
     })?;
-    let file: TestFile = serde_yaml::from_str(&text).map_err(|e| {
-        let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
-        let msg = e.to_string();
-        let msg = match msg.find(" at line ") {
-            Some(i) => msg[..i].to_string(),
-            None => msg,
-        };
-        UnitTestError::Syntax {
-            path: shown.clone(),
-            line,
-            col,
-            message: msg,
-        }
+    let file: TestFile = crate::source::yaml::from_str(&text).map_err(|e| UnitTestError::Syntax {
+        path: shown.clone(),
+        line: e.line,
+        col: e.column,
+        message: e.message,
     })?;
     let (rules, rules_name) = match file.rule_files.as_slice() {
         [] => (

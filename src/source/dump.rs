@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
-use std::io::{BufRead as _, Read};
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, RwLock};
@@ -188,6 +188,9 @@ struct Plan {
     declared: BTreeMap<String, Declared>,
     failures: Vec<manifest::ScrapeFailure>,
     warnings: Vec<SourceWarning>,
+    /// Largest snapshot text read (after decompression); default
+    /// [`crate::limits::DEFAULT_MAX_BODY`].
+    max_bytes: Option<u64>,
 }
 
 impl Plan {
@@ -242,7 +245,16 @@ fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, DumpError> {
 
 fn plan_capture(plan: &mut Plan, dir: &Path, arg: &DumpArg) -> Result<(), DumpError> {
     let mpath = dir.join("manifest.yaml");
-    let text = fs::read_to_string(&mpath).map_err(|e| DumpError::Unreadable {
+    // A link could make cptriage read (and quote) any file of the machine.
+    if fs::symlink_metadata(&mpath).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(DumpError::Manifest {
+            path: mpath,
+            line: 1,
+            column: 1,
+            message: "the manifest is a symbolic link; cptriage reads only a regular `manifest.yaml` inside the capture".into(),
+        });
+    }
+    let text = crate::limits::read_text_capped(&mpath).map_err(|e| DumpError::Unreadable {
         path: mpath.clone(),
         source: e,
     })?;
@@ -444,17 +456,80 @@ fn plan_args(args: &[DumpArg]) -> Result<Plan, DumpError> {
     Ok(plan)
 }
 
-/// Reads a file, transparently decompressing gzip (detected by magic bytes).
+/// Reads a file, transparently decompressing gzip (detected by magic bytes),
+/// at most [`crate::limits::DEFAULT_MAX_BODY`] after decompression.
 pub fn read_maybe_gzip(path: &Path) -> Result<Vec<u8>, String> {
     let raw = fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
     if raw.len() >= 2 && raw[0] == 0x1f && raw[1] == 0x8b {
         let mut out = Vec::with_capacity(gzip_size_hint(&raw));
-        flate2::read::MultiGzDecoder::new(&raw[..])
-            .read_to_end(&mut out)
-            .map_err(|e| format!("corrupt gzip data: {e}"))?;
+        gunzip_capped(&raw, crate::limits::DEFAULT_MAX_BODY, &mut out)?;
         Ok(out)
     } else {
         Ok(raw)
+    }
+}
+
+/// Decompresses gzip `raw` into `out`, at most `max` bytes; returns the
+/// number of bytes after the last gzip member that were ignored.
+fn gunzip_capped(raw: &[u8], max: u64, out: &mut Vec<u8>) -> Result<u64, String> {
+    let mut r = crate::limits::Capped::new(GzMembers::new(raw), max);
+    r.read_to_end(out).map_err(|e| match crate::limits::TooLarge::of(&e) {
+        Some(t) => t.to_string(),
+        None => format!("corrupt gzip data: {e}"),
+    })?;
+    Ok(r.inner_mut().trailing)
+}
+
+/// Gzip members one after another, as `MultiGzDecoder` reads them, except
+/// that bytes after the last member that do not start another member end the
+/// stream instead of failing it as "an invalid gzip header": they are counted
+/// in `trailing` and reported (gzip(1) ignores such trailing garbage too).
+struct GzMembers<R: BufRead> {
+    dec: Option<flate2::bufread::GzDecoder<R>>,
+    trailing: u64,
+}
+
+impl<R: BufRead> GzMembers<R> {
+    fn new(r: R) -> GzMembers<R> {
+        GzMembers {
+            dec: Some(flate2::bufread::GzDecoder::new(r)),
+            trailing: 0,
+        }
+    }
+}
+
+impl<R: BufRead> Read for GzMembers<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let Some(d) = self.dec.as_mut() else {
+                return Ok(0);
+            };
+            let n = d.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            // A member ended: another one, the end, or trailing bytes.
+            let Some(mut r) = self.dec.take().map(|d| d.into_inner()) else {
+                return Ok(0);
+            };
+            let next = r.fill_buf()?;
+            if next.is_empty() {
+                return Ok(0);
+            }
+            if next.starts_with(&[0x1f, 0x8b]) {
+                self.dec = Some(flate2::bufread::GzDecoder::new(r));
+                continue;
+            }
+            loop {
+                let n = r.fill_buf()?.len();
+                if n == 0 {
+                    break;
+                }
+                self.trailing += n as u64;
+                r.consume(n);
+            }
+            return Ok(0);
+        }
     }
 }
 
@@ -571,21 +646,22 @@ struct FileData {
     issues: Vec<String>,
 }
 
-/// An opened snapshot file, read as a stream (gzip detected by its magic bytes).
+/// An opened snapshot file, read as a stream (gzip detected by its magic
+/// bytes), at most `max` bytes after decompression.
 enum Input {
-    Plain(std::io::BufReader<fs::File>),
-    Gzip(Box<flate2::bufread::MultiGzDecoder<std::io::BufReader<fs::File>>>),
+    Plain(crate::limits::Capped<std::io::BufReader<fs::File>>),
+    Gzip(Box<crate::limits::Capped<GzMembers<std::io::BufReader<fs::File>>>>),
 }
 
 impl Input {
-    fn open(path: &Path) -> Result<Input, String> {
+    fn open(path: &Path, max: u64) -> Result<Input, String> {
         let f = fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
         let mut r = std::io::BufReader::with_capacity(64 * 1024, f);
         let magic = r.fill_buf().map_err(|e| format!("cannot read: {e}"))?;
         Ok(if magic.starts_with(&[0x1f, 0x8b]) {
-            Input::Gzip(Box::new(flate2::bufread::MultiGzDecoder::new(r)))
+            Input::Gzip(Box::new(crate::limits::Capped::new(GzMembers::new(r), max)))
         } else {
-            Input::Plain(r)
+            Input::Plain(crate::limits::Capped::new(r, max))
         })
     }
 
@@ -596,9 +672,20 @@ impl Input {
         }
     }
 
+    /// Bytes after the gzip data that were ignored.
+    fn trailing(&mut self) -> u64 {
+        match self {
+            Input::Plain(_) => 0,
+            Input::Gzip(r) => r.inner_mut().trailing,
+        }
+    }
+
     /// The message for a read error, as for a file read whole.
     fn read_error(&self, e: &std::io::Error) -> String {
         use std::io::ErrorKind::{InvalidData, InvalidInput, UnexpectedEof};
+        if let Some(t) = crate::limits::TooLarge::of(e) {
+            return t.to_string();
+        }
         match self {
             Input::Gzip(_) if matches!(e.kind(), InvalidData | InvalidInput | UnexpectedEof) => {
                 format!("corrupt gzip data: {e}")
@@ -617,11 +704,11 @@ enum Source<'a> {
 
 /// Parses one snapshot. Files are streamed through the parser (a 20 MB
 /// snapshot is never held whole); in-memory snapshots are parsed in place.
-fn parse_file(pf: &Planned, keep: &Keep, known: &SeriesKeys) -> Result<FileData, String> {
+fn parse_file(pf: &Planned, keep: &Keep, known: &SeriesKeys, max: u64) -> Result<FileData, String> {
     let (mut input, mtime) = match &pf.bytes {
         Some(b) => (Source::Memory(b), None),
         None => (
-            Source::File(Input::open(&pf.path)?),
+            Source::File(Input::open(&pf.path, max)?),
             fs::metadata(&pf.path)
                 .and_then(|m| m.modified())
                 .ok()
@@ -695,6 +782,13 @@ fn parse_file(pf: &Planned, keep: &Keep, known: &SeriesKeys) -> Result<FileData,
         },
     };
     drop(guard);
+    if let Source::File(inp) = &mut input {
+        let n = inp.trailing();
+        if n > 0 {
+            data.issues
+                .push(format!("{n} bytes after the end of the gzip data ignored"));
+        }
+    }
     data.families = report.families.iter().map(|(n, _)| n.clone()).collect();
     // Malformed lines, and the warnings that change values: NaN or negative
     // counters and duplicate series.
@@ -769,6 +863,7 @@ fn parse_all(
     files: &[Planned],
     keep: &Keep,
     known: &SeriesKeys,
+    max: u64,
     mut f: impl FnMut(usize, Result<FileData, String>),
 ) {
     let workers = std::thread::available_parallelism()
@@ -801,7 +896,7 @@ fn parse_all(
                 }
                 drop(g);
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    parse_file(&files[i], keep, known)
+                    parse_file(&files[i], keep, known, max)
                 }))
                 .unwrap_or_else(|_| Err("parser failed".into()));
                 lock().done.insert(i, r);
@@ -836,7 +931,14 @@ struct TargetState {
 
 /// Loads dumps into a [`Dataset`].
 pub fn load(args: &[DumpArg], keep: &Keep) -> Result<Dataset, DumpError> {
-    let plan = plan_args(args)?;
+    load_capped(args, keep, crate::limits::DEFAULT_MAX_BODY)
+}
+
+/// [`load`] reading at most `max_bytes` of each snapshot file (after
+/// decompression): a bigger file (a gzip bomb) is skipped with a warning.
+pub fn load_capped(args: &[DumpArg], keep: &Keep, max_bytes: u64) -> Result<Dataset, DumpError> {
+    let mut plan = plan_args(args)?;
+    plan.max_bytes = Some(max_bytes);
     run_plan(plan, keep)
 }
 
@@ -866,10 +968,18 @@ pub fn load_memory(
     for s in snaps {
         let bytes = if s.bytes.len() >= 2 && s.bytes[0] == 0x1f && s.bytes[1] == 0x8b {
             let mut out = Vec::new();
-            match flate2::read::MultiGzDecoder::new(&s.bytes[..]).read_to_end(&mut out) {
-                Ok(_) => std::sync::Arc::new(out),
+            match gunzip_capped(&s.bytes, crate::limits::DEFAULT_MAX_BODY, &mut out) {
+                Ok(trailing) => {
+                    if trailing > 0 {
+                        plan.warn(
+                            &s.origin,
+                            format!("{trailing} bytes after the end of the gzip data ignored"),
+                        );
+                    }
+                    std::sync::Arc::new(out)
+                }
                 Err(e) => {
-                    plan.warn(&s.origin, format!("corrupt gzip data: {e}; snapshot skipped"));
+                    plan.warn(&s.origin, format!("{e}; snapshot skipped"));
                     continue;
                 }
             }
@@ -915,7 +1025,8 @@ fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError> {
     }
 
     let known = SeriesKeys::default();
-    parse_all(&ordered, keep, &known, |i, r| {
+    let max = plan.max_bytes.unwrap_or(crate::limits::DEFAULT_MAX_BODY);
+    parse_all(&ordered, keep, &known, max, |i, r| {
         let pf = &ordered[i];
         let origin = pf.path.display().to_string();
         match r {

@@ -269,6 +269,33 @@ pub fn parse_reader_chunked(
     sink: &mut dyn Sink,
     chunk: usize,
 ) -> Result<StreamReport, StreamError> {
+    parse_stream(r, keep, sink, chunk, &mut |_, _| Ok(()))
+}
+
+/// Receives each block of whole lines of the input right after the parser
+/// has handed its samples to the sink: the bytes and the number of the
+/// block's first line. An error stops the parse (as a read error).
+pub type BlockHook<'a> = dyn FnMut(&[u8], usize) -> std::io::Result<()> + 'a;
+
+/// [`parse_reader`] that also hands every block of lines to `block` once it
+/// is parsed (the live family filter copies the lines it keeps from them), so
+/// that a caller can act on the text without holding all of it.
+pub fn parse_reader_blocks(
+    r: &mut dyn std::io::Read,
+    keep: &mut dyn FnMut(&str) -> bool,
+    sink: &mut dyn Sink,
+    block: &mut BlockHook<'_>,
+) -> Result<StreamReport, StreamError> {
+    parse_stream(r, keep, sink, STREAM_CHUNK, block)
+}
+
+fn parse_stream(
+    r: &mut dyn std::io::Read,
+    keep: &mut dyn FnMut(&str) -> bool,
+    sink: &mut dyn Sink,
+    chunk: usize,
+    block: &mut BlockHook<'_>,
+) -> Result<StreamReport, StreamError> {
     let chunk = chunk.max(1);
     let mut buf: Vec<u8> = Vec::with_capacity(chunk.min(STREAM_CHUNK) * 2);
     let mut total = 0u64;
@@ -300,8 +327,10 @@ pub fn parse_reader_chunked(
             memchr::memrchr(b'\n', &buf[start..]).map_or(start, |o| start + o + 1)
         };
         let mut p: Parser<'_> = state;
+        let first = no + 1;
         p.lines(&buf[start..end], &mut no, keep, sink);
         state = p.detach();
+        block(&buf[start..end], first).map_err(StreamError::Read)?;
         if eof {
             break;
         }

@@ -66,6 +66,7 @@ impl<'de> Deserialize<'de> for Role {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
         Role::parse(&s).ok_or_else(|| {
+            // serde_message keeps `s` only when it is a plain identifier.
             serde::de::Error::custom(format!(
                 "unknown role `{s}` (expected apiserver, etcd, controller or unknown)"
             ))
@@ -75,13 +76,10 @@ impl<'de> Deserialize<'de> for Role {
 
 /// Parses a manifest; errors carry the YAML line and column.
 pub fn parse(text: &str) -> Result<Manifest, ManifestError> {
-    let m: Manifest = serde_yaml::from_str(text).map_err(|e| {
-        let (line, column) = yaml_error_location(text, &e);
-        ManifestError {
-            line,
-            column,
-            message: strip_location(&e.to_string()),
-        }
+    let m: Manifest = crate::source::yaml::from_str(text).map_err(|e| ManifestError {
+        line: e.line,
+        column: e.column,
+        message: e.message,
     })?;
     if m.format != FORMAT {
         return Err(ManifestError {
@@ -129,32 +127,6 @@ fn locate_name(text: &str, name: &str) -> (usize, usize) {
         }
     }
     found
-}
-
-/// The line and column of a serde_yaml error. Errors without a location (a
-/// second YAML document) point at the line that starts the second document, or
-/// at 1:1.
-pub(crate) fn yaml_error_location(text: &str, e: &serde_yaml::Error) -> (usize, usize) {
-    if let Some(l) = e.location() {
-        return (l.line(), l.column());
-    }
-    let mut content = false;
-    for (i, line) in text.lines().enumerate() {
-        if content && (line.starts_with("---") || line.starts_with("...")) {
-            return (i + 1, 1);
-        }
-        let t = line.trim_start();
-        content |= !t.is_empty() && !t.starts_with('#') && !t.starts_with('%');
-    }
-    (1, 1)
-}
-
-/// serde_yaml appends " at line L column C"; cptriage prints the location first.
-pub(crate) fn strip_location(msg: &str) -> String {
-    match msg.rfind(" at line ") {
-        Some(i) if msg[i..].contains(" column ") => msg[..i].to_string(),
-        _ => msg.to_string(),
-    }
 }
 
 /// A manifest that could not be read.

@@ -13,6 +13,7 @@ pub mod manifest;
 pub mod notation;
 pub mod prometheus;
 pub mod timename;
+pub mod yaml;
 
 use std::fmt;
 

@@ -149,7 +149,7 @@ pub fn parse_series(sel: &str) -> Result<Labels, NotationError> {
     if compact == "{}" {
         return Ok(Labels::new());
     }
-    let e = promql_parser::parser::parse(sel).map_err(bad)?;
+    let e = crate::limits::parse_promql(sel).map_err(bad)?;
     let Expr::VectorSelector(vs) = e else {
         return Err(bad("expected `name{label=\"value\", ...}`".into()));
     };

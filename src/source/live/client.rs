@@ -4,7 +4,8 @@
 
 use std::io::Read;
 use std::net::SocketAddr;
-use std::sync::Once;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
 
 use reqwest::blocking::Client;
@@ -13,10 +14,202 @@ use serde::Serialize;
 
 use super::kubeconfig::Secret;
 
-/// Largest `/metrics` body accepted (after gzip decoding).
+/// Default largest `/metrics` body read from one target (after gzip
+/// decoding; `--max-body`): far above the largest real apiserver exposition.
 pub const MAX_BODY: u64 = 512 << 20;
+/// Default of what the scrapes in flight may hold together (`--max-body-total`).
+pub const MAX_BODY_TOTAL: u64 = 1 << 30;
 /// Largest health body kept.
 pub const MAX_HEALTH_BODY: u64 = 64 << 10;
+
+/// Bytes the scrapes in flight may hold at once, shared by all targets: the
+/// response text read but not yet parsed, and the families kept from it, until
+/// the scrape hands its snapshot over. A scrape that would go over it fails
+/// (too large) and the others go on.
+#[derive(Debug)]
+pub struct Budget {
+    limit: u64,
+    used: AtomicU64,
+}
+
+impl Budget {
+    pub fn new(limit: u64) -> Budget {
+        Budget {
+            limit,
+            used: AtomicU64::new(0),
+        }
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// Bytes held now by every scrape.
+    pub fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    fn try_take(&self, n: u64) -> bool {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
+                u.checked_add(n).filter(|t| *t <= self.limit)
+            })
+            .is_ok()
+    }
+
+    fn give(&self, n: u64) {
+        let _ = self
+            .used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| Some(u.saturating_sub(n)));
+    }
+}
+
+/// What one scrape holds of a [`Budget`]; all of it is given back on drop.
+#[derive(Debug)]
+pub struct Held<'a> {
+    budget: &'a Budget,
+    n: std::cell::Cell<u64>,
+}
+
+impl<'a> Held<'a> {
+    pub fn new(budget: &'a Budget) -> Held<'a> {
+        Held {
+            budget,
+            n: std::cell::Cell::new(0),
+        }
+    }
+
+    /// Takes `n` more bytes, or refuses when the budget would be exceeded.
+    pub fn take(&self, n: u64) -> std::io::Result<()> {
+        if self.budget.try_take(n) {
+            self.n.set(self.n.get() + n);
+            Ok(())
+        } else {
+            Err(std::io::Error::other(BodyError::Budget(self.budget.limit)))
+        }
+    }
+
+    /// Gives `n` bytes back.
+    pub fn give(&self, n: u64) {
+        let n = n.min(self.n.get());
+        self.budget.give(n);
+        self.n.set(self.n.get() - n);
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.budget.give(self.n.get());
+    }
+}
+
+/// Caps on reading `/metrics`: per response, and for all scrapes together.
+#[derive(Clone, Debug)]
+pub struct BodyLimits {
+    /// Largest body read from one target, after gzip decoding.
+    pub max_body: u64,
+    pub budget: Arc<Budget>,
+}
+
+impl Default for BodyLimits {
+    fn default() -> Self {
+        BodyLimits {
+            max_body: MAX_BODY,
+            budget: Arc::new(Budget::new(MAX_BODY_TOTAL)),
+        }
+    }
+}
+
+/// Why reading a body stopped early (carried inside an `io::Error`).
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    #[error("the response is larger than {} after gzip decoding; refused", crate::limits::format_size(*.0))]
+    TooLarge(u64),
+    #[error("the responses being read together would hold more than {} (see --max-body-total); this one was refused", crate::limits::format_size(*.0))]
+    Budget(u64),
+    #[error("the response took longer than {} to arrive; refused (see --timeout)", secs(*.0))]
+    TooSlow(Duration),
+}
+
+impl BodyError {
+    /// The body error inside an I/O error, if it is one.
+    pub fn of(e: &std::io::Error) -> Option<&BodyError> {
+        e.get_ref().and_then(|x| x.downcast_ref::<BodyError>())
+    }
+
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            BodyError::TooLarge(_) | BodyError::Budget(_) => FailureKind::TooLarge,
+            BodyError::TooSlow(_) => FailureKind::Timeout,
+        }
+    }
+}
+
+/// A response body read with a size cap, a deadline and a share of a
+/// [`Budget`] (every byte read is taken from it; the reader's user gives
+/// bytes back as it drops them).
+pub struct Body<'a, R> {
+    inner: R,
+    read: u64,
+    max: u64,
+    held: &'a Held<'a>,
+    deadline: Instant,
+    timeout: Duration,
+}
+
+impl<'a, R: Read> Body<'a, R> {
+    pub fn new(inner: R, max: u64, held: &'a Held<'a>, timeout: Duration) -> Body<'a, R> {
+        Body {
+            inner,
+            read: 0,
+            max,
+            held,
+            deadline: Instant::now() + timeout,
+            timeout,
+        }
+    }
+
+    /// Bytes read so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.read
+    }
+}
+
+impl<R: Read> Read for Body<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if Instant::now() > self.deadline {
+            return Err(std::io::Error::other(BodyError::TooSlow(self.timeout)));
+        }
+        // Never more than one byte past the cap.
+        let room = (self.max + 1 - self.read.min(self.max + 1)).min(buf.len() as u64) as usize;
+        if room == 0 {
+            return Err(std::io::Error::other(BodyError::TooLarge(self.max)));
+        }
+        let n = self.inner.read(&mut buf[..room])?;
+        self.read += n as u64;
+        if self.read > self.max {
+            return Err(std::io::Error::other(BodyError::TooLarge(self.max)));
+        }
+        self.held.take(n as u64)?;
+        Ok(n)
+    }
+}
+
+/// The failure of reading a body (after the status line came).
+pub fn read_failure(e: &std::io::Error, timeout: Duration) -> FetchError {
+    if let Some(b) = BodyError::of(e) {
+        return FetchError::new(b.kind(), b.to_string());
+    }
+    let text = chain(e);
+    if text.contains("timed out") || text.contains("TimedOut") {
+        FetchError::new(
+            FailureKind::Timeout,
+            format!("timed out after {} reading the response", secs(timeout)),
+        )
+    } else {
+        FetchError::new(FailureKind::Other, format!("reading the response failed: {text}"))
+    }
+}
 
 /// How to reach one target.
 #[derive(Clone, Debug, Default)]
@@ -171,6 +364,30 @@ pub fn get(
     limit: u64,
 ) -> Result<Fetched, FetchError> {
     let start = Instant::now();
+    let resp = open(client, url, token, accept, timeout)?;
+    let status = resp.status().as_u16();
+    let budget = Budget::new(limit.saturating_add(1));
+    let held = Held::new(&budget);
+    let mut body = Vec::new();
+    Body::new(resp, limit, &held, timeout)
+        .read_to_end(&mut body)
+        .map_err(|e| read_failure(&e, timeout))?;
+    Ok(Fetched {
+        status,
+        body,
+        elapsed: start.elapsed(),
+    })
+}
+
+/// Sends a GET of `url` with an optional bearer token; the response's body
+/// is left to read (with [`Body`]).
+pub fn open(
+    client: &Client,
+    url: &str,
+    token: Option<&Secret>,
+    accept: &str,
+    timeout: Duration,
+) -> Result<reqwest::blocking::Response, FetchError> {
     let mut req = client.get(url).timeout(timeout);
     if let Ok(v) = HeaderValue::from_str(accept) {
         req = req.header(ACCEPT, v);
@@ -188,32 +405,7 @@ pub fn get(
         hv.set_sensitive(true);
         req = req.header(AUTHORIZATION, hv);
     }
-    let resp = req.send().map_err(|e| classify(&e, timeout))?;
-    let status = resp.status().as_u16();
-    let mut body = Vec::new();
-    let mut r = resp.take(limit + 1);
-    r.read_to_end(&mut body).map_err(|e| {
-        let text = chain(&e);
-        if text.contains("timed out") || text.contains("TimedOut") {
-            FetchError::new(
-                FailureKind::Timeout,
-                format!("timed out after {} reading the response", secs(timeout)),
-            )
-        } else {
-            FetchError::new(FailureKind::Other, format!("reading the response failed: {text}"))
-        }
-    })?;
-    if body.len() as u64 > limit {
-        return Err(FetchError::new(
-            FailureKind::TooLarge,
-            format!("the response is larger than {} MiB; refused", limit >> 20),
-        ));
-    }
-    Ok(Fetched {
-        status,
-        body,
-        elapsed: start.elapsed(),
-    })
+    req.send().map_err(|e| classify(&e, timeout))
 }
 
 /// The reason for a non-success HTTP status on `path`.

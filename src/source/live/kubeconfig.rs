@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use serde::Deserialize;
 
+use crate::limits::read_capped;
+
 /// The in-cluster service account directory.
 pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
@@ -30,9 +32,6 @@ pub const IN_CLUSTER_NAME: &str = "kubernetes.default.svc";
 const EXEC_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest exec plugin output read.
 const EXEC_MAX_OUTPUT: u64 = 1 << 20;
-/// Largest kubeconfig, certificate, key or token file read (a path such as
-/// `/dev/zero` must not exhaust memory).
-const MAX_FILE_BYTES: u64 = 16 << 20;
 
 /// A credential (token or private key): never printed.
 #[derive(Clone, PartialEq, Eq)]
@@ -305,21 +304,6 @@ struct Merged {
     files: Vec<PathBuf>,
 }
 
-/// Reads at most [`MAX_FILE_BYTES`] of a file; a larger file is an error.
-fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut out = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut out)?;
-    if out.len() as u64 > MAX_FILE_BYTES {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("larger than {} MiB", MAX_FILE_BYTES >> 20),
-        ));
-    }
-    Ok(out)
-}
-
 fn read_config(path: &Path) -> Result<RawConfig, KubeconfigError> {
     let text = read_capped(path)
         .and_then(|b| {
@@ -333,14 +317,11 @@ fn read_config(path: &Path) -> Result<RawConfig, KubeconfigError> {
     if text.trim().is_empty() {
         return Ok(RawConfig::default());
     }
-    serde_yaml::from_str(&text).map_err(|e| {
-        let (line, column) = crate::source::manifest::yaml_error_location(&text, &e);
-        KubeconfigError::Parse {
-            path: path.into(),
-            line,
-            column,
-            message: crate::source::manifest::strip_location(&e.to_string()),
-        }
+    crate::source::yaml::from_str(&text).map_err(|e| KubeconfigError::Parse {
+        path: path.into(),
+        line: e.line,
+        column: e.column,
+        message: e.message,
     })
 }
 
@@ -493,7 +474,7 @@ fn from_files(files: &[PathBuf], context: Option<&str>) -> Result<ApiAccess, Kub
     let server = server.trim_end_matches('/').to_string();
     let host = host_of(&server).ok_or_else(|| KubeconfigError::BadServer {
         cluster: cluster_name.clone(),
-        server: server.clone(),
+        server: crate::secret::scrub(&super::client::redact_url(&server)).into_owned(),
     })?;
     let ca_pem = match (
         &cluster.certificate_authority_data,
@@ -713,8 +694,10 @@ fn run_exec(
     let stdout = reader.join().unwrap_or_default();
     let stderr = ereader.join().unwrap_or_default();
     if !status.success() {
-        let msg = String::from_utf8_lossy(&stderr);
-        let msg: String = msg.trim().chars().take(300).collect();
+        // A plugin may print its token (or a key) on failure: keep only what
+        // does not look like one.
+        let msg = crate::secret::scrub(String::from_utf8_lossy(&stderr).trim()).into_owned();
+        let msg: String = msg.chars().take(300).collect();
         return Err(err(format!(
             "exited with {status}{}",
             if msg.is_empty() {
@@ -735,8 +718,13 @@ fn run_exec(
     }
     if let Some(v) = &cred.api_version {
         if v != &api_version {
+            let shown = if crate::secret::is_plain_identifier(v) {
+                format!("`{v}`")
+            } else {
+                "(a value not shown)".to_string()
+            };
             return Err(err(format!(
-                "output has apiVersion `{v}`, expected `{api_version}`"
+                "output has apiVersion {shown}, expected `{api_version}`"
             )));
         }
     }
@@ -747,7 +735,7 @@ fn run_exec(
     }
     if let Some(ts) = st.expiration_timestamp.filter(|t| !t.is_empty()) {
         let t = chrono::DateTime::parse_from_rfc3339(&ts)
-            .map_err(|_| err(format!("`expirationTimestamp` `{ts}` is not an RFC 3339 time")))?;
+            .map_err(|_| err("`expirationTimestamp` in its output is not an RFC 3339 time".into()))?;
         let secs = t.timestamp().max(0) as u64;
         c.token_expiry = Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs));
     }

@@ -33,7 +33,7 @@ use crate::source::manifest::{ManifestTarget, ScrapeFailure};
 use crate::source::{Dataset, Role};
 use crate::store::Millis;
 
-pub use client::{ClientSpec, FailureKind, FetchError};
+pub use client::{BodyLimits, Budget, ClientSpec, FailureKind, FetchError};
 pub use kubeconfig::{ApiAccess, KubeconfigOptions, Secret};
 pub use scrape::scrape_rounds;
 
@@ -69,9 +69,16 @@ pub struct TargetSpec {
 }
 
 impl TargetSpec {
-    /// Whether the server certificate is verified.
+    /// Whether the server's identity is verified: HTTPS with certificate
+    /// verification on. A plain-HTTP target is not (it has no certificate).
     pub fn tls_verified(&self) -> bool {
-        !(self.metrics_url.starts_with("https://") && self.client.insecure)
+        self.metrics_url.starts_with("https://") && !self.client.insecure
+    }
+
+    /// Whether certificate verification was turned off for an HTTPS target
+    /// (`--insecure-skip-tls-verify`, `insecure-skip-tls-verify: true`): loud.
+    pub fn tls_skipped(&self) -> bool {
+        self.metrics_url.starts_with("https://") && self.client.insecure
     }
 }
 
@@ -89,6 +96,8 @@ pub struct LiveConfig {
     /// Keep the snapshots in [`LiveResult::snapshots`] (a recorder that writes
     /// them as they arrive turns this off to bound memory).
     pub retain_snapshots: bool,
+    /// Caps on each `/metrics` body and on what all scrapes hold at once.
+    pub limits: client::BodyLimits,
 }
 
 impl LiveConfig {
@@ -467,7 +476,7 @@ pub fn plan_targets(o: &TargetOptions) -> Result<Plan, LiveError> {
             target: s.name.clone(),
             message,
         })?;
-        if !s.tls_verified() {
+        if s.tls_skipped() {
             plan.warnings.push(format!(
                 "TLS verification is OFF for `{}` ({}): its identity is not checked",
                 s.name, s.display_url

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use reqwest::blocking::Client;
 
-use super::client::{self, FailureKind, FetchError, MAX_BODY, MAX_HEALTH_BODY};
+use super::client::{self, FailureKind, FetchError, MAX_HEALTH_BODY};
 use super::discover;
 use super::filter;
 use super::kubeconfig::Secret;
@@ -17,7 +17,7 @@ use super::{
     ApiAccess, HealthResult, LiveConfig, LiveEvent, LiveResult, ReplicaSwitch, RoundStat, TargetFailure,
     TargetSpec,
 };
-use crate::source::dump::{MemorySnapshot, ALWAYS_KEEP};
+use crate::source::dump::MemorySnapshot;
 use crate::source::expfmt::{self, SampleRef};
 use crate::source::manifest::{ManifestTarget, ScrapeFailure};
 use crate::store::Millis;
@@ -142,10 +142,9 @@ impl Identity {
     }
 }
 
-fn identity(body: &[u8]) -> Identity {
-    let mut id = Identity::default();
-    let mut keep = |f: &str| ALWAYS_KEEP.contains(&f);
-    let mut sink = |s: &SampleRef<'_>| match s.name {
+/// Notes what a sample says about the process behind a target.
+fn identity_sample(id: &mut Identity, s: &SampleRef<'_>) {
+    match s.name {
         "process_start_time_seconds" => id.process_start = Some(s.value),
         "kubernetes_build_info" => {
             if let Some(v) = s.labels.iter().find(|l| l.name == "git_version") {
@@ -158,7 +157,14 @@ fn identity(body: &[u8]) -> Identity {
             }
         }
         _ => {}
-    };
+    }
+}
+
+#[cfg(test)]
+fn identity(body: &[u8]) -> Identity {
+    let mut id = Identity::default();
+    let mut keep = |f: &str| crate::source::dump::ALWAYS_KEEP.contains(&f);
+    let mut sink = |s: &SampleRef<'_>| identity_sample(&mut id, s);
     let _ = expfmt::parse(body, &mut keep, &mut sink);
     id
 }
@@ -172,31 +178,58 @@ enum JobResult {
     Health(HealthResult),
 }
 
+/// Scrapes one target's `/metrics`: the body is filtered as it arrives (only
+/// the kept families are held), within the per-target cap, the deadline and
+/// the shared budget of [`LiveConfig::limits`].
 fn scrape_metrics(t: &TargetSpec, c: &Client, cfg: &LiveConfig) -> Result<(Vec<u8>, Identity), FetchError> {
     let token = t.token.as_ref().map(|s| s.current());
-    let get =
-        |token: Option<&Secret>| client::get(c, &t.metrics_url, token, METRICS_ACCEPT, cfg.timeout, MAX_BODY);
-    let mut f = get(token.as_ref())?;
+    let open = |token: Option<&Secret>| client::open(c, &t.metrics_url, token, METRICS_ACCEPT, cfg.timeout);
+    let mut resp = open(token.as_ref())?;
     // A 401 with a renewable token (expired or revoked): renew once and retry, as kubectl does.
-    if f.status == 401 {
+    if resp.status().as_u16() == 401 {
         if let (Some(src), Some(used)) = (&t.token, &token) {
             if let Some(fresh) = src.after_unauthorized(used) {
-                f = get(Some(&fresh))?;
+                resp = open(Some(&fresh))?;
             }
         }
     }
-    if !(200..300).contains(&f.status) {
+    let status = resp.status().as_u16();
+    if !(200..300).contains(&status) {
         let path = reqwest::Url::parse(&t.metrics_url)
             .map(|u| u.path().to_string())
             .unwrap_or_else(|_| "/metrics".into());
-        return Err(client::status_error(f.status, &path));
+        return Err(client::status_error(status, &path));
     }
-    let id = identity(&f.body);
-    let kept = filter::filter(&f.body, &cfg.keep).map_err(|e| FetchError {
-        kind: FailureKind::Other,
-        message: format!("the response is not a Prometheus text exposition: {e}"),
-    })?;
-    Ok((kept.bytes, id))
+    let held = client::Held::new(&cfg.limits.budget);
+    let mut body = client::Body::new(resp, cfg.limits.max_body, &held, cfg.timeout);
+    let mut id = Identity::default();
+    let mut grow = |parsed: usize, kept: usize| {
+        held.give(parsed as u64);
+        held.take(kept as u64)
+    };
+    let kept = filter::filter_reader(&mut body, &cfg.keep, &mut |s| identity_sample(&mut id, s), &mut grow)
+        .map_err(|e| match e {
+            expfmt::StreamError::Read(e) => {
+                let mut f = client::read_failure(&e, cfg.timeout);
+                if matches!(client::BodyError::of(&e), Some(client::BodyError::TooLarge(_))) {
+                    f.message.push_str(" (see --max-body)");
+                }
+                f
+            }
+            expfmt::StreamError::Parse(e) => FetchError {
+                kind: FailureKind::Other,
+                message: format!("the response is not a Prometheus text exposition: {e}"),
+            },
+        })?;
+    let mut bytes = kept.bytes;
+    // A server that reflects the request's token into its metrics must not
+    // put it into a capture.
+    if let Some(tok) = &token {
+        let mut known = crate::secret::KnownSecrets::new();
+        known.add(tok.expose());
+        known.scrub_bytes(&mut bytes);
+    }
+    Ok((bytes, id))
 }
 
 fn check_health(t: &TargetSpec, c: &Client, url: &str, round: usize, cfg: &LiveConfig) -> HealthResult {
@@ -226,7 +259,7 @@ fn check_health(t: &TargetSpec, c: &Client, url: &str, round: usize, cfg: &LiveC
                 endpoint,
                 status: Some(f.status),
                 ok,
-                body: String::from_utf8_lossy(&f.body).chars().take(8192).collect(),
+                body: health_body(&f.body, token.as_ref()),
                 error: if ok {
                     None
                 } else {
@@ -245,6 +278,17 @@ fn check_health(t: &TargetSpec, c: &Client, url: &str, round: usize, cfg: &LiveC
             error: Some(e.message),
         },
     }
+}
+
+/// The health body as kept: at most 8192 characters, without the token that
+/// was sent (a server may reflect it) or anything that looks like a credential.
+fn health_body(body: &[u8], token: Option<&Secret>) -> String {
+    let mut known = crate::secret::KnownSecrets::new();
+    if let Some(t) = token {
+        known.add(t.expose());
+    }
+    let text: String = String::from_utf8_lossy(body).chars().take(8192).collect();
+    known.scrub_str(&text)
 }
 
 fn url_path(url: &str) -> &str {
@@ -268,7 +312,7 @@ pub fn scrape_rounds(cfg: &LiveConfig, on_event: &mut dyn FnMut(LiveEvent<'_>)) 
     let mut processes: HashMap<usize, Vec<Identity>> = HashMap::new();
     let mut extra: Vec<(usize, ManifestTarget)> = Vec::new();
     for t in &cfg.targets {
-        if !t.tls_verified() {
+        if t.tls_skipped() {
             res.unverified_tls.push(t.name.clone());
         }
     }

@@ -3,7 +3,7 @@
 //! selector of an expression, and grouping by another instance label.
 
 use promql_parser::label::Matcher;
-use promql_parser::parser::{self, Expr};
+use promql_parser::parser::Expr;
 use promql_parser::util::visitor::{walk_expr_mut, ExprVisitorMut};
 
 /// Why a label selector given on the command line is not usable.
@@ -36,7 +36,7 @@ pub fn parse_selector(flag: &str, text: &str) -> Result<Vec<Matcher>, SelectorEr
     }
     // `{a="b"}` alone is not a valid expression when every matcher can match the
     // empty string; a placeholder metric name makes any set of matchers parse.
-    let expr = parser::parse(&format!("cptriage_selector{trimmed}")).map_err(bad)?;
+    let expr = crate::limits::parse_promql(&format!("cptriage_selector{trimmed}")).map_err(bad)?;
     let Expr::VectorSelector(vs) = expr else {
         return Err(bad("expected label matchers only".into()));
     };
@@ -139,7 +139,7 @@ mod tests {
     #[test]
     fn matchers_go_into_every_selector() {
         let mut e =
-            parser::parse(r#"sum by (instance) (rate(a_total{job="x",code="5"}[1m])) / on (instance) b"#)
+            promql_parser::parser::parse(r#"sum by (instance) (rate(a_total{job="x",code="5"}[1m])) / on (instance) b"#)
                 .unwrap();
         let ms = parse_selector("-", r#"{job=~".*etcd.*",cluster="prod"}"#).unwrap();
         inject_matchers(&mut e, &ms);
