@@ -669,6 +669,7 @@ fn in_cluster_service_account() {
         timeout: std::time::Duration::from_secs(5),
         keep: Keep::All,
         retain_snapshots: true,
+        limits: Default::default(),
     };
     let res = cptriage::source::live::scrape_rounds(&cfg, &mut |_| {});
     assert!(res.failures.is_empty(), "{:?}", res.failures);

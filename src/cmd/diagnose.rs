@@ -105,6 +105,10 @@ fn run_prometheus(
     err: &mut dyn Write,
 ) -> Result<ExitCode, CliError> {
     let prom = connect(&a.prom)?;
+    let insecure = insecure_warning(&a.prom, &prom);
+    if let Some(w) = &insecure {
+        writeln!(err, "warning: {w}")?;
+    }
     let step = a.step.as_deref().map(parse_duration).transpose()?;
     if step == Some(0) {
         return Err(CliError::Usage("`--step` must be greater than zero".into()));
@@ -162,6 +166,7 @@ fn run_prometheus(
             )));
         }
     }
+    report.warnings.extend(insecure);
     for w in prom.take_warnings() {
         report.warnings.push(w);
     }
@@ -286,6 +291,7 @@ pub(crate) fn connect(a: &PromArgs) -> Result<Prometheus, CliError> {
             basic,
             headers,
             timeout: std::time::Duration::from_millis(timeout as u64),
+            max_response: crate::cmd::record::size_arg("--prometheus-max-response", &a.prometheus_max_response)?,
         },
         roles,
         extra,
@@ -296,6 +302,16 @@ pub(crate) fn connect(a: &PromArgs) -> Result<Prometheus, CliError> {
         return Err(CliError::Usage("`--instance-label` must not be empty".into()));
     }
     Prometheus::new(cfg).map_err(prom_error)
+}
+
+/// The warning that TLS verification of the Prometheus server is off, when it is.
+pub(crate) fn insecure_warning(a: &PromArgs, prom: &Prometheus) -> Option<String> {
+    (a.prometheus_insecure_skip_tls_verify && prom.url().starts_with("https://")).then(|| {
+        format!(
+            "TLS verification is OFF for {} (--prometheus-insecure-skip-tls-verify): its identity is not checked, and the credentials go to whoever answers",
+            prom.url()
+        )
+    })
 }
 
 /// The first live-scraping flag given (other than at its default), if any.

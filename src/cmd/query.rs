@@ -101,6 +101,9 @@ fn run_prometheus(a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
     let mut expr = crate::limits::parse_promql(&text)
         .map_err(|e| CliError::Usage(format!("`{}`: invalid PromQL: {e}", shown_expr(&text))))?;
     let prom = crate::cmd::diagnose::connect(&a.prom)?;
+    if let Some(w) = crate::cmd::diagnose::insecure_warning(&a.prom, &prom) {
+        writeln!(err, "warning: {w}")?;
+    }
     crate::source::prometheus::select::inject_matchers(&mut expr, prom.extra_matchers());
     let sent = expr.to_string();
     let step = a.time.step.as_deref().map(timefmt::parse_duration).transpose()?;

@@ -127,7 +127,7 @@ pub enum BodyError {
     TooLarge(u64),
     #[error("the responses being read together would hold more than {} (see --max-body-total); this one was refused", crate::limits::format_size(*.0))]
     Budget(u64),
-    #[error("the response took longer than {} to arrive; refused (see --timeout)", secs(*.0))]
+    #[error("the response took longer than {} to arrive; refused", secs(*.0))]
     TooSlow(Duration),
 }
 
@@ -152,13 +152,13 @@ pub struct Body<'a, R> {
     inner: R,
     read: u64,
     max: u64,
-    held: &'a Held<'a>,
+    held: Option<&'a Held<'a>>,
     deadline: Instant,
     timeout: Duration,
 }
 
 impl<'a, R: Read> Body<'a, R> {
-    pub fn new(inner: R, max: u64, held: &'a Held<'a>, timeout: Duration) -> Body<'a, R> {
+    pub fn new(inner: R, max: u64, held: Option<&'a Held<'a>>, timeout: Duration) -> Body<'a, R> {
         Body {
             inner,
             read: 0,
@@ -190,7 +190,9 @@ impl<R: Read> Read for Body<'_, R> {
         if self.read > self.max {
             return Err(std::io::Error::other(BodyError::TooLarge(self.max)));
         }
-        self.held.take(n as u64)?;
+        if let Some(h) = self.held {
+            h.take(n as u64)?;
+        }
         Ok(n)
     }
 }
@@ -366,10 +368,8 @@ pub fn get(
     let start = Instant::now();
     let resp = open(client, url, token, accept, timeout)?;
     let status = resp.status().as_u16();
-    let budget = Budget::new(limit.saturating_add(1));
-    let held = Held::new(&budget);
     let mut body = Vec::new();
-    Body::new(resp, limit, &held, timeout)
+    Body::new(resp, limit, None, timeout)
         .read_to_end(&mut body)
         .map_err(|e| read_failure(&e, timeout))?;
     Ok(Fetched {
@@ -458,30 +458,8 @@ fn classify(e: &reqwest::Error, timeout: Duration) -> FetchError {
     let text = chain(e);
     let debug = format!("{e:?}");
     let has = |s: &str| text.contains(s) || debug.contains(s);
-    if has("UnknownIssuer") || has("unknown issuer") {
-        FetchError::new(
-            FailureKind::TlsUnknownCa,
-            "TLS: the server certificate is signed by an unknown certificate authority (check the CA file or data)",
-        )
-    } else if has("certificate expired") || has("Expired") {
-        FetchError::new(
-            FailureKind::TlsExpired,
-            "TLS: the server certificate has expired (or is not yet valid)",
-        )
-    } else if has("NotValidForName") || has("not valid for name") {
-        FetchError::new(
-            FailureKind::TlsNameMismatch,
-            "TLS: the server certificate is not valid for the name cptriage verified (certificate name mismatch)",
-        )
-    } else if has("CertificateRequired")
-        || has("BadCertificate")
-        || has("UnknownCA")
-        || has("DecryptError") && has("alert")
-    {
-        FetchError::new(
-            FailureKind::TlsClientCertificateRejected,
-            "TLS: the server rejected the client certificate (missing, or not signed by a CA it trusts)",
-        )
+    if let Some(f) = tls_failure(&has, "the CA file or data") {
+        f
     } else if e.is_timeout() || has("timed out") {
         FetchError::new(FailureKind::Timeout, format!("timed out after {}", secs(timeout)))
     } else if has("No route to host")
@@ -503,10 +481,92 @@ fn classify(e: &reqwest::Error, timeout: Duration) -> FetchError {
             FailureKind::ConnectionRefused,
             "connection refused (nothing listening: member down?)",
         )
-    } else if has("invalid peer certificate") || has("tls") || has("TLS") {
-        FetchError::new(FailureKind::Tls, format!("TLS: {text}"))
+    } else if has("tls") || has("TLS") || has("certificate") {
+        FetchError::new(
+            FailureKind::Tls,
+            format!("TLS: {}", crate::secret::scrub(&text)),
+        )
     } else {
-        FetchError::new(FailureKind::Other, text)
+        FetchError::new(FailureKind::Other, crate::secret::scrub(&text).into_owned())
+    }
+}
+
+/// A TLS failure in plain words, from the text of a request error (`has`
+/// tells whether the error's text or debug form holds a string); `ca` names
+/// where the trusted CA came from (`--prometheus-ca`, the CA file or data).
+/// `None` when the error is not about TLS.
+pub fn tls_failure(has: &dyn Fn(&str) -> bool, ca: &str) -> Option<FetchError> {
+    let f = |kind, message: String| Some(FetchError::new(kind, message));
+    if has("CaUsedAsEndEntity") {
+        f(
+            FailureKind::Tls,
+            "TLS: the server presented a CA certificate as its own; a server needs a certificate issued for it by that CA".into(),
+        )
+    } else if has("UnknownIssuer") || has("unknown issuer") {
+        f(
+            FailureKind::TlsUnknownCa,
+            format!("TLS: the server certificate is signed by an unknown certificate authority (check {ca})"),
+        )
+    } else if has("NotValidYet") || has("not valid yet") || has("not valid before") {
+        f(
+            FailureKind::TlsExpired,
+            "TLS: the server certificate is not valid yet (check the clocks of both machines)".into(),
+        )
+    } else if has("certificate expired") || has("Expired") || has("not valid after") {
+        f(
+            FailureKind::TlsExpired,
+            "TLS: the server certificate has expired".into(),
+        )
+    } else if has("NotValidForName") || has("not valid for name") {
+        f(
+            FailureKind::TlsNameMismatch,
+            "TLS: the server certificate is not valid for the name cptriage verified (certificate name mismatch)".into(),
+        )
+    } else if has("UnsupportedSignatureAlgorithm") || has("BadSignature") || has("bad signature") {
+        f(
+            FailureKind::TlsUnknownCa,
+            format!(
+                "TLS: the server certificate's signature does not verify with the trusted CA (a different CA of the same name, or one with another key type: check {ca})"
+            ),
+        )
+    } else if has("InvalidPurpose") || has("invalid purpose") {
+        f(
+            FailureKind::Tls,
+            "TLS: the server certificate is not meant for servers (its extended key usage lacks server authentication)".into(),
+        )
+    } else if has("Revoked") {
+        f(FailureKind::Tls, "TLS: the server certificate is revoked".into())
+    } else if has("BadEncoding") || has("bad encoding") {
+        f(
+            FailureKind::Tls,
+            "TLS: the server certificate is malformed".into(),
+        )
+    } else if has("CertificateRequired")
+        || has("BadCertificate")
+        || has("UnknownCA")
+        || has("DecryptError") && has("alert")
+    {
+        f(
+            FailureKind::TlsClientCertificateRejected,
+            "TLS: the server rejected the client certificate (missing, or not signed by a CA it trusts)".into(),
+        )
+    } else if has("HandshakeFailure") || has("ProtocolVersion") || has("PeerIncompatible") {
+        f(
+            FailureKind::Tls,
+            "TLS: the handshake failed (no protocol version or cipher suite in common)".into(),
+        )
+    } else if has("CorruptMessage") || has("InvalidContentType") || has("received corrupt message") {
+        f(
+            FailureKind::Tls,
+            "TLS: the server does not speak TLS on this port (plain HTTP? try http://)".into(),
+        )
+    } else if has("invalid peer certificate") {
+        f(
+            FailureKind::Tls,
+            "TLS: the server certificate was refused (it could not be verified)".into(),
+        )
+    } else {
+        None
     }
 }
 

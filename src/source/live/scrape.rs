@@ -201,7 +201,7 @@ fn scrape_metrics(t: &TargetSpec, c: &Client, cfg: &LiveConfig) -> Result<(Vec<u
         return Err(client::status_error(status, &path));
     }
     let held = client::Held::new(&cfg.limits.budget);
-    let mut body = client::Body::new(resp, cfg.limits.max_body, &held, cfg.timeout);
+    let mut body = client::Body::new(resp, cfg.limits.max_body, Some(&held), cfg.timeout);
     let mut id = Identity::default();
     let mut grow = |parsed: usize, kept: usize| {
         held.give(parsed as u64);
@@ -211,8 +211,10 @@ fn scrape_metrics(t: &TargetSpec, c: &Client, cfg: &LiveConfig) -> Result<(Vec<u
         .map_err(|e| match e {
             expfmt::StreamError::Read(e) => {
                 let mut f = client::read_failure(&e, cfg.timeout);
-                if matches!(client::BodyError::of(&e), Some(client::BodyError::TooLarge(_))) {
-                    f.message.push_str(" (see --max-body)");
+                match client::BodyError::of(&e) {
+                    Some(client::BodyError::TooLarge(_)) => f.message.push_str(" (see --max-body)"),
+                    Some(client::BodyError::TooSlow(_)) => f.message.push_str(" (see --timeout)"),
+                    _ => {}
                 }
                 f
             }

@@ -4,22 +4,28 @@
 //! every way a request can fail turned into a [`PromError`] that names the
 //! endpoint and what to do.
 
-use std::collections::BTreeMap;
 use std::io::Read;
 use std::time::Duration;
 
 use reqwest::blocking::Client;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION};
-use serde::Deserialize;
+use serde::de::{DeserializeSeed, IgnoredAny};
 
-use crate::eval::{Value, VectorSample};
+use super::decode::{self, Envelope, EnvelopeSeed, QueryDataSeed};
+use crate::eval::Value;
 use crate::report::promapi::format_timestamp;
-use crate::source::live::client::{self, FailureKind, FetchError};
+use crate::secret::KnownSecrets;
+use crate::source::live::client::{self, BodyError, FailureKind, FetchError};
 use crate::source::live::{ClientSpec, Secret};
-use crate::store::{Labels, Millis, Sample, Series};
+use crate::store::{Millis, Series};
 
-/// Largest response body accepted.
+/// Default largest answer read (`--prometheus-max-response`), after gzip
+/// decoding. Answers are decoded as they arrive, so this bounds the time and
+/// the bytes received, while memory follows the samples kept.
 pub const MAX_RESPONSE: u64 = 256 << 20;
+
+/// Most of an error response's body read (error documents are small).
+const MAX_ERROR_BODY: u64 = 64 << 10;
 
 /// How to reach the API.
 #[derive(Clone, Debug)]
@@ -34,8 +40,11 @@ pub struct ApiConfig {
     pub basic: Option<(String, Secret)>,
     /// Extra headers (`X-Scope-OrgID: team`), sent as sensitive values.
     pub headers: Vec<(String, Secret)>,
-    /// Per request; also sent as the API's `timeout` parameter of queries.
+    /// Per request, including reading the answer; also sent as the API's
+    /// `timeout` parameter of queries.
     pub timeout: Duration,
+    /// Largest answer read, after gzip decoding.
+    pub max_response: u64,
 }
 
 /// Why an API request failed.
@@ -117,45 +126,6 @@ fn body_text(body: &str) -> String {
     }
 }
 
-/// The API's response envelope.
-#[derive(Deserialize)]
-struct Envelope {
-    status: String,
-    #[serde(default)]
-    data: Option<serde_json::Value>,
-    #[serde(rename = "errorType", default)]
-    error_type: Option<String>,
-    #[serde(default)]
-    error: Option<String>,
-    #[serde(default)]
-    warnings: Vec<String>,
-}
-
-#[derive(Deserialize)]
-struct QueryData {
-    #[serde(rename = "resultType")]
-    result_type: String,
-    result: serde_json::Value,
-}
-
-#[derive(Deserialize)]
-struct MatrixItem {
-    #[serde(default)]
-    metric: BTreeMap<String, String>,
-    #[serde(default)]
-    values: Vec<(f64, String)>,
-    #[serde(default)]
-    histograms: Vec<serde_json::Value>,
-}
-
-#[derive(Deserialize)]
-struct VectorItem {
-    #[serde(default)]
-    metric: BTreeMap<String, String>,
-    #[serde(default)]
-    value: Option<(f64, String)>,
-}
-
 /// A successful answer and the warnings that came with it (partial responses
 /// from Thanos or Mimir, dropped native histograms).
 #[derive(Clone, Debug, PartialEq)]
@@ -172,19 +142,9 @@ pub struct Api {
     client: Client,
     headers: HeaderMap,
     timeout: Duration,
-}
-
-fn to_millis(t: f64) -> Millis {
-    (t * 1000.0).round() as Millis
-}
-
-fn parse_value(s: &str) -> Option<f64> {
-    match s {
-        "NaN" => Some(f64::NAN),
-        "+Inf" | "Inf" => Some(f64::INFINITY),
-        "-Inf" => Some(f64::NEG_INFINITY),
-        _ => s.parse().ok(),
-    }
+    max_response: u64,
+    /// The credentials sent, replaced wherever an answer repeats them.
+    secrets: KnownSecrets,
 }
 
 fn sensitive(name: &str, value: &[u8]) -> Result<(HeaderName, HeaderValue), PromError> {
@@ -226,6 +186,7 @@ impl Api {
             )));
         }
         let http = client::build(&cfg.client).map_err(PromError::Config)?;
+        let mut secrets = KnownSecrets::new();
         let mut headers = HeaderMap::new();
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         match (&cfg.token, &cfg.basic) {
@@ -235,6 +196,7 @@ impl Api {
                 ))
             }
             (Some(t), None) => {
+                secrets.add(t.expose());
                 let mut v = b"Bearer ".to_vec();
                 v.extend_from_slice(t.expose());
                 let (_, hv) = sensitive("authorization", &v)?;
@@ -245,8 +207,11 @@ impl Api {
                 let mut raw = user.as_bytes().to_vec();
                 raw.push(b':');
                 raw.extend_from_slice(pass.expose());
+                secrets.add(pass.expose());
+                let encoded = base64::engine::general_purpose::STANDARD.encode(raw);
+                secrets.add(encoded.as_bytes());
                 let mut v = b"Basic ".to_vec();
-                v.extend_from_slice(base64::engine::general_purpose::STANDARD.encode(raw).as_bytes());
+                v.extend_from_slice(encoded.as_bytes());
                 let (_, hv) = sensitive("authorization", &v)?;
                 headers.insert(AUTHORIZATION, hv);
             }
@@ -254,6 +219,7 @@ impl Api {
         }
         for (name, value) in &cfg.headers {
             let (n, v) = sensitive(name, value.expose())?;
+            secrets.add(value.expose());
             headers.append(n, v);
         }
         let mut display = base.to_string();
@@ -266,6 +232,8 @@ impl Api {
             client: http,
             headers,
             timeout: cfg.timeout,
+            max_response: cfg.max_response,
+            secrets,
         })
     }
 
@@ -287,8 +255,12 @@ impl Api {
         u
     }
 
-    /// One GET of `/api/v1/<path>`: the `data` of a success, or the error.
-    fn call(&self, path: &str, params: &[(&str, String)]) -> Result<Answer<serde_json::Value>, PromError> {
+    /// One GET of `/api/v1/<path>`: the `data` of a success decoded by
+    /// `seed` as the answer arrives, or the error.
+    fn call<T, S>(&self, path: &str, params: &[(&str, String)], seed: S) -> Result<Answer<T>, PromError>
+    where
+        S: for<'de> DeserializeSeed<'de, Value = T>,
+    {
         let endpoint = format!("{} /api/v1/{path}", self.display);
         let url = self.endpoint_url(path, params);
         let req = self
@@ -301,59 +273,104 @@ impl Api {
             source: request_error(&e, self.timeout),
         })?;
         let status = resp.status().as_u16();
-        let mut body = Vec::new();
-        resp.take(MAX_RESPONSE + 1)
-            .read_to_end(&mut body)
-            .map_err(|e| PromError::Request {
-                endpoint: endpoint.clone(),
-                source: read_error(&e, self.timeout),
-            })?;
-        if body.len() as u64 > MAX_RESPONSE {
-            return Err(PromError::Malformed {
-                endpoint,
-                message: format!("the response is larger than {} MiB", MAX_RESPONSE >> 20),
-            });
-        }
-        let env: Result<Envelope, _> = serde_json::from_slice(&body);
+        let mut body = client::Body::new(resp, self.max_response, None, self.timeout);
         if !(200..300).contains(&status) {
-            return Err(match env {
-                Ok(Envelope {
-                    error: Some(error),
-                    error_type,
-                    ..
-                }) => PromError::Api {
-                    endpoint,
-                    status,
-                    error_type: error_type.unwrap_or_else(|| "error".into()),
-                    error,
-                },
-                _ => PromError::Http {
-                    endpoint,
-                    status,
-                    body: snippet(&body),
-                },
-            });
+            return Err(self.error_response(endpoint, status, &mut body));
         }
-        let env = env.map_err(|e| PromError::Malformed {
-            endpoint: endpoint.clone(),
-            message: format!("not the API's JSON document ({e}): {}", snippet(&body)),
-        })?;
-        if env.status != "success" {
+        let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(64 << 10, body));
+        let env: Envelope<T> = EnvelopeSeed(seed)
+            .deserialize(&mut de)
+            .and_then(|env| de.end().map(|_| env))
+            .map_err(|e| self.decode_error(&endpoint, e))?;
+        let warnings: Vec<String> = env.warnings.iter().map(|w| self.secrets.scrub_str(w)).collect();
+        if env.status.as_deref() != Some("success") {
             return Err(PromError::Api {
                 endpoint,
                 status,
-                error_type: env.error_type.unwrap_or_else(|| "error".into()),
-                error: env.error.unwrap_or_else(|| format!("status `{}`", env.status)),
+                error_type: self.shown(env.error_type.as_deref().unwrap_or("error")),
+                error: match env.error {
+                    Some(e) => self.shown(&e),
+                    None => format!(
+                        "status `{}`",
+                        self.shown(env.status.as_deref().unwrap_or("(none)"))
+                    ),
+                },
             });
         }
         let data = env.data.ok_or_else(|| PromError::Malformed {
             endpoint,
             message: "a success without `data`".into(),
         })?;
-        Ok(Answer {
-            data,
-            warnings: env.warnings,
-        })
+        Ok(Answer { data, warnings })
+    }
+
+    /// Text from the server as messages show it: without the credentials
+    /// sent, nor anything that looks like one.
+    fn shown(&self, text: &str) -> String {
+        self.secrets.scrub_str(text)
+    }
+
+    /// The error of a non-success status. The body of a 401 or 403 is never
+    /// shown (a server may reflect the credentials in it); others show the
+    /// API's error, or the start of the body, without credentials.
+    fn error_response(&self, endpoint: String, status: u16, body: &mut dyn Read) -> PromError {
+        if matches!(status, 401 | 403 | 407) {
+            return PromError::Http {
+                endpoint,
+                status,
+                body: String::new(),
+            };
+        }
+        let mut buf = Vec::new();
+        let _ = body.take(MAX_ERROR_BODY).read_to_end(&mut buf);
+        let env = EnvelopeSeed(std::marker::PhantomData::<IgnoredAny>)
+            .deserialize(&mut serde_json::Deserializer::from_slice(&buf))
+            .ok();
+        match env {
+            Some(Envelope {
+                error: Some(error),
+                error_type,
+                ..
+            }) => PromError::Api {
+                endpoint,
+                status,
+                error_type: self.shown(error_type.as_deref().unwrap_or("error")),
+                error: self.shown(&error),
+            },
+            _ => PromError::Http {
+                endpoint,
+                status,
+                body: self.shown(&snippet(&buf)),
+            },
+        }
+    }
+
+    /// The error of an answer that could not be decoded: too large, too
+    /// slow, cut, or not the API's document (without quoting its content).
+    fn decode_error(&self, endpoint: &str, e: serde_json::Error) -> PromError {
+        if e.is_io() {
+            let io: std::io::Error = e.into();
+            return match BodyError::of(&io) {
+                Some(BodyError::TooLarge(max)) => PromError::Malformed {
+                    endpoint: endpoint.to_string(),
+                    message: format!(
+                        "the response is larger than {}; refused (raise --prometheus-max-response, or narrow the window or raise --step)",
+                        crate::limits::format_size(*max)
+                    ),
+                },
+                _ => PromError::Request {
+                    endpoint: endpoint.to_string(),
+                    source: read_error(&io, self.timeout),
+                },
+            };
+        }
+        PromError::Malformed {
+            endpoint: endpoint.to_string(),
+            message: format!(
+                "not the API's JSON document: {}",
+                self.shown(&crate::secret::serde_message(&e.to_string()))
+            ),
+        }
     }
 
     fn timeout_param(&self) -> String {
@@ -375,11 +392,12 @@ impl Api {
             ("step", format!("{}", step as f64 / 1000.0)),
             ("timeout", self.timeout_param()),
         ];
-        let a = self.call("query_range", &params)?;
         let endpoint = format!("{} /api/v1/query_range", self.display);
-        let mut warnings = a.warnings;
-        match self.query_value(&endpoint, a.data, end, &mut warnings)? {
-            Value::Matrix(m) => Ok(Answer { data: m, warnings }),
+        match self.query_value("query_range", &params)? {
+            Answer {
+                data: Value::Matrix(m),
+                warnings,
+            } => Ok(Answer { data: m, warnings }),
             _ => Err(PromError::Malformed {
                 endpoint,
                 message: "a range query did not return a matrix".into(),
@@ -394,11 +412,7 @@ impl Api {
             ("time", format_timestamp(time)),
             ("timeout", self.timeout_param()),
         ];
-        let a = self.call("query", &params)?;
-        let endpoint = format!("{} /api/v1/query", self.display);
-        let mut warnings = a.warnings;
-        let v = self.query_value(&endpoint, a.data, time, &mut warnings)?;
-        Ok(Answer { data: v, warnings })
+        self.query_value("query", &params)
     }
 
     /// `/api/v1/label/<name>/values` of the series matching `matches` in `[start, end]`.
@@ -413,84 +427,17 @@ impl Api {
         params.push(("start", format_timestamp(start)));
         params.push(("end", format_timestamp(end)));
         let path = format!("label/{name}/values");
-        let a = self.call(&path, &params)?;
-        let values: Vec<String> = serde_json::from_value(a.data).map_err(|e| PromError::Malformed {
-            endpoint: format!("{} /api/v1/{path}", self.display),
-            message: format!("label values are not a list of strings: {e}"),
-        })?;
-        Ok(Answer {
-            data: values,
-            warnings: a.warnings,
-        })
+        self.call(&path, &params, std::marker::PhantomData::<Vec<String>>)
     }
 
-    fn query_value(
-        &self,
-        endpoint: &str,
-        data: serde_json::Value,
-        time: Millis,
-        warnings: &mut Vec<String>,
-    ) -> Result<Value, PromError> {
-        let bad = |message: String| PromError::Malformed {
-            endpoint: endpoint.to_string(),
+    fn query_value(&self, path: &str, params: &[(&str, String)]) -> Result<Answer<Value>, PromError> {
+        let a = self.call(path, params, QueryDataSeed)?;
+        let mut warnings = a.warnings;
+        let v = decode::into_value(a.data, &mut warnings).map_err(|message| PromError::Malformed {
+            endpoint: format!("{} /api/v1/{path}", self.display),
             message,
-        };
-        let d: QueryData = serde_json::from_value(data).map_err(|e| bad(format!("query data: {e}")))?;
-        let number =
-            |s: &str| parse_value(s).ok_or_else(|| bad(format!("sample value `{s}` is not a number")));
-        match d.result_type.as_str() {
-            "matrix" => {
-                let items: Vec<MatrixItem> =
-                    serde_json::from_value(d.result).map_err(|e| bad(format!("matrix result: {e}")))?;
-                let mut out = Vec::with_capacity(items.len());
-                let mut histograms = 0;
-                for it in items {
-                    histograms += usize::from(!it.histograms.is_empty());
-                    let mut samples = Vec::with_capacity(it.values.len());
-                    for (t, v) in &it.values {
-                        samples.push(Sample {
-                            t: to_millis(*t),
-                            v: number(v)?,
-                        });
-                    }
-                    out.push(Series {
-                        labels: Labels::from_pairs(it.metric),
-                        samples,
-                    });
-                }
-                if histograms > 0 {
-                    warnings.push(format!(
-                        "{histograms} series held native histogram samples, which cptriage does not read"
-                    ));
-                }
-                Ok(Value::Matrix(out))
-            }
-            "vector" => {
-                let items: Vec<VectorItem> =
-                    serde_json::from_value(d.result).map_err(|e| bad(format!("vector result: {e}")))?;
-                let mut out = Vec::with_capacity(items.len());
-                for it in items {
-                    let Some((_, v)) = it.value else { continue };
-                    out.push(VectorSample {
-                        labels: Labels::from_pairs(it.metric),
-                        v: number(&v)?,
-                    });
-                }
-                Ok(Value::Vector(out))
-            }
-            "scalar" => {
-                let (_, v): (f64, String) =
-                    serde_json::from_value(d.result).map_err(|e| bad(format!("scalar result: {e}")))?;
-                let _ = time;
-                Ok(Value::Scalar(number(&v)?))
-            }
-            "string" => {
-                let (_, v): (f64, String) =
-                    serde_json::from_value(d.result).map_err(|e| bad(format!("string result: {e}")))?;
-                Ok(Value::String(v))
-            }
-            other => Err(bad(format!("unknown result type `{other}`"))),
-        }
+        })?;
+        Ok(Answer { data: v, warnings })
     }
 }
 
@@ -517,6 +464,7 @@ fn secs(d: Duration) -> String {
 /// A request error, with messages about the Prometheus server rather than a scrape target.
 fn request_error(e: &reqwest::Error, timeout: Duration) -> FetchError {
     let text = client::chain(e);
+    let debug = format!("{e:?}");
     let f = |kind, message: String| FetchError { kind, message };
     if e.is_timeout() || text.contains("timed out") {
         f(
@@ -541,34 +489,27 @@ fn request_error(e: &reqwest::Error, timeout: Duration) -> FetchError {
             FailureKind::Unreachable,
             format!("cannot resolve the host name: {text}"),
         )
-    } else if text.contains("UnknownIssuer") || text.contains("unknown issuer") {
-        f(
-            FailureKind::TlsUnknownCa,
-            "TLS: the server certificate is signed by an unknown certificate authority (check --prometheus-ca)".into(),
-        )
-    } else if text.contains("NotValidForName") || text.contains("not valid for name") {
-        f(
-            FailureKind::TlsNameMismatch,
-            "TLS: the server certificate is not valid for the URL's host name".into(),
-        )
-    } else if ["CertificateRequired", "BadCertificate", "UnknownCA"]
-        .iter()
-        .any(|a| text.contains(a))
-    {
-        f(
-            FailureKind::TlsClientCertificateRejected,
-            "TLS: the server rejected the client certificate (missing, or not signed by a CA it trusts; check --prometheus-cert and --prometheus-key)".into(),
-        )
+    } else if let Some(mut t) = client::tls_failure(&|s: &str| text.contains(s) || debug.contains(s), "--prometheus-ca") {
+        match t.kind {
+            FailureKind::TlsNameMismatch => {
+                t.message = "TLS: the server certificate is not valid for the URL's host name".into()
+            }
+            FailureKind::TlsClientCertificateRejected => t
+                .message
+                .push_str(" (check --prometheus-cert and --prometheus-key)"),
+            _ => {}
+        }
+        t
     } else if text.contains("certificate") || text.contains("tls") || text.contains("TLS") {
-        f(FailureKind::Tls, format!("TLS: {text}"))
+        f(FailureKind::Tls, format!("TLS: {}", crate::secret::scrub(&text)))
     } else {
-        f(FailureKind::Other, text)
+        f(FailureKind::Other, crate::secret::scrub(&text).into_owned())
     }
 }
 
 fn read_error(e: &std::io::Error, timeout: Duration) -> FetchError {
     let text = client::chain(e);
-    if text.contains("timed out") || text.contains("TimedOut") {
+    if text.contains("timed out") || text.contains("TimedOut") || matches!(BodyError::of(e), Some(BodyError::TooSlow(_))) {
         FetchError {
             kind: FailureKind::Timeout,
             message: format!(
@@ -590,6 +531,7 @@ mod tests {
 
     #[test]
     fn values_as_the_api_writes_them() {
+        use decode::{parse_value, to_millis};
         assert_eq!(parse_value("1.5"), Some(1.5));
         assert!(parse_value("NaN").is_some_and(f64::is_nan));
         assert_eq!(parse_value("+Inf"), Some(f64::INFINITY));
@@ -631,6 +573,7 @@ mod tests {
             basic: None,
             headers: vec![],
             timeout: Duration::from_secs(1),
+            max_response: MAX_RESPONSE,
         };
         let e = Api::new(&cfg).unwrap_err().to_string();
         assert!(e.contains("holds credentials") && !e.contains("hunter2"), "{e}");

@@ -21,6 +21,7 @@
 //!   the report, and the API's warnings (partial responses) become warnings.
 
 pub mod api;
+pub mod decode;
 pub mod select;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn grouping_by_another_instance_label() {
-        let mut e = parser::parse(
+        let mut e = promql_parser::parser::parse(
             "histogram_quantile(0.99, sum by (instance, le) (rate(x_bucket[1m]))) / on (instance) max without (instance) (y) * ignoring (le) group_left (instance) z",
         )
         .unwrap();
