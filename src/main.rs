@@ -23,7 +23,8 @@ fn main() {
         Ok(code) => code.code(),
         Err(cptriage::error::CliError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => 0,
         Err(e) => {
-            let _ = writeln!(err, "cptriage: error: {e}");
+            // Last line of defence: no key or token-looking text in the message.
+            let _ = writeln!(err, "cptriage: error: {}", cptriage::secret::scrub(&e.to_string()));
             e.exit_code().code()
         }
     };

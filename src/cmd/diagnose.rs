@@ -35,12 +35,32 @@ pub fn run(a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
         }
     }
     let rules = load_rules(a.rules.as_deref())?;
-    if a.prom.prometheus.is_some() {
-        return run_prometheus(&a, &rules, out, err);
+    let result = if a.prom.prometheus.is_some() {
+        run_prometheus(&a, &rules, out, err)
+    } else {
+        run_local(&a, &rules, out, err)
+    };
+    match result {
+        // Scripts always get a verdict: unusable data is `inconclusive`, with
+        // the failures as warnings.
+        Err(CliError::Data(msg)) if a.output == ReportFormat::Json => {
+            let mut lines = msg.lines();
+            let reason = lines.next().unwrap_or("no usable data").trim_end_matches(':');
+            let failures = lines.map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect();
+            let now = chrono::Utc::now().timestamp_millis() / 1000 * 1000;
+            let report = Report::unusable(&rules, reason, failures, now, a.debounce as usize);
+            json::render(&report, out)?;
+            Err(CliError::Data(msg))
+        }
+        r => r,
     }
+}
+
+/// `diagnose --dump` and `diagnose --live`.
+fn run_local(a: &DiagnoseArgs, rules: &RuleSet, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
     let keep = Keep::Names(rules.referenced_metrics());
     let ds = if a.live {
-        live_dataset(&a, &keep, err)?
+        live_dataset(a, &keep, err)?
     } else {
         load_dumps(&DumpArgs { dump: a.dump.clone() }, &a.limits, &keep, &mut std::io::sink())?
     };
@@ -379,9 +399,17 @@ fn live_dataset(
         writeln!(err, "rounds saved to {}", dir.display())?;
     }
     if res.all_failed() {
-        return Err(CliError::Data(
-            "every scrape failed; see the warnings above".into(),
-        ));
+        let mut reasons: Vec<String> = res
+            .failure_details
+            .iter()
+            .map(|f| format!("{}: {}", f.target, f.error))
+            .collect();
+        reasons.sort();
+        reasons.dedup();
+        return Err(CliError::Data(format!(
+            "every scrape failed:\n  {}",
+            reasons.join("\n  ")
+        )));
     }
     Ok(res.dataset(keep)?)
 }

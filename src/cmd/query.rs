@@ -171,13 +171,34 @@ pub fn time_source_text(t: crate::source::TimeSource) -> &'static str {
     }
 }
 
+/// A value for the table, as Go's `%g` prints it (what the Prometheus UI
+/// shows): exponent form below 1e-4 and from 1e21 on (`1e+308`, not 309
+/// digits); the JSON output keeps the API's exact form.
+fn table_value(v: f64) -> String {
+    let a = v.abs();
+    if !v.is_finite() || a == 0.0 || (1e-4..1e21).contains(&a) {
+        return promapi::format_value(v);
+    }
+    let s = format!("{v:e}");
+    match s.split_once('e') {
+        Some((m, e)) => {
+            let (sign, digits) = match e.strip_prefix('-') {
+                Some(d) => ('-', d),
+                None => ('+', e),
+            };
+            format!("{m}e{sign}{digits:0>2}")
+        }
+        None => s,
+    }
+}
+
 fn render_table(v: &Value, at: i64, out: &mut dyn Write) -> Result<(), CliError> {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
     match v {
         Value::Scalar(x) => {
             t.set_header(["time", "scalar"]);
-            t.add_row([timefmt::format_time(at), promapi::format_value(*x)]);
+            t.add_row([timefmt::format_time(at), table_value(*x)]);
         }
         Value::String(s) => {
             t.set_header(["time", "string"]);
@@ -186,7 +207,7 @@ fn render_table(v: &Value, at: i64, out: &mut dyn Write) -> Result<(), CliError>
         Value::Vector(vs) => {
             t.set_header(["series", "value"]);
             for s in vs {
-                t.add_row([s.labels.to_string(), promapi::format_value(s.v)]);
+                t.add_row([s.labels.to_string(), table_value(s.v)]);
             }
             writeln!(
                 out,
@@ -204,7 +225,7 @@ fn render_table(v: &Value, at: i64, out: &mut dyn Write) -> Result<(), CliError>
                     } else {
                         String::new()
                     };
-                    t.add_row([name, timefmt::format_time(p.t), promapi::format_value(p.v)]);
+                    t.add_row([name, timefmt::format_time(p.t), table_value(p.v)]);
                 }
             }
             writeln!(out, "range vector ({} series)", ms.len())?;
@@ -212,4 +233,19 @@ fn render_table(v: &Value, at: i64, out: &mut dyn Write) -> Result<(), CliError>
     }
     writeln!(out, "{t}")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::table_value;
+
+    #[test]
+    fn table_values_as_go_prints_them() {
+        assert_eq!(table_value(1e308), "1e+308");
+        assert_eq!(table_value(-2.5e-7), "-2.5e-07");
+        assert_eq!(table_value(1.5), "1.5");
+        assert_eq!(table_value(123456789.0), "123456789");
+        assert_eq!(table_value(0.0), "0");
+        assert_eq!(table_value(f64::NAN), "NaN");
+    }
 }

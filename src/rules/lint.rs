@@ -33,6 +33,17 @@ pub fn check_str(src: &str, origin: &str) -> Vec<Diagnostic> {
     if let Some(set) = &set {
         let cat = catalog();
         let loc = Locator::new(src, origin);
+        // What `diagnose --rules` loads, `rules export` must turn into a rule
+        // file too: `rules check` refuses what either refuses.
+        if let Some(e) = export_error(set) {
+            use super::export::ExportError as E;
+            let message = format!("`rules export` cannot export this file: {e}");
+            diags.push(match &e {
+                E::Expr { signal, .. } => loc.entity("signals", signal, 1, Level::Error, message),
+                E::Condition { node, .. } => loc.entity("nodes", node, 1, Level::Error, message),
+                _ => loc.at(0, 0, Level::Error, message),
+            });
+        }
         for s in &set.signals {
             let mut seen = BTreeSet::new();
             for r in &s.reads {
@@ -54,6 +65,18 @@ pub fn check_str(src: &str, origin: &str) -> Vec<Diagnostic> {
     }
     diags.sort_by_key(|d| (d.level, d.line, d.col));
     diags
+}
+
+/// Why `rules export` (with its default options) would refuse a loaded rule set.
+fn export_error(set: &super::load::RuleSet) -> Option<super::export::ExportError> {
+    use super::export::{self, ExportOptions};
+    let opts = ExportOptions::new(
+        export::DEFAULT_APISERVER_SELECTOR,
+        export::DEFAULT_ETCD_SELECTOR,
+        export::DEFAULT_CONTROLLER_SELECTOR,
+    )
+    .ok()?;
+    export::export(set, &opts).and_then(|f| f.to_yaml("")).err()
 }
 
 /// Reads and checks a rule file.

@@ -78,6 +78,9 @@ impl Unit {
             let a = x.abs();
             if a == 0.0 {
                 "0".into()
+            } else if a >= 1e15 {
+                // Not 309 digits for 1e308.
+                format!("{x:.2e}")
             } else if a >= 100.0 {
                 format!("{x:.0}")
             } else if a >= 10.0 {

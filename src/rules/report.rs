@@ -342,3 +342,82 @@ pub struct RulesInfo {
     pub nodes: usize,
     pub leaves: usize,
 }
+
+impl Report {
+    /// The report when nothing could be analysed (every scrape failed, the
+    /// Prometheus API answered nothing, no snapshot was usable): status
+    /// `inconclusive`, every axis not checked with `reason`, each failure
+    /// as a warning. Scripts reading `-o json` always get a verdict.
+    pub fn unusable(
+        rules: &super::load::RuleSet,
+        reason: &str,
+        failures: Vec<String>,
+        at: Millis,
+        debounce: usize,
+    ) -> Report {
+        let axes = rules
+            .leaf_order
+            .iter()
+            .filter_map(|&i| rules.leaves.get(i))
+            .map(|l| AxisReport {
+                leaf: l.id.clone(),
+                axis: l.axis.clone(),
+                sub_axis: l.sub_axis.clone(),
+                severity: l.severity,
+                title: l.title.clone(),
+                state: AxisState::NotChecked,
+                lit_at_end: false,
+                onset: None,
+                recovered: None,
+                instances: Vec::new(),
+                localisation: None,
+                timeline: vec![StepState::Unknown],
+                evidence: Vec::new(),
+                note: Some(format!("not checked: {reason}")),
+            })
+            .collect();
+        const STEP: Millis = 60_000;
+        Report {
+            schema_version: SCHEMA_VERSION,
+            status: Status::Inconclusive,
+            verdict: Verdict {
+                summary: format!("inconclusive: {reason}"),
+                ..Verdict::default()
+            },
+            symptom: None,
+            axes,
+            path: Vec::new(),
+            walk_end: "inconclusive".into(),
+            gaps: vec![Gap {
+                kind: GapKind::NotChecked,
+                subject: "all".into(),
+                message: reason.to_string(),
+            }],
+            window: WindowInfo {
+                from: at,
+                to: at,
+                step: STEP,
+                at,
+                steps: vec![at],
+                range: 5 * STEP,
+                debounce: debounce.max(1),
+                baseline: BaselineInfo {
+                    kind: BaselineKind::None,
+                    from: None,
+                    to: None,
+                    description: "no data".into(),
+                },
+            },
+            sources: Vec::new(),
+            warnings: failures,
+            falsifier: None,
+            runbook: Vec::new(),
+            rules: RulesInfo {
+                origin: rules.origin.clone(),
+                signals: rules.signals.len(),
+                nodes: rules.nodes.len(),
+                leaves: rules.leaves.len(),
+            },
+        }
+    }
+}

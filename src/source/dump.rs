@@ -791,7 +791,7 @@ fn parse_file(pf: &Planned, keep: &Keep, known: &SeriesKeys, max: u64) -> Result
     }
     data.families = report.families.iter().map(|(n, _)| n.clone()).collect();
     // Malformed lines, and the warnings that change values: NaN or negative
-    // counters and duplicate series.
+    // counters, duplicate series and NaN bucket bounds.
     let errors: Vec<&expfmt::Issue> = report
         .issues
         .iter()
@@ -799,6 +799,7 @@ fn parse_file(pf: &Planned, keep: &Keep, known: &SeriesKeys, max: u64) -> Result
             i.severity == Severity::Error
                 || i.message.starts_with("counter `")
                 || i.message.starts_with("duplicate series `")
+                || i.message.starts_with("bucket `le=\"NaN\"`")
         })
         .collect();
     for i in errors.iter().take(MAX_ISSUES_PER_FILE) {
@@ -925,7 +926,7 @@ struct TargetState {
     /// Series ids in the target's last snapshot, sorted.
     live: Vec<u32>,
     last_time: Option<Millis>,
-    /// Whether a snapshot in the future was already reported.
+    /// Whether a snapshot in the future (or at or before 1970) was already reported.
     warned_future: bool,
 }
 
@@ -1253,12 +1254,15 @@ fn ingest(
     let instance = store.intern(&target.name);
     let role_s = store.intern(role.as_str());
     let now = chrono::Utc::now().timestamp_millis();
-    if time > now.saturating_add(FUTURE_TOLERANCE_MS) && !st.warned_future {
+    let future = time > now.saturating_add(FUTURE_TOLERANCE_MS);
+    // Zero and negative times are unset or garbage timestamps (1970 or before).
+    let epoch = time <= 0;
+    if (future || epoch) && !st.warned_future {
         st.warned_future = true;
         warnings.push(SourceWarning {
             origin: origin.clone(),
             message: format!(
-                "snapshot time {} (from {}) is in the future: clock skew or a bad timestamp; onsets of `{}` cannot be compared with other targets",
+                "snapshot time {} (from {}) is {}: clock skew or a bad timestamp; onsets of `{}` cannot be compared with other targets",
                 crate::timefmt::format_time(time),
                 match ts {
                     TimeSource::FileName => "the file name",
@@ -1266,6 +1270,11 @@ fn ingest(
                     TimeSource::Mtime => "the file's modification time",
                     TimeSource::Scrape => "the scrape",
                     TimeSource::Prometheus => "Prometheus",
+                },
+                if future {
+                    "in the future"
+                } else {
+                    "at or before the Unix epoch (1970-01-01)"
                 },
                 target.name
             ),

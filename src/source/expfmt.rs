@@ -963,6 +963,16 @@ impl<'a> Parser<'a> {
                 );
             }
         }
+        if le.is_nan() {
+            // Prometheus sorts a NaN bound first and answers NaN: say so.
+            let series = render_series(&self.fams[fam].name, &self.labels, Some("le"));
+            self.warn(
+                no,
+                format!(
+                    "bucket `le=\"NaN\"` in histogram series `{series}`: histogram_quantile over it is NaN (as in Prometheus)"
+                ),
+            );
+        }
         let h = self.hist.get_or_insert(HistSeries {
             fam,
             key,
