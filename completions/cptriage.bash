@@ -126,7 +126,7 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__diagnose)
-            opts="-o -h -V --dump --live --save --kubeconfig --context --no-apiserver --no-discovery --insecure-skip-tls-verify --etcd --etcd-cacert --etcd-cert --etcd-key --controller --interval --duration --timeout --prometheus --selector --apiserver-selector --etcd-selector --controller-selector --instance-label --prometheus-token-file --prometheus-user --prometheus-password-file --prometheus-ca --prometheus-cert --prometheus-key --prometheus-header --prometheus-insecure-skip-tls-verify --prometheus-timeout --rules --at --from --to --step --baseline-from --baseline-to --baseline-dump --debounce --output --help --version"
+            opts="-o -h -V --dump --live --save --kubeconfig --context --no-apiserver --no-discovery --insecure-skip-tls-verify --etcd --etcd-cacert --etcd-cert --etcd-key --controller --interval --duration --timeout --max-body-total --prometheus --selector --apiserver-selector --etcd-selector --controller-selector --instance-label --prometheus-token-file --prometheus-user --prometheus-password-file --prometheus-ca --prometheus-cert --prometheus-key --prometheus-header --prometheus-insecure-skip-tls-verify --prometheus-max-response --prometheus-timeout --max-body --rules --at --from --to --step --baseline-from --baseline-to --baseline-dump --debounce --output --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -177,6 +177,10 @@ _cptriage() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-body-total)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -232,7 +236,15 @@ _cptriage() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --prometheus-max-response)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --prometheus-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-body)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -442,7 +454,7 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__query)
-            opts="-o -h -V --dump --prometheus --selector --apiserver-selector --etcd-selector --controller-selector --instance-label --prometheus-token-file --prometheus-user --prometheus-password-file --prometheus-ca --prometheus-cert --prometheus-key --prometheus-header --prometheus-insecure-skip-tls-verify --prometheus-timeout --at --from --to --step --output --help --version"
+            opts="-o -h -V --dump --prometheus --selector --apiserver-selector --etcd-selector --controller-selector --instance-label --prometheus-token-file --prometheus-user --prometheus-password-file --prometheus-ca --prometheus-cert --prometheus-key --prometheus-header --prometheus-insecure-skip-tls-verify --prometheus-max-response --prometheus-timeout --at --from --to --step --max-body --output --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -504,6 +516,10 @@ _cptriage() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --prometheus-max-response)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --prometheus-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -524,6 +540,10 @@ _cptriage() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-body)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "table json" -- "${cur}"))
                     return 0
@@ -540,7 +560,7 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__record)
-            opts="-h -V --out --kubeconfig --context --no-apiserver --no-discovery --insecure-skip-tls-verify --etcd --etcd-cacert --etcd-cert --etcd-key --controller --interval --duration --timeout --all --help --version"
+            opts="-h -V --out --kubeconfig --context --no-apiserver --no-discovery --insecure-skip-tls-verify --etcd --etcd-cacert --etcd-cert --etcd-key --controller --interval --duration --timeout --max-body-total --all --max-body --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -587,6 +607,14 @@ _cptriage() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-body-total)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-body)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

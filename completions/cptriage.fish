@@ -44,7 +44,8 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd-key 
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l controller -d 'A kube-controller-manager: `[NAME=]URL` (e.g. `https://127.0.0.1:10257`), scraped with the kubeconfig\'s credentials. Repeatable' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l interval -d 'Time between scrape rounds' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l duration -d 'How long to scrape (at least two rounds are taken)' -r
-complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l timeout -d 'Timeout of each request' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l timeout -d 'Timeout of each request, including reading its whole body' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l max-body-total -d 'Most memory the scrapes of one round may hold together (response text being parsed and the families kept); a scrape that would go over it fails as too large and the others go on' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus -d 'Query a Prometheus-compatible HTTP API (Prometheus, Thanos Query, Mimir at `…/prometheus`) instead of reading dumps' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l selector -d 'Label matchers added to every selector, e.g. `{cluster="prod"}`' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l apiserver-selector -d 'The series of the apiserver role' -r
@@ -58,7 +59,9 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheu
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-cert -d 'Client certificate (with `--prometheus-key`)' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-key -d 'Client key (with `--prometheus-cert`)' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-header -d 'An extra request header, `NAME: VALUE` (e.g. `X-Scope-OrgID: team`). Repeatable' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-max-response -d 'Largest API answer read (after gzip decoding); answers are decoded as they arrive, so memory follows the samples kept, not this size' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-timeout -d 'Timeout of each API request (also sent as the query `timeout`)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l max-body -d 'Largest metrics text read from one place: one `/metrics` response or one snapshot file, after gzip decoding (`512MiB`, `64MiB`, `1GiB`). Bigger is a per-target error, reported with the rest analysed' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l rules -d 'Rule file (default: the shipped `rules/default.yaml`)' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l at -d 'Assess at this time (RFC 3339 or unix seconds): the tree walk and "lit now". Default: the end of the window' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l from -d 'Start of the analysed window (default: the first snapshot)' -r
@@ -75,7 +78,7 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l live -d '
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l no-apiserver -d 'Do not scrape the apiserver (only `--etcd`/`--controller`)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l no-discovery -d 'Scrape only the kubeconfig\'s server address instead of every replica listed by the default/kubernetes EndpointSlice'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l insecure-skip-tls-verify -d 'Do not verify the apiserver\'s certificate (reported loudly)'
-complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-insecure-skip-tls-verify -d 'Do not verify the server certificate'
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-insecure-skip-tls-verify -d 'Do not verify the server certificate (reported loudly)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -s V -l version -d 'Print version'
 complete -c cptriage -n "__fish_cptriage_using_subcommand tree" -l rules -d 'Rule file (default: the shipped `rules/default.yaml`)' -r -F
@@ -124,14 +127,16 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-c
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-cert -d 'Client certificate (with `--prometheus-key`)' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-key -d 'Client key (with `--prometheus-cert`)' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-header -d 'An extra request header, `NAME: VALUE` (e.g. `X-Scope-OrgID: team`). Repeatable' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-max-response -d 'Largest API answer read (after gzip decoding); answers are decoded as they arrive, so memory follows the samples kept, not this size' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-timeout -d 'Timeout of each API request (also sent as the query `timeout`)' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l at -d 'Evaluate at this time (RFC 3339 or unix seconds). Default: the last snapshot' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l from -d 'Start of a range evaluation (RFC 3339 or unix seconds)' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l to -d 'End of a range evaluation (RFC 3339 or unix seconds)' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l step -d 'Step of a range evaluation, a Prometheus duration (`5s`, `1m`). Default: the capture\'s scrape interval' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l max-body -d 'Largest metrics text read from one place: one `/metrics` response or one snapshot file, after gzip decoding (`512MiB`, `64MiB`, `1GiB`). Bigger is a per-target error, reported with the rest analysed' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -s o -l output -d 'Output format' -r -f -a "table\t'A table for people'
 json\t'The Prometheus HTTP API response shape'"
-complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-insecure-skip-tls-verify -d 'Do not verify the server certificate'
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-insecure-skip-tls-verify -d 'Do not verify the server certificate (reported loudly)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -s V -l version -d 'Print version'
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l out -d 'The capture directory to create (must not exist or be empty)' -r -F
@@ -144,7 +149,9 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l etcd-key -d
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l controller -d 'A kube-controller-manager: `[NAME=]URL` (e.g. `https://127.0.0.1:10257`), scraped with the kubeconfig\'s credentials. Repeatable' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l interval -d 'Time between scrape rounds' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l duration -d 'How long to scrape (at least two rounds are taken)' -r
-complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l timeout -d 'Timeout of each request' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l timeout -d 'Timeout of each request, including reading its whole body' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l max-body-total -d 'Most memory the scrapes of one round may hold together (response text being parsed and the families kept); a scrape that would go over it fails as too large and the others go on' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l max-body -d 'Largest metrics text read from one place: one `/metrics` response or one snapshot file, after gzip decoding (`512MiB`, `64MiB`, `1GiB`). Bigger is a per-target error, reported with the rest analysed' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l no-apiserver -d 'Do not scrape the apiserver (only `--etcd`/`--controller`)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l no-discovery -d 'Scrape only the kubeconfig\'s server address instead of every replica listed by the default/kubernetes EndpointSlice'
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l insecure-skip-tls-verify -d 'Do not verify the apiserver\'s certificate (reported loudly)'
