@@ -224,6 +224,15 @@ impl KnownSecrets {
         found
     }
 
+    /// `text` with every known secret replaced (and nothing else), when it
+    /// held one: for data (label values), where the shape rules of [`scrub`]
+    /// would also hit container ids and hashes.
+    pub fn replace_known(&self, text: &str) -> Option<String> {
+        let mut b = text.as_bytes().to_vec();
+        self.scrub_bytes(&mut b)
+            .then(|| String::from_utf8_lossy(&b).into_owned())
+    }
+
     /// `text` with every known secret replaced, then [`scrub`]bed.
     pub fn scrub_str(&self, text: &str) -> String {
         let mut b = text.as_bytes().to_vec();

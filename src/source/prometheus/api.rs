@@ -427,17 +427,60 @@ impl Api {
         params.push(("start", format_timestamp(start)));
         params.push(("end", format_timestamp(end)));
         let path = format!("label/{name}/values");
-        self.call(&path, &params, std::marker::PhantomData::<Vec<String>>)
+        let mut a = self.call(&path, &params, std::marker::PhantomData::<Vec<String>>)?;
+        for v in &mut a.data {
+            if let Some(c) = self.secrets.replace_known(v) {
+                *v = c;
+            }
+        }
+        Ok(a)
     }
 
     fn query_value(&self, path: &str, params: &[(&str, String)]) -> Result<Answer<Value>, PromError> {
         let a = self.call(path, params, QueryDataSeed)?;
         let mut warnings = a.warnings;
-        let v = decode::into_value(a.data, &mut warnings).map_err(|message| PromError::Malformed {
+        let mut v = decode::into_value(a.data, &mut warnings).map_err(|message| PromError::Malformed {
             endpoint: format!("{} /api/v1/{path}", self.display),
             message,
         })?;
+        if !self.secrets.is_empty() && self.scrub_value(&mut v) {
+            warnings.push(
+                "the answer repeated the credentials sent (in label values); they were replaced by <redacted>"
+                    .into(),
+            );
+        }
         Ok(Answer { data: v, warnings })
+    }
+
+    /// Replaces the credentials sent wherever an answer's labels or string
+    /// repeat them (a server or proxy that reflects request headers).
+    fn scrub_value(&self, v: &mut Value) -> bool {
+        let fix = |l: &mut crate::store::Labels| {
+            let leaks = l.iter().any(|x| self.secrets.replace_known(&x.value).is_some());
+            if leaks {
+                let pairs: Vec<(String, String)> = l
+                    .iter()
+                    .map(|x| {
+                        let v = self.secrets.replace_known(&x.value);
+                        (x.name.to_string(), v.unwrap_or_else(|| x.value.to_string()))
+                    })
+                    .collect();
+                *l = crate::store::Labels::from_pairs(pairs);
+            }
+            leaks
+        };
+        match v {
+            Value::Matrix(m) => m.iter_mut().fold(false, |a, s| fix(&mut s.labels) | a),
+            Value::Vector(vs) => vs.iter_mut().fold(false, |a, s| fix(&mut s.labels) | a),
+            Value::String(s) => match self.secrets.replace_known(s) {
+                Some(c) => {
+                    *s = c;
+                    true
+                }
+                None => false,
+            },
+            Value::Scalar(_) => false,
+        }
     }
 }
 
