@@ -212,6 +212,11 @@ pub fn parse(
     Ok(p.into_report(no))
 }
 
+/// Longest line [`parse_reader`] holds: a longer one is dropped with an
+/// error (the whole-buffer [`parse`] has no such limit; no exposition writes
+/// such lines).
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
 /// Bytes [`parse_reader`] reads at a time.
 pub const STREAM_CHUNK: usize = 256 * 1024;
 
@@ -232,7 +237,8 @@ pub type StreamReport = (ParseReport, u64);
 /// [`parse`] over a reader, holding only a chunk of the input (and the
 /// longest line) at a time, not the whole text: a 20 MB `/metrics` snapshot
 /// is parsed in a quarter of a megabyte. The report and the samples handed to
-/// the sink are exactly those of [`parse`] on the same bytes. A read error is
+/// the sink are exactly those of [`parse`] on the same bytes, except that a
+/// line longer than [`MAX_LINE_BYTES`] is dropped with an error. A read error is
 /// returned even if the text read before it was not an exposition.
 pub fn parse_reader(
     r: &mut dyn std::io::Read,
@@ -300,9 +306,10 @@ fn parse_stream(
     let mut buf: Vec<u8> = Vec::with_capacity(chunk.min(STREAM_CHUNK) * 2);
     let mut total = 0u64;
     let mut eof = false;
-    // What `check_exposition` examines: the first 8 KiB and the first 100 lines.
+    // What `check_exposition` examines: the first 8 KiB and the first 100
+    // lines (or the first MAX_LINE_BYTES: a body without newlines is not read whole).
     let mut newlines = 0usize;
-    while !eof && (buf.len() < BINARY_PROBE_BYTES || newlines < PROBE_LINES) {
+    while !eof && (buf.len() < BINARY_PROBE_BYTES || newlines < PROBE_LINES) && buf.len() < MAX_LINE_BYTES {
         let before = buf.len();
         eof = fill(r, &mut buf, chunk, &mut total)?;
         newlines += memchr::memchr_iter(b'\n', &buf[before..]).count();
@@ -326,6 +333,29 @@ fn parse_stream(
         } else {
             memchr::memrchr(b'\n', &buf[start..]).map_or(start, |o| start + o + 1)
         };
+        if end == start && !eof && buf.len() - start >= MAX_LINE_BYTES {
+            // A line longer than any exposition writes: dropped without
+            // holding it (memory stays at the cap, not at the line).
+            no += 1;
+            state.error(
+                no,
+                format!("line longer than {} MiB; line dropped", MAX_LINE_BYTES >> 20),
+            );
+            buf.clear();
+            start = 0;
+            loop {
+                eof = fill(r, &mut buf, chunk, &mut total)?;
+                if let Some(i) = memchr::memchr(b'\n', &buf) {
+                    buf.drain(..=i);
+                    break;
+                }
+                buf.clear();
+                if eof {
+                    break;
+                }
+            }
+            continue;
+        }
         let mut p: Parser<'_> = state;
         let first = no + 1;
         p.lines(&buf[start..end], &mut no, keep, sink);

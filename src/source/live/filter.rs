@@ -34,7 +34,7 @@ pub fn filter(input: &[u8], keep: &Keep) -> Result<Filtered, expfmt::ParseError>
 /// block of lines and the kept text are held, never the whole input, so a
 /// response of junk families costs no memory. Every kept sample is also
 /// shown to `tap` (with `Keep::All`, only those of [`ALWAYS_KEEP`]). After
-/// each block, `grow(block bytes, kept bytes added)` may refuse to go on
+/// each block, `grow(block bytes, bytes the kept text's allocation grew)` may refuse to go on
 /// (a memory budget): its error stops the filter as a read error.
 pub fn filter_reader(
     r: &mut dyn Read,
@@ -64,7 +64,8 @@ pub fn filter_reader(
         tap(s);
     };
     let mut block = |text: &[u8], first: usize| {
-        let before = out.len();
+        // What the kept text costs is its allocation, not its length.
+        let before = out.capacity();
         if all {
             out.extend_from_slice(text);
         } else {
@@ -85,7 +86,7 @@ pub fn filter_reader(
             }
             lines.clear();
         }
-        grow(text.len(), out.len() - before)
+        grow(text.len(), out.capacity() - before)
     };
     let (report, _) = expfmt::parse_reader_blocks(r, &mut keep_fn, &mut sink, &mut block)?;
     let families_kept = if all {
