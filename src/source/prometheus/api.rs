@@ -277,11 +277,15 @@ impl Api {
         if !(200..300).contains(&status) {
             return Err(self.error_response(endpoint, status, &mut body));
         }
-        let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(64 << 10, body));
+        // The first bytes are kept to show what came instead of the API's JSON
+        // (a login page of a proxy, say).
+        let head = std::cell::RefCell::new(Vec::new());
+        let reader = Head { inner: body, head: &head };
+        let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(64 << 10, reader));
         let env: Envelope<T> = EnvelopeSeed(seed)
             .deserialize(&mut de)
             .and_then(|env| de.end().map(|_| env))
-            .map_err(|e| self.decode_error(&endpoint, e))?;
+            .map_err(|e| self.decode_error(&endpoint, e, &head.borrow()))?;
         let warnings: Vec<String> = env.warnings.iter().map(|w| self.secrets.scrub_str(w)).collect();
         if env.status.as_deref() != Some("success") {
             return Err(PromError::Api {
@@ -347,7 +351,7 @@ impl Api {
 
     /// The error of an answer that could not be decoded: too large, too
     /// slow, cut, or not the API's document (without quoting its content).
-    fn decode_error(&self, endpoint: &str, e: serde_json::Error) -> PromError {
+    fn decode_error(&self, endpoint: &str, e: serde_json::Error, head: &[u8]) -> PromError {
         if e.is_io() {
             let io: std::io::Error = e.into();
             return match BodyError::of(&io) {
@@ -364,10 +368,17 @@ impl Api {
                 },
             };
         }
+        // A body that is not JSON at all is shown (its start); one that is
+        // JSON is described without its values.
+        let shown = if e.line() == 1 && e.column() <= 1 {
+            format!(": {}", self.shown(&snippet(head)))
+        } else {
+            String::new()
+        };
         PromError::Malformed {
             endpoint: endpoint.to_string(),
             message: format!(
-                "not the API's JSON document: {}",
+                "not the API's JSON document ({}){shown}",
                 self.shown(&crate::secret::serde_message(&e.to_string()))
             ),
         }
@@ -481,6 +492,22 @@ impl Api {
             },
             Value::Scalar(_) => false,
         }
+    }
+}
+
+/// A reader that keeps a copy of the first bytes that go through it.
+struct Head<'a, R> {
+    inner: R,
+    head: &'a std::cell::RefCell<Vec<u8>>,
+}
+
+impl<R: Read> Read for Head<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut h = self.head.borrow_mut();
+        let room = 512usize.saturating_sub(h.len()).min(n);
+        h.extend_from_slice(&buf[..room]);
+        Ok(n)
     }
 }
 
