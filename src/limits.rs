@@ -149,7 +149,8 @@ pub fn promql_nesting(text: &str) -> Result<(), NestingError> {
             }
             c if c.is_ascii_alphabetic() || c == b'_' || c == b':' => {
                 let s = i;
-                while i + 1 < b.len() && (b[i + 1].is_ascii_alphanumeric() || matches!(b[i + 1], b'_' | b':')) {
+                while i + 1 < b.len() && (b[i + 1].is_ascii_alphanumeric() || matches!(b[i + 1], b'_' | b':'))
+                {
                     i += 1;
                 }
                 let word = &text[s..=i];
@@ -280,7 +281,9 @@ pub fn yaml_nesting(text: &str) -> Result<(), NestingError> {
                     // A plain scalar: brackets in it are text (outside flow collections).
                     if flow == 0 {
                         node_start = false;
-                        while i + 1 < b.len() && !(b[i + 1] == b':' && b.get(i + 2).is_none_or(|n| *n == b' ')) {
+                        while i + 1 < b.len()
+                            && !(b[i + 1] == b':' && b.get(i + 2).is_none_or(|n| *n == b' '))
+                        {
                             if b[i + 1] == b'#' && matches!(b[i], b' ' | b'\t') {
                                 break;
                             }
@@ -365,8 +368,12 @@ pub fn read_capped_to(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
 
 /// Reads a capped file as UTF-8 text.
 pub fn read_text_capped(path: &Path) -> std::io::Result<String> {
-    String::from_utf8(read_capped(path)?)
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "stream did not contain valid UTF-8"))
+    String::from_utf8(read_capped(path)?).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        )
+    })
 }
 
 /// A byte size as the flags take it: `512MiB`, `64KiB`, `1GiB`, `100MB`, `1000`.
@@ -374,9 +381,9 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("invalid size `{t}`: expected a number with an optional unit (KiB, MiB, GiB, KB, MB, GB)"))?;
+    let n: u64 = num.parse().map_err(|_| {
+        format!("invalid size `{t}`: expected a number with an optional unit (KiB, MiB, GiB, KB, MB, GB)")
+    })?;
     let mult: u64 = match unit.trim() {
         "" | "B" => 1,
         "KiB" | "Ki" | "K" | "k" => 1 << 10,
@@ -385,7 +392,11 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "KB" | "kB" => 1_000,
         "MB" => 1_000_000,
         "GB" => 1_000_000_000,
-        u => return Err(format!("invalid size `{t}`: unknown unit `{u}` (KiB, MiB, GiB, KB, MB, GB)")),
+        u => {
+            return Err(format!(
+                "invalid size `{t}`: unknown unit `{u}` (KiB, MiB, GiB, KB, MB, GB)"
+            ))
+        }
     };
     n.checked_mul(mult)
         .filter(|v| *v > 0)

@@ -24,7 +24,11 @@ fn main() {
         Err(cptriage::error::CliError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => 0,
         Err(e) => {
             // Last line of defence: no key or token-looking text in the message.
-            let _ = writeln!(err, "cptriage: error: {}", cptriage::secret::scrub(&e.to_string()));
+            let _ = writeln!(
+                err,
+                "cptriage: error: {}",
+                cptriage::secret::scrub(&e.to_string())
+            );
             e.exit_code().code()
         }
     };

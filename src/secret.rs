@@ -65,7 +65,8 @@ fn run_is_secret(run: &str) -> bool {
             count(u8::is_ascii_digit),
         );
         let hex = seg.bytes().all(|c| c.is_ascii_hexdigit());
-        (n >= 20 && upper >= 3 && lower >= 3 && digit >= 2) || (n >= 32 && hex && digit >= 6 && upper + lower >= 6)
+        (n >= 20 && upper >= 3 && lower >= 3 && digit >= 2)
+            || (n >= 32 && hex && digit >= 6 && upper + lower >= 6)
     })
 }
 
@@ -135,7 +136,10 @@ pub fn serde_message(msg: &str) -> String {
             .into_iter()
             .find(|p| rest.starts_with(p));
         if let Some(p) = quoted_kind {
-            let end = rest[p.len()..].find('`').map(|e| p.len() + e + 1).unwrap_or(rest.len());
+            let end = rest[p.len()..]
+                .find('`')
+                .map(|e| p.len() + e + 1)
+                .unwrap_or(rest.len());
             out.push_str(&format!("{} (not shown)", p.trim_end_matches(" `")));
             i += end;
             continue;
@@ -279,7 +283,9 @@ mod tests {
     #[test]
     fn serde_messages_lose_their_scalars() {
         assert_eq!(
-            serde_message(r#"invalid type: string "-----BEGIN PRIVATE KEY----- MIG\"x", expected struct RawConfig"#),
+            serde_message(
+                r#"invalid type: string "-----BEGIN PRIVATE KEY----- MIG\"x", expected struct RawConfig"#
+            ),
             "invalid type: a string (not shown), expected struct RawConfig"
         );
         assert_eq!(

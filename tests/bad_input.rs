@@ -409,7 +409,13 @@ fn kubeconfig_naming_an_endless_file_is_bounded() {
 /// never crashes the others.
 #[test]
 fn every_rules_command_refuses_the_same_files() {
-    for f in ["deep-expression.yaml", "unary-chain.yaml", "deep-yaml.yaml", "bad-promql.yaml", "cycle.yaml"] {
+    for f in [
+        "deep-expression.yaml",
+        "unary-chain.yaml",
+        "deep-yaml.yaml",
+        "bad-promql.yaml",
+        "cycle.yaml",
+    ] {
         let path = format!("testdata/bad/rules/{f}");
         let check = cptriage(&["rules", "check", &path], &[]);
         let first = String::from_utf8_lossy(&check.stderr)
@@ -419,7 +425,13 @@ fn every_rules_command_refuses_the_same_files() {
             .to_string();
         assert_eq!(check.status.code(), Some(2), "{f}: {first}");
         for args in [
-            vec!["diagnose", "--dump", "testdata/bad/dumps/empty.prom", "--rules", &path],
+            vec![
+                "diagnose",
+                "--dump",
+                "testdata/bad/dumps/empty.prom",
+                "--rules",
+                &path,
+            ],
             vec!["tree", "--rules", &path],
             vec!["rules", "export", "--format", "prometheus", "--rules", &path],
         ] {
@@ -440,8 +452,14 @@ fn deep_nesting_is_refused_quickly_with_a_location() {
     let t0 = std::time::Instant::now();
     // `query` with 20,000 nested calls and with 300,000 parentheses.
     for (what, expr) in [
-        ("20k nested abs()", format!("{}x{}", "abs(".repeat(20_000), ")".repeat(20_000))),
-        ("300k parentheses", format!("{}x{}", "(".repeat(300_000), ")".repeat(300_000))),
+        (
+            "20k nested abs()",
+            format!("{}x{}", "abs(".repeat(20_000), ")".repeat(20_000)),
+        ),
+        (
+            "300k parentheses",
+            format!("{}x{}", "(".repeat(300_000), ")".repeat(300_000)),
+        ),
         ("80k unary minus", format!("{}x", "-".repeat(80_000))),
         ("10k additions", vec!["1"; 10_000].join("+")),
     ] {
@@ -452,7 +470,10 @@ fn deep_nesting_is_refused_quickly_with_a_location() {
             let out = cptriage(&["query", "--dump", dump, "--", &expr], &[]);
             let err = String::from_utf8_lossy(&out.stderr);
             assert_eq!(out.status.code(), Some(2), "query {what}: {err}");
-            assert!(err.contains("PromQL nested more than 256 levels deep"), "query {what}: {err}");
+            assert!(
+                err.contains("PromQL nested more than 256 levels deep"),
+                "query {what}: {err}"
+            );
             assert!(err.contains("(at line 1, column "), "query {what}: {err}");
         }
         let rules = std::fs::read_to_string("testdata/bad/rules/deep-expression.yaml")
@@ -470,17 +491,27 @@ fn deep_nesting_is_refused_quickly_with_a_location() {
         let rf = d.path().join("deep.yaml");
         std::fs::write(&rf, rules).expect("write");
         let rs = path_str(&rf);
-        for args in [vec!["rules", "check", &rs], vec!["diagnose", "--dump", dump, "--rules", &rs]] {
+        for args in [
+            vec!["rules", "check", &rs],
+            vec!["diagnose", "--dump", dump, "--rules", &rs],
+        ] {
             let out = cptriage(&args, &[]);
             let err = String::from_utf8_lossy(&out.stderr);
             assert_eq!(out.status.code(), Some(2), "{args:?} {what}: {err}");
             assert!(err.contains("deep.yaml:17:"), "{what}: {err}");
-            assert!(err.contains("PromQL nested more than 256 levels deep"), "{what}: {err}");
+            assert!(
+                err.contains("PromQL nested more than 256 levels deep"),
+                "{what}: {err}"
+            );
         }
     }
     // YAML 100,000 levels deep (flow mappings were quadratic: 86 s) in a rule
     // file, a kubeconfig and a manifest.
-    let deep = format!("version: 1\nroot: {}1{}\n", "{a: ".repeat(100_000), "}".repeat(100_000));
+    let deep = format!(
+        "version: 1\nroot: {}1{}\n",
+        "{a: ".repeat(100_000),
+        "}".repeat(100_000)
+    );
     let f = d.path().join("deep-yaml.yaml");
     std::fs::write(&f, &deep).expect("write");
     let fs = path_str(&f);
@@ -496,10 +527,17 @@ fn deep_nesting_is_refused_quickly_with_a_location() {
         let out = cptriage(&args, &[]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
-        assert!(err.contains(":2:") && err.contains("YAML nested more than 64 levels deep"), "{args:?}: {err}");
+        assert!(
+            err.contains(":2:") && err.contains("YAML nested more than 64 levels deep"),
+            "{args:?}: {err}"
+        );
     }
     // All of the above (18 runs) in well under the time one used to take.
-    assert!(t0.elapsed() < std::time::Duration::from_secs(30), "{:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        t0.elapsed()
+    );
 }
 
 /// A capture whose `manifest.yaml` is a symbolic link (to `/etc/shadow`, say)
@@ -508,7 +546,11 @@ fn deep_nesting_is_refused_quickly_with_a_location() {
 fn a_linked_manifest_is_not_followed() {
     let d = scratch();
     let secret = d.path().join("shadow");
-    std::fs::write(&secret, "root:$6$notArealHash$abcdefghijklmnopqrstuvwxyz0123456789:19000:0:99999:7:::\n").expect("write");
+    std::fs::write(
+        &secret,
+        "root:$6$notArealHash$abcdefghijklmnopqrstuvwxyz0123456789:19000:0:99999:7:::\n",
+    )
+    .expect("write");
     let cap = d.path().join("cap");
     std::fs::create_dir_all(cap.join("etcd-0")).expect("mkdir");
     std::os::unix::fs::symlink(&secret, cap.join("manifest.yaml")).expect("symlink");
@@ -516,6 +558,9 @@ fn a_linked_manifest_is_not_followed() {
     let out = cptriage(&["diagnose", "--dump", &caps], &[]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("manifest.yaml:1:1`: invalid capture manifest: the manifest is a symbolic link"), "{err}");
+    assert!(
+        err.contains("manifest.yaml:1:1`: invalid capture manifest: the manifest is a symbolic link"),
+        "{err}"
+    );
     assert!(!err.contains("root:") && !err.contains("notArealHash"), "{err}");
 }

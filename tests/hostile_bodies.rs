@@ -65,7 +65,10 @@ fn measured(args: &[&str]) -> Run {
     let result = read("result");
     let mut it = result.split_whitespace();
     let code = it.next().and_then(|c| c.parse().ok());
-    let peak_rss = it.next().and_then(|c| c.parse().ok()).expect("peak RSS from the trampoline");
+    let peak_rss = it
+        .next()
+        .and_then(|c| c.parse().ok())
+        .expect("peak RSS from the trampoline");
     let run = Run {
         code,
         stdout: read("out"),
@@ -79,7 +82,11 @@ fn measured(args: &[&str]) -> Run {
         run.peak_rss / MIB,
         run.elapsed.as_secs_f64()
     );
-    assert!(!run.stderr.contains("panicked") && run.code != Some(101), "{}", run.text());
+    assert!(
+        !run.stderr.contains("panicked") && run.code != Some(101),
+        "{}",
+        run.text()
+    );
     run
 }
 
@@ -128,7 +135,11 @@ struct Answer {
     body: Body,
 }
 
-fn answer(status: u16, gzip: bool, body: impl FnOnce(&mut dyn Write) -> std::io::Result<()> + Send + 'static) -> Answer {
+fn answer(
+    status: u16,
+    gzip: bool,
+    body: impl FnOnce(&mut dyn Write) -> std::io::Result<()> + Send + 'static,
+) -> Answer {
     Answer {
         status,
         gzip,
@@ -233,9 +244,11 @@ fn trickle(w: &mut dyn Write, body: &[u8]) -> std::io::Result<()> {
 const HEALTH: &str = "{\"health\":\"true\"}";
 
 /// A kept family (the shipped rules read it), one series per line.
-const KEPT_LINE: &[u8] = b"etcd_server_has_leader{pad=\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"} 1\n";
+const KEPT_LINE: &[u8] =
+    b"etcd_server_has_leader{pad=\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"} 1\n";
 /// A family nothing keeps.
-const JUNK_LINE: &[u8] = b"junk_family_total{pad=\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"} 1\n";
+const JUNK_LINE: &[u8] =
+    b"junk_family_total{pad=\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"} 1\n";
 
 /// An etcd target whose `/metrics` is `metrics`; `/health` answers normally.
 fn etcd_target(metrics: fn() -> Answer) -> StreamServer {
@@ -255,7 +268,17 @@ fn live(targets: &[&StreamServer], extra: &[&str]) -> Run {
         .enumerate()
         .map(|(i, t)| format!("e{i}=http://127.0.0.1:{}", t.port))
         .collect();
-    let mut args = vec!["diagnose", "--live", "--no-apiserver", "--interval", "100ms", "--duration", "200ms", "-o", "json"];
+    let mut args = vec![
+        "diagnose",
+        "--live",
+        "--no-apiserver",
+        "--interval",
+        "100ms",
+        "--duration",
+        "200ms",
+        "-o",
+        "json",
+    ];
     for u in &urls {
         args.extend(["--etcd", u.as_str()]);
     }
@@ -271,7 +294,9 @@ fn live_gzip_bomb_of_junk_with_the_default_caps() {
     let r = live(&[&t], &["--timeout", "20s"]);
     assert_eq!(r.code, Some(3), "{}", r.text());
     assert!(
-        r.stderr.contains("e0: the response is larger than 512 MiB after gzip decoding; refused (see --max-body)"),
+        r.stderr.contains(
+            "e0: the response is larger than 512 MiB after gzip decoding; refused (see --max-body)"
+        ),
         "{}",
         r.text()
     );
@@ -288,7 +313,11 @@ fn live_gzip_bomb_of_kept_lines_stops_at_max_body() {
     let t = etcd_target(|| answer(200, true, |w| repeat(w, KEPT_LINE, 2 << 30)));
     let r = live(&[&t], &["--timeout", "20s", "--max-body", "64MiB"]);
     assert_eq!(r.code, Some(3), "{}", r.text());
-    assert!(r.stderr.contains("larger than 64 MiB after gzip decoding"), "{}", r.text());
+    assert!(
+        r.stderr.contains("larger than 64 MiB after gzip decoding"),
+        "{}",
+        r.text()
+    );
     // Bound: 64 MiB kept, its growth (a copy) and the process: 220 MiB.
     assert_rss_below(&r, 220);
 }
@@ -300,7 +329,17 @@ fn live_total_across_targets_is_bounded() {
         .map(|_| etcd_target(|| answer(200, true, |w| repeat(w, KEPT_LINE, 1 << 30))))
         .collect();
     let refs: Vec<&StreamServer> = targets.iter().collect();
-    let r = live(&refs, &["--timeout", "20s", "--max-body", "256MiB", "--max-body-total", "96MiB"]);
+    let r = live(
+        &refs,
+        &[
+            "--timeout",
+            "20s",
+            "--max-body",
+            "256MiB",
+            "--max-body-total",
+            "96MiB",
+        ],
+    );
     assert_eq!(r.code, Some(3), "{}", r.text());
     assert!(r.stderr.contains("(see --max-body-total)"), "{}", r.text());
     // Bound: 96 MiB held together, growth copies and the process: 300 MiB.
@@ -319,13 +358,17 @@ fn live_slow_loris_stops_at_the_timeout() {
     let r = live(&[&slow, &good], &["--timeout", "2s"]);
     assert!(r.elapsed < Duration::from_secs(15), "{}", r.text());
     assert!(
-        r.stderr.contains("e0: round 1: the response took longer than 2s to arrive; refused (see --timeout)")
+        r.stderr
+            .contains("e0: round 1: the response took longer than 2s to arrive; refused (see --timeout)")
             || r.stderr.contains("e0: round 1: timed out after 2s"),
         "{}",
         r.text()
     );
     let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON verdict");
-    assert!(v["sources"].to_string().contains("\"e1\""), "the healthy target is analysed: {v}");
+    assert!(
+        v["sources"].to_string().contains("\"e1\""),
+        "the healthy target is analysed: {v}"
+    );
     // Bound: 60 MiB.
     assert_rss_below(&r, 60);
 }
@@ -356,8 +399,10 @@ fn live_huge_line_and_json_body() {
     // One 1 GiB line: longer than any exposition line, so it is dropped
     // unread and the body stops at the cap.
     assert!(
-        r.stderr.contains("e0: round 1: the response is larger than 512 MiB after gzip decoding")
-            || r.stderr.contains("e0: round 1: the response is not a Prometheus text exposition"),
+        r.stderr
+            .contains("e0: round 1: the response is larger than 512 MiB after gzip decoding")
+            || r.stderr
+                .contains("e0: round 1: the response is not a Prometheus text exposition"),
         "{}",
         r.text()
     );
@@ -372,7 +417,16 @@ fn prometheus(body: fn() -> Answer) -> StreamServer {
 
 fn query(p: &StreamServer, extra: &[&str]) -> Run {
     let url = format!("http://127.0.0.1:{}", p.port);
-    let mut args = vec!["query", "up", "--prometheus", &url, "-o", "json", "--at", "1767225600"];
+    let mut args = vec![
+        "query",
+        "up",
+        "--prometheus",
+        &url,
+        "-o",
+        "json",
+        "--at",
+        "1767225600",
+    ];
     args.extend(extra);
     measured(&args)
 }
@@ -390,9 +444,21 @@ fn prometheus_gzip_bomb_stops_at_the_cap() {
             repeat(w, POINT, 4 << 30)
         })
     });
-    let r = query(&p, &["--prometheus-max-response", "64MiB", "--prometheus-timeout", "30s"]);
+    let r = query(
+        &p,
+        &[
+            "--prometheus-max-response",
+            "64MiB",
+            "--prometheus-timeout",
+            "30s",
+        ],
+    );
     assert_eq!(r.code, Some(3), "{}", r.text());
-    assert!(r.stderr.contains("the response is larger than 64 MiB; refused"), "{}", r.text());
+    assert!(
+        r.stderr.contains("the response is larger than 64 MiB; refused"),
+        "{}",
+        r.text()
+    );
     // Bound: 64 MiB of answer is 3.5 M samples (56 MB), their growth and the
     // process: 200 MiB (a JSON tree of it took 25 × the answer).
     assert_rss_below(&r, 200);
@@ -453,7 +519,8 @@ fn prometheus_slow_loris_and_huge_line() {
     assert_eq!(r.code, Some(3), "{}", r.text());
     assert!(r.elapsed < Duration::from_secs(10), "{}", r.text());
     assert!(
-        r.stderr.contains("timed out after 2s reading the response") || r.stderr.contains("no answer within 2s"),
+        r.stderr.contains("timed out after 2s reading the response")
+            || r.stderr.contains("no answer within 2s"),
         "{}",
         r.text()
     );
@@ -467,7 +534,11 @@ fn prometheus_slow_loris_and_huge_line() {
     });
     let r = query(&p, &[]);
     assert_eq!(r.code, Some(0), "{}", r.text());
-    assert!(r.stderr.len() < 10_000, "the warning is cut: {} bytes", r.stderr.len());
+    assert!(
+        r.stderr.len() < 10_000,
+        "the warning is cut: {} bytes",
+        r.stderr.len()
+    );
     assert_rss_below(&r, 80);
 }
 
@@ -484,7 +555,8 @@ fn dump_gzip_bomb_is_capped() {
     let r = measured(&["diagnose", "--dump", &ps, "--max-body", "64MiB", "-o", "json"]);
     assert_eq!(r.code, Some(3), "{}", r.text());
     assert!(
-        r.stdout.contains("larger than 64 MiB after decompression; refused (see --max-body)"),
+        r.stdout
+            .contains("larger than 64 MiB after decompression; refused (see --max-body)"),
         "{}",
         r.text()
     );
@@ -499,18 +571,39 @@ fn main() {
         return;
     }
     let cases: &[(&str, fn())] = &[
-        ("live_gzip_bomb_of_junk_with_the_default_caps", live_gzip_bomb_of_junk_with_the_default_caps),
-        ("live_gzip_bomb_of_kept_lines_stops_at_max_body", live_gzip_bomb_of_kept_lines_stops_at_max_body),
-        ("live_total_across_targets_is_bounded", live_total_across_targets_is_bounded),
-        ("live_slow_loris_stops_at_the_timeout", live_slow_loris_stops_at_the_timeout),
+        (
+            "live_gzip_bomb_of_junk_with_the_default_caps",
+            live_gzip_bomb_of_junk_with_the_default_caps,
+        ),
+        (
+            "live_gzip_bomb_of_kept_lines_stops_at_max_body",
+            live_gzip_bomb_of_kept_lines_stops_at_max_body,
+        ),
+        (
+            "live_total_across_targets_is_bounded",
+            live_total_across_targets_is_bounded,
+        ),
+        (
+            "live_slow_loris_stops_at_the_timeout",
+            live_slow_loris_stops_at_the_timeout,
+        ),
         ("live_huge_line_and_json_body", live_huge_line_and_json_body),
-        ("prometheus_gzip_bomb_stops_at_the_cap", prometheus_gzip_bomb_stops_at_the_cap),
-        ("prometheus_huge_json_body_is_not_held", prometheus_huge_json_body_is_not_held),
+        (
+            "prometheus_gzip_bomb_stops_at_the_cap",
+            prometheus_gzip_bomb_stops_at_the_cap,
+        ),
+        (
+            "prometheus_huge_json_body_is_not_held",
+            prometheus_huge_json_body_is_not_held,
+        ),
         (
             "prometheus_kept_samples_cost_a_small_multiple_of_their_size",
             prometheus_kept_samples_cost_a_small_multiple_of_their_size,
         ),
-        ("prometheus_slow_loris_and_huge_line", prometheus_slow_loris_and_huge_line),
+        (
+            "prometheus_slow_loris_and_huge_line",
+            prometheus_slow_loris_and_huge_line,
+        ),
         ("dump_gzip_bomb_is_capped", dump_gzip_bomb_is_capped),
     ];
     // `cargo test --test hostile_bodies -- NAME` runs the cases whose name holds NAME.

@@ -24,8 +24,18 @@ fn etcd() -> Server {
 fn record(out: &str, etcd: &str) -> std::process::Child {
     std::process::Command::new(env!("CARGO_BIN_EXE_cptriage"))
         .args([
-            "record", "--out", out, "--no-apiserver", "--etcd", etcd, "--interval", "100ms", "--duration",
-            "200ms", "--timeout", "2s",
+            "record",
+            "--out",
+            out,
+            "--no-apiserver",
+            "--etcd",
+            etcd,
+            "--interval",
+            "100ms",
+            "--duration",
+            "200ms",
+            "--timeout",
+            "2s",
         ])
         .env("HOME", "/nonexistent")
         .env_remove("KUBECONFIG")
@@ -49,7 +59,13 @@ fn two_runs_racing_for_one_new_directory() {
         let codes = [a.status.code(), b.status.code()];
         let winners = codes.iter().filter(|c| **c == Some(0)).count();
         let err = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
-        assert_eq!(winners, 1, "round {round}: exactly one run records: {codes:?}\n{}\n{}", err(&a), err(&b));
+        assert_eq!(
+            winners,
+            1,
+            "round {round}: exactly one run records: {codes:?}\n{}\n{}",
+            err(&a),
+            err(&b)
+        );
         let loser = if a.status.code() == Some(0) { &b } else { &a };
         assert_eq!(loser.status.code(), Some(2), "{}", err(loser));
         let e = err(loser);
@@ -73,7 +89,13 @@ fn a_failed_record_leaves_no_directory_behind() {
     for out in ["fresh", "fresh/nested/deeper"] {
         let p = d.path().join(out);
         let o = support::cptriage(
-            &["record", "--out", &p.display().to_string(), "--kubeconfig", &k.display().to_string()],
+            &[
+                "record",
+                "--out",
+                &p.display().to_string(),
+                "--kubeconfig",
+                &k.display().to_string(),
+            ],
             &[],
         );
         assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
@@ -83,7 +105,13 @@ fn a_failed_record_leaves_no_directory_behind() {
     let mine = d.path().join("mine");
     std::fs::create_dir(&mine).expect("mkdir");
     let o = support::cptriage(
-        &["record", "--out", &mine.display().to_string(), "--kubeconfig", &k.display().to_string()],
+        &[
+            "record",
+            "--out",
+            &mine.display().to_string(),
+            "--kubeconfig",
+            &k.display().to_string(),
+        ],
         &[],
     );
     assert_eq!(o.status.code(), Some(2));
@@ -111,12 +139,16 @@ fn plain_http_targets_are_not_tls_verified() {
     let s = etcd();
     let d = tempfile::tempdir().expect("tempdir");
     let out = d.path().join("cap");
-    let o = record(&out.display().to_string(), &format!("e0=http://127.0.0.1:{}", s.port()))
-        .wait_with_output()
-        .expect("record");
+    let o = record(
+        &out.display().to_string(),
+        &format!("e0=http://127.0.0.1:{}", s.port()),
+    )
+    .wait_with_output()
+    .expect("record");
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     let h: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("health/e0.json")).expect("health")).expect("json");
+        serde_json::from_str(&std::fs::read_to_string(out.join("health/e0.json")).expect("health"))
+            .expect("json");
     assert_eq!(h["tls_verified"], false, "{h}");
     assert_eq!(h["url"], format!("http://127.0.0.1:{}/metrics", s.port()));
     assert!(String::from_utf8_lossy(&o.stdout).contains("plain http"));

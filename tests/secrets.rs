@@ -118,7 +118,13 @@ fn echo(r: &Request) -> String {
 /// An HTTPS server (certificate for localhost) that answers every request with
 /// `status` and the request's `Authorization` header in the body: in a metric
 /// label and in the health texts for 200, in the error text otherwise.
-fn reflecting(ca: &Ca, cert: Option<Leaf>, client_ca: Option<String>, status: u16, delay: Duration) -> Server {
+fn reflecting(
+    ca: &Ca,
+    cert: Option<Leaf>,
+    client_ca: Option<String>,
+    status: u16,
+    delay: Duration,
+) -> Server {
     let cert = cert.unwrap_or_else(|| ca.server(&["localhost", "127.0.0.1"]));
     Server::start(
         Some(Tls {
@@ -128,7 +134,10 @@ fn reflecting(ca: &Ca, cert: Option<Leaf>, client_ca: Option<String>, status: u1
         move |r| {
             let e = echo(r);
             let mut resp = if status != 200 {
-                Response::status(status, &format!("{{\"kind\":\"Status\",\"message\":\"denied for {e}\"}}"))
+                Response::status(
+                    status,
+                    &format!("{{\"kind\":\"Status\",\"message\":\"denied for {e}\"}}"),
+                )
             } else if r.path.starts_with("/metrics") {
                 Response::ok(format!(
                     "# TYPE etcd_server_has_leader gauge\netcd_server_has_leader{{echo=\"{e}\"}} 1\n# TYPE apiserver_request_total counter\napiserver_request_total{{code=\"200\",verb=\"GET\",echo=\"{e}\"}} 5\n"
@@ -160,7 +169,9 @@ fn reflecting_prometheus(ca: &Ca, status: u16, delay: Duration) -> Server {
                 format!("{{\"status\":\"success\",\"warnings\":[\"saw {e}\"],\"data\":[\"up\",\"{e}\"]}}")
             } else {
                 let now = 1_767_225_600;
-                let values: Vec<String> = (0..10).map(|i| format!("[{},\"1\"]", now - 600 + i * 60)).collect();
+                let values: Vec<String> = (0..10)
+                    .map(|i| format!("[{},\"1\"]", now - 600 + i * 60))
+                    .collect();
                 format!(
                     "{{\"status\":\"success\",\"warnings\":[\"saw {e}\"],\"data\":{{\"resultType\":\"matrix\",\"result\":[{{\"metric\":{{\"__name__\":\"up\",\"job\":\"apiserver\",\"instance\":\"{e}\"}},\"values\":[{}]}}]}}}}",
                     values.join(",")
@@ -244,11 +255,20 @@ fn kubeconfig_credentials_never_show() {
         ("401", reflecting(&env.ca, None, None, 401, Duration::ZERO)),
         ("403", reflecting(&env.ca, None, None, 403, Duration::ZERO)),
         ("500", reflecting(&env.ca, None, None, 500, Duration::ZERO)),
-        ("200 reflecting", reflecting(&env.ca, None, None, 200, Duration::ZERO)),
+        (
+            "200 reflecting",
+            reflecting(&env.ca, None, None, 200, Duration::ZERO),
+        ),
         ("timeout", reflecting(&env.ca, None, None, 200, slow)),
         (
             "TLS name mismatch",
-            reflecting(&env.ca, Some(env.ca.server(&["wrong.example"])), None, 200, Duration::ZERO),
+            reflecting(
+                &env.ca,
+                Some(env.ca.server(&["wrong.example"])),
+                None,
+                200,
+                Duration::ZERO,
+            ),
         ),
         (
             "client certificate rejected",
@@ -287,7 +307,16 @@ fn kubeconfig_credentials_never_show() {
             let k = env.kubeconfig(&format!("k-{}", runs.runs), server.port(), user);
             let save = env.path(&format!("save-{}", runs.runs));
             let save_s = save.display().to_string();
-            let mut args = vec!["diagnose", "--live", "--kubeconfig", &k, "-o", "json", "--save", &save_s];
+            let mut args = vec![
+                "diagnose",
+                "--live",
+                "--kubeconfig",
+                &k,
+                "-o",
+                "json",
+                "--save",
+                &save_s,
+            ];
             args.extend(LIVE);
             runs.run(&case, &args, &[&save]);
         }
@@ -300,7 +329,12 @@ fn kubeconfig_credentials_never_show() {
     let mut args = vec!["record", "--out", &cap_s, "--kubeconfig", &k];
     args.extend(LIVE);
     let out = runs.run("record, reflecting server", &args, &[&cap]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let health = std::fs::read_to_string(cap.join("health/apiserver-localhost.json")).expect("health file");
     assert!(health.contains("<redacted>"), "{health}");
     runs.finish(users.len() * servers.len() + 1);
@@ -343,7 +377,12 @@ fn exec_plugin_output_never_shows() {
         let mut args = vec!["diagnose", "--live", "--kubeconfig", &k, "-o", "json"];
         args.extend(LIVE);
         let out = runs.run(&format!("exec plugin: {what}"), &args, &[]);
-        assert_eq!(out.status.code(), Some(2), "{what}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     runs.finish(plugins.len());
 }
@@ -361,15 +400,26 @@ fn prometheus_credentials_never_show() {
         ("403", reflecting_prometheus(&env.ca, 403, Duration::ZERO)),
         ("500", reflecting_prometheus(&env.ca, 500, Duration::ZERO)),
         ("422", reflecting_prometheus(&env.ca, 422, Duration::ZERO)),
-        ("200 reflecting", reflecting_prometheus(&env.ca, 200, Duration::ZERO)),
-        ("timeout", reflecting_prometheus(&env.ca, 200, Duration::from_millis(1500))),
+        (
+            "200 reflecting",
+            reflecting_prometheus(&env.ca, 200, Duration::ZERO),
+        ),
+        (
+            "timeout",
+            reflecting_prometheus(&env.ca, 200, Duration::from_millis(1500)),
+        ),
     ];
     let header = format!("X-Scope-OrgID: {CANARY}");
     let auths: Vec<(&str, Vec<&str>)> = vec![
         ("bearer token", vec!["--prometheus-token-file", &token]),
         (
             "basic auth",
-            vec!["--prometheus-user", "user", "--prometheus-password-file", &password],
+            vec![
+                "--prometheus-user",
+                "user",
+                "--prometheus-password-file",
+                &password,
+            ],
         ),
         ("tenant header", vec!["--prometheus-header", &header]),
     ];
@@ -381,7 +431,14 @@ fn prometheus_credentials_never_show() {
     for (a, auth) in &auths {
         for (s, server) in &servers {
             let url = format!("https://localhost:{}", server.port());
-            let base = ["--prometheus", &url, "--prometheus-ca", &ca, "--prometheus-timeout", "1s"];
+            let base = [
+                "--prometheus",
+                &url,
+                "--prometheus-ca",
+                &ca,
+                "--prometheus-timeout",
+                "1s",
+            ];
             let mut q = vec!["query", "up"];
             q.extend(base);
             q.extend(auth.iter().copied());
@@ -420,13 +477,25 @@ fn etcd_keys_never_show() {
         &format!("-----BEGIN PRIVATE KEY-----\n{CANARY}{CANARY}\n-----END PRIVATE KEY-----\n"),
     );
     let servers: Vec<(&str, Server)> = vec![
-        ("client certificate rejected", reflecting(&env.ca, None, Some(other.pem()), 200, Duration::ZERO)),
+        (
+            "client certificate rejected",
+            reflecting(&env.ca, None, Some(other.pem()), 200, Duration::ZERO),
+        ),
         (
             "TLS name mismatch",
-            reflecting(&env.ca, Some(env.ca.server(&["wrong.example"])), None, 200, Duration::ZERO),
+            reflecting(
+                &env.ca,
+                Some(env.ca.server(&["wrong.example"])),
+                None,
+                200,
+                Duration::ZERO,
+            ),
         ),
         ("403", reflecting(&env.ca, None, None, 403, Duration::ZERO)),
-        ("timeout", reflecting(&env.ca, None, None, 200, Duration::from_millis(1500))),
+        (
+            "timeout",
+            reflecting(&env.ca, None, None, 200, Duration::from_millis(1500)),
+        ),
     ];
     let mut runs = Runs {
         needles: &env.needles,
@@ -498,22 +567,46 @@ fn mistaken_files_are_never_quoted() {
     for f in [&key_with_canary, &real_key, &token, &env_file] {
         let cases: Vec<(&str, Vec<&str>)> = vec![
             ("as --kubeconfig", vec!["diagnose", "--live", "--kubeconfig", f]),
-            ("as record --kubeconfig", vec!["record", "--out", &rec, "--kubeconfig", f]),
+            (
+                "as record --kubeconfig",
+                vec!["record", "--out", &rec, "--kubeconfig", f],
+            ),
             ("as --rules", vec!["diagnose", "--dump", dump, "--rules", f]),
-            ("as --rules -o json", vec!["diagnose", "--dump", dump, "--rules", f, "-o", "json"]),
+            (
+                "as --rules -o json",
+                vec!["diagnose", "--dump", dump, "--rules", f, "-o", "json"],
+            ),
             ("as tree --rules", vec!["tree", "--rules", f]),
             ("to rules check", vec!["rules", "check", f]),
-            ("to rules export", vec!["rules", "export", "--format", "prometheus", "--rules", f]),
+            (
+                "to rules export",
+                vec!["rules", "export", "--format", "prometheus", "--rules", f],
+            ),
             ("to rules test", vec!["rules", "test", f]),
             ("as --dump", vec!["diagnose", "--dump", f, "-o", "json"]),
             ("as query --dump", vec!["query", "--dump", f, "up"]),
             (
                 "as --prometheus-ca",
-                vec!["query", "up", "--prometheus", "https://127.0.0.1:1", "--prometheus-ca", f],
+                vec![
+                    "query",
+                    "up",
+                    "--prometheus",
+                    "https://127.0.0.1:1",
+                    "--prometheus-ca",
+                    f,
+                ],
             ),
             (
                 "as --etcd-cacert",
-                vec!["diagnose", "--live", "--no-apiserver", "--etcd", "https://127.0.0.1:1", "--etcd-cacert", f],
+                vec![
+                    "diagnose",
+                    "--live",
+                    "--no-apiserver",
+                    "--etcd",
+                    "https://127.0.0.1:1",
+                    "--etcd-cacert",
+                    f,
+                ],
             ),
         ];
         for (what, args) in cases {
@@ -521,7 +614,10 @@ fn mistaken_files_are_never_quoted() {
             assert_ne!(out.status.code(), Some(0), "{f} {what} succeeded");
         }
         // The failed recording left no directory behind.
-        assert!(!env.path("never-created").exists(), "record left its --out behind");
+        assert!(
+            !env.path("never-created").exists(),
+            "record left its --out behind"
+        );
     }
     let k = vec!["diagnose", "--live", "--kubeconfig", string_user.as_str()];
     let out = runs.run("kubeconfig whose user is a string", &k, &[]);

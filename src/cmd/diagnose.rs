@@ -46,7 +46,10 @@ pub fn run(a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
         Err(CliError::Data(msg)) if a.output == ReportFormat::Json => {
             let mut lines = msg.lines();
             let reason = lines.next().unwrap_or("no usable data").trim_end_matches(':');
-            let failures = lines.map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect();
+            let failures = lines
+                .map(|l| l.trim().to_string())
+                .filter(|l| !l.is_empty())
+                .collect();
             let now = chrono::Utc::now().timestamp_millis() / 1000 * 1000;
             let report = Report::unusable(&rules, reason, failures, now, a.debounce as usize);
             json::render(&report, out)?;
@@ -57,12 +60,22 @@ pub fn run(a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
 }
 
 /// `diagnose --dump` and `diagnose --live`.
-fn run_local(a: &DiagnoseArgs, rules: &RuleSet, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
+fn run_local(
+    a: &DiagnoseArgs,
+    rules: &RuleSet,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<ExitCode, CliError> {
     let keep = Keep::Names(rules.referenced_metrics());
     let ds = if a.live {
         live_dataset(a, &keep, err)?
     } else {
-        load_dumps(&DumpArgs { dump: a.dump.clone() }, &a.limits, &keep, &mut std::io::sink())?
+        load_dumps(
+            &DumpArgs { dump: a.dump.clone() },
+            &a.limits,
+            &keep,
+            &mut std::io::sink(),
+        )?
     };
     let baseline_ds = if a.baseline_dump.is_empty() {
         None
@@ -311,7 +324,10 @@ pub(crate) fn connect(a: &PromArgs) -> Result<Prometheus, CliError> {
             basic,
             headers,
             timeout: std::time::Duration::from_millis(timeout as u64),
-            max_response: crate::cmd::record::size_arg("--prometheus-max-response", &a.prometheus_max_response)?,
+            max_response: crate::cmd::record::size_arg(
+                "--prometheus-max-response",
+                &a.prometheus_max_response,
+            )?,
         },
         roles,
         extra,

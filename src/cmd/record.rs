@@ -158,7 +158,9 @@ impl OutDir {
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
-                return Err(CliError::Usage(format!("`{shown}`: exists and is not a directory")))
+                return Err(CliError::Usage(format!(
+                    "`{shown}`: exists and is not a directory"
+                )))
             }
             Err(e) => return Err(CliError::Usage(format!("`{shown}`: cannot read: {e}"))),
         }

@@ -473,10 +473,11 @@ pub fn read_maybe_gzip(path: &Path) -> Result<Vec<u8>, String> {
 /// number of bytes after the last gzip member that were ignored.
 fn gunzip_capped(raw: &[u8], max: u64, out: &mut Vec<u8>) -> Result<u64, String> {
     let mut r = crate::limits::Capped::new(GzMembers::new(raw), max);
-    r.read_to_end(out).map_err(|e| match crate::limits::TooLarge::of(&e) {
-        Some(t) => t.to_string(),
-        None => format!("corrupt gzip data: {e}"),
-    })?;
+    r.read_to_end(out)
+        .map_err(|e| match crate::limits::TooLarge::of(&e) {
+            Some(t) => t.to_string(),
+            None => format!("corrupt gzip data: {e}"),
+        })?;
     Ok(r.inner_mut().trailing)
 }
 

@@ -482,10 +482,7 @@ fn classify(e: &reqwest::Error, timeout: Duration) -> FetchError {
             "connection refused (nothing listening: member down?)",
         )
     } else if has("tls") || has("TLS") || has("certificate") {
-        FetchError::new(
-            FailureKind::Tls,
-            format!("TLS: {}", crate::secret::scrub(&text)),
-        )
+        FetchError::new(FailureKind::Tls, format!("TLS: {}", crate::secret::scrub(&text)))
     } else {
         FetchError::new(FailureKind::Other, crate::secret::scrub(&text).into_owned())
     }
@@ -548,7 +545,8 @@ pub fn tls_failure(has: &dyn Fn(&str) -> bool, ca: &str) -> Option<FetchError> {
     {
         f(
             FailureKind::TlsClientCertificateRejected,
-            "TLS: the server rejected the client certificate (missing, or not signed by a CA it trusts)".into(),
+            "TLS: the server rejected the client certificate (missing, or not signed by a CA it trusts)"
+                .into(),
         )
     } else if has("HandshakeFailure") || has("ProtocolVersion") || has("PeerIncompatible") {
         f(

@@ -167,10 +167,15 @@ process_start_time_seconds 1.7e+09
             let mut r = Chunked(TEXT.as_bytes(), chunk);
             let mut seen = Vec::new();
             let mut blocks = 0;
-            let f = filter_reader(&mut r, &keep, &mut |s| seen.push(s.name.to_string()), &mut |_, _| {
-                blocks += 1;
-                Ok(())
-            })
+            let f = filter_reader(
+                &mut r,
+                &keep,
+                &mut |s| seen.push(s.name.to_string()),
+                &mut |_, _| {
+                    blocks += 1;
+                    Ok(())
+                },
+            )
             .unwrap();
             assert_eq!(f, whole);
             assert!(seen.contains(&"b_total".to_string()));

@@ -207,22 +207,27 @@ fn scrape_metrics(t: &TargetSpec, c: &Client, cfg: &LiveConfig) -> Result<(Vec<u
         held.give(parsed as u64);
         held.take(kept as u64)
     };
-    let kept = filter::filter_reader(&mut body, &cfg.keep, &mut |s| identity_sample(&mut id, s), &mut grow)
-        .map_err(|e| match e {
-            expfmt::StreamError::Read(e) => {
-                let mut f = client::read_failure(&e, cfg.timeout);
-                match client::BodyError::of(&e) {
-                    Some(client::BodyError::TooLarge(_)) => f.message.push_str(" (see --max-body)"),
-                    Some(client::BodyError::TooSlow(_)) => f.message.push_str(" (see --timeout)"),
-                    _ => {}
-                }
-                f
+    let kept = filter::filter_reader(
+        &mut body,
+        &cfg.keep,
+        &mut |s| identity_sample(&mut id, s),
+        &mut grow,
+    )
+    .map_err(|e| match e {
+        expfmt::StreamError::Read(e) => {
+            let mut f = client::read_failure(&e, cfg.timeout);
+            match client::BodyError::of(&e) {
+                Some(client::BodyError::TooLarge(_)) => f.message.push_str(" (see --max-body)"),
+                Some(client::BodyError::TooSlow(_)) => f.message.push_str(" (see --timeout)"),
+                _ => {}
             }
-            expfmt::StreamError::Parse(e) => FetchError {
-                kind: FailureKind::Other,
-                message: format!("the response is not a Prometheus text exposition: {e}"),
-            },
-        })?;
+            f
+        }
+        expfmt::StreamError::Parse(e) => FetchError {
+            kind: FailureKind::Other,
+            message: format!("the response is not a Prometheus text exposition: {e}"),
+        },
+    })?;
     let mut bytes = kept.bytes;
     // A server that reflects the request's token into its metrics must not
     // put it into a capture.

@@ -280,8 +280,12 @@ impl Api {
         // The first bytes are kept to show what came instead of the API's JSON
         // (a login page of a proxy, say).
         let head = std::cell::RefCell::new(Vec::new());
-        let reader = Head { inner: body, head: &head };
-        let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(64 << 10, reader));
+        let reader = Head {
+            inner: body,
+            head: &head,
+        };
+        let mut de =
+            serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(64 << 10, reader));
         let env: Envelope<T> = EnvelopeSeed(seed)
             .deserialize(&mut de)
             .and_then(|env| de.end().map(|_| env))
@@ -559,7 +563,10 @@ fn request_error(e: &reqwest::Error, timeout: Duration) -> FetchError {
             FailureKind::Unreachable,
             format!("cannot resolve the host name: {text}"),
         )
-    } else if let Some(mut t) = client::tls_failure(&|s: &str| text.contains(s) || debug.contains(s), "--prometheus-ca") {
+    } else if let Some(mut t) = client::tls_failure(
+        &|s: &str| text.contains(s) || debug.contains(s),
+        "--prometheus-ca",
+    ) {
         match t.kind {
             FailureKind::TlsNameMismatch => {
                 t.message = "TLS: the server certificate is not valid for the URL's host name".into()
@@ -579,7 +586,10 @@ fn request_error(e: &reqwest::Error, timeout: Duration) -> FetchError {
 
 fn read_error(e: &std::io::Error, timeout: Duration) -> FetchError {
     let text = client::chain(e);
-    if text.contains("timed out") || text.contains("TimedOut") || matches!(BodyError::of(e), Some(BodyError::TooSlow(_))) {
+    if text.contains("timed out")
+        || text.contains("TimedOut")
+        || matches!(BodyError::of(e), Some(BodyError::TooSlow(_)))
+    {
         FetchError {
             kind: FailureKind::Timeout,
             message: format!(

@@ -61,7 +61,8 @@ impl<'de, S: DeserializeSeed<'de>> Visitor<'de> for EnvelopeVisitor<S> {
                 "errorType" => env.error_type = m.next_value_seed(OptionalText)?,
                 "error" => env.error = m.next_value_seed(OptionalText)?,
                 "warnings" | "infos" => {
-                    let (kept, more) = m.next_value_seed(Texts(MAX_WARNINGS - env.warnings.len().min(MAX_WARNINGS)))?;
+                    let (kept, more) =
+                        m.next_value_seed(Texts(MAX_WARNINGS - env.warnings.len().min(MAX_WARNINGS)))?;
                     env.warnings.extend(kept);
                     more_warnings += more;
                 }
@@ -570,11 +571,17 @@ mod tests {
         assert_eq!(v.len(), 1);
         assert_eq!(v[0].v, f64::INFINITY);
         assert_eq!(w.len(), 1, "{w:?}");
-        let (env, _) = decode(r#"{"status":"success","data":{"resultType":"scalar","result":[2,"0.5"]}}"#).unwrap();
+        let (env, _) =
+            decode(r#"{"status":"success","data":{"resultType":"scalar","result":[2,"0.5"]}}"#).unwrap();
         assert_eq!(into_value(env.data.unwrap(), &mut w), Ok(Value::Scalar(0.5)));
-        let (env, _) = decode(r#"{"status":"success","data":{"resultType":"string","result":[2,"hi"]}}"#).unwrap();
-        assert_eq!(into_value(env.data.unwrap(), &mut w), Ok(Value::String("hi".into())));
-        let (env, _) = decode(r#"{"status":"success","data":{"resultType":"matrix","result":[2,"hi"]}}"#).unwrap();
+        let (env, _) =
+            decode(r#"{"status":"success","data":{"resultType":"string","result":[2,"hi"]}}"#).unwrap();
+        assert_eq!(
+            into_value(env.data.unwrap(), &mut w),
+            Ok(Value::String("hi".into()))
+        );
+        let (env, _) =
+            decode(r#"{"status":"success","data":{"resultType":"matrix","result":[2,"hi"]}}"#).unwrap();
         assert!(into_value(env.data.unwrap(), &mut w).is_err());
     }
 
@@ -587,7 +594,11 @@ mod tests {
     #[test]
     fn warnings_are_bounded() {
         let many: Vec<String> = (0..100).map(|i| format!("\"{}{i}\"", "x".repeat(1000))).collect();
-        let (env, _) = decode(&format!(r#"{{"status":"success","warnings":[{}],"data":{{"resultType":"vector","result":[]}}}}"#, many.join(","))).unwrap();
+        let (env, _) = decode(&format!(
+            r#"{{"status":"success","warnings":[{}],"data":{{"resultType":"vector","result":[]}}}}"#,
+            many.join(",")
+        ))
+        .unwrap();
         assert_eq!(env.warnings.len(), MAX_WARNINGS + 1);
         assert!(env.warnings[0].chars().count() <= MAX_TEXT + 1);
         assert!(env.warnings[MAX_WARNINGS].contains("80 more"));

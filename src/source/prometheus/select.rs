@@ -138,9 +138,10 @@ mod tests {
 
     #[test]
     fn matchers_go_into_every_selector() {
-        let mut e =
-            promql_parser::parser::parse(r#"sum by (instance) (rate(a_total{job="x",code="5"}[1m])) / on (instance) b"#)
-                .unwrap();
+        let mut e = promql_parser::parser::parse(
+            r#"sum by (instance) (rate(a_total{job="x",code="5"}[1m])) / on (instance) b"#,
+        )
+        .unwrap();
         let ms = parse_selector("-", r#"{job=~".*etcd.*",cluster="prod"}"#).unwrap();
         inject_matchers(&mut e, &ms);
         assert_eq!(
