@@ -120,11 +120,9 @@ pub fn promql_nesting(text: &str) -> Result<(), NestingError> {
                     return fail(i);
                 }
             }
-            b')' | b']' | b'}' => {
-                if frames.len() > 1 {
-                    if let Some((_, ops)) = frames.pop() {
-                        depth = depth.saturating_sub(1 + ops);
-                    }
+            b')' | b']' | b'}' if frames.len() > 1 => {
+                if let Some((_, ops)) = frames.pop() {
+                    depth = depth.saturating_sub(1 + ops);
                 }
             }
             b',' => {
@@ -405,11 +403,11 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 
 /// A byte size for messages: `512 MiB`, `64 KiB`, `1000 bytes`.
 pub fn format_size(n: u64) -> String {
-    if n >= 1 << 30 && n % (1 << 30) == 0 {
+    if n >= 1 << 30 && n.is_multiple_of(1 << 30) {
         format!("{} GiB", n >> 30)
-    } else if n >= 1 << 20 && n % (1 << 20) == 0 {
+    } else if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
         format!("{} MiB", n >> 20)
-    } else if n >= 1 << 10 && n % (1 << 10) == 0 {
+    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
         format!("{} KiB", n >> 10)
     } else {
         format!("{n} bytes")

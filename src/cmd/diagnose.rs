@@ -105,7 +105,7 @@ fn run_local(
         baseline,
         debounce: a.debounce as usize,
     };
-    let report = engine::diagnose(&rules, &ds, &opts).map_err(|e| match e {
+    let report = engine::diagnose(rules, &ds, &opts).map_err(|e| match e {
         engine::EngineError::NoData => CliError::Data(e.to_string()),
         _ => CliError::Usage(e.to_string()),
     })?;
