@@ -165,6 +165,14 @@ fn tls_client_certificates_and_basic_auth_against_a_real_prometheus() {
     );
     assert_ne!(code, Some(0), "{text}");
     assert!(text.contains("rejected the client certificate"), "{text}");
+    // …and turning verification off is loud.
+    assert!(
+        text.contains(&format!(
+            "warning: TLS verification is OFF for {} (--prometheus-insecure-skip-tls-verify)",
+            prom.url()
+        )),
+        "{text}"
+    );
 
     // A wrong password: HTTP 401, reported as such.
     let wrong = pki::write(dir.path(), "wrong", "not-the-password\n");
@@ -185,4 +193,92 @@ fn tls_client_certificates_and_basic_auth_against_a_real_prometheus() {
     let (code, text) = query(&prom.url(), &args);
     assert_ne!(code, Some(0), "{text}");
     assert!(text.contains("rejected the client certificate"), "{text}");
+}
+
+/// Every TLS failure in plain words, for the Prometheus client and the live
+/// one alike (test servers on 127.0.0.1; no real Prometheus needed).
+#[test]
+fn tls_failures_are_named_plainly() {
+    use support::server::{Response, Server, Tls};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = Ca::new("cptriage tls ca");
+    let ca_file = pki::write(dir.path(), "ca.crt", &ca.pem());
+    let ca_s = ca_file.to_str().unwrap();
+    let ok = |_: &support::server::Request| Response::ok("{}");
+    let tls = |leaf: pki::Leaf| {
+        Some(Tls {
+            server: leaf,
+            client_ca_pem: None,
+        })
+    };
+    // The CA's own certificate presented as the server's.
+    let ca_as_server = Server::start(
+        tls(pki::Leaf {
+            cert_pem: ca.pem(),
+            key_pem: ca.issuer.key().serialize_pem(),
+        }),
+        ok,
+    );
+    let expired = Server::start(tls(ca.expired_server(&["localhost"])), ok);
+    // Signed by another CA with the same name: the signature does not verify.
+    let twin = Server::start(tls(Ca::new("cptriage tls ca").server(&["localhost"])), ok);
+    // A plain-HTTP server on the port (answers a TLS hello with a 400, as Go does).
+    let plain = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let plain_port = plain.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        use std::io::Write;
+        for s in plain.incoming().take(8).flatten() {
+            let mut s = s;
+            let _ =
+                s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
+    let cases = [
+        (
+            ca_as_server.port(),
+            "TLS: the server presented a CA certificate as its own",
+        ),
+        (expired.port(), "TLS: the server certificate has expired"),
+        (
+            twin.port(),
+            "TLS: the server certificate's signature does not verify with the trusted CA",
+        ),
+        (plain_port, "TLS: the server does not speak TLS on this port"),
+    ];
+    for (port, want) in cases {
+        let url = format!("https://localhost:{port}");
+        let out = support::cptriage(
+            &["query", "up", "--prometheus", &url, "--prometheus-ca", ca_s],
+            &[],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        assert!(err.contains(want), "prometheus: `{want}` not in {err}");
+        assert!(
+            !err.contains("CaUsedAsEndEntity") && !err.contains("UnsupportedSignatureAlgorithm"),
+            "{err}"
+        );
+        let etcd = format!("e0={url}");
+        let out = support::cptriage(
+            &[
+                "diagnose",
+                "--live",
+                "--no-apiserver",
+                "--etcd",
+                &etcd,
+                "--etcd-cacert",
+                ca_s,
+                "--interval",
+                "100ms",
+                "--duration",
+                "200ms",
+                "--timeout",
+                "2s",
+            ],
+            &[],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        assert!(err.contains(want), "live: `{want}` not in {err}");
+    }
 }

@@ -558,6 +558,12 @@ pub fn tls_failure(has: &dyn Fn(&str) -> bool, ca: &str) -> Option<FetchError> {
             FailureKind::Tls,
             "TLS: the server does not speak TLS on this port (plain HTTP? try http://)".into(),
         )
+    } else if has("handshake eof") {
+        f(
+            FailureKind::Tls,
+            "TLS: the server closed the connection during the handshake (not TLS on this port? try http://)"
+                .into(),
+        )
     } else if has("invalid peer certificate") {
         f(
             FailureKind::Tls,
