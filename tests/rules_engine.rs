@@ -50,6 +50,7 @@ impl Sim {
             time_source: TimeSource::FileName,
             snapshots: Vec::new(),
             families: BTreeSet::new(),
+            failures: Vec::new(),
         });
         self.targets.len() - 1
     }
@@ -668,6 +669,7 @@ fn live_scrape_of_six_rounds_at_five_seconds_gets_a_20s_window_and_rates() {
         time_source: TimeSource::Scrape,
         snapshots: Vec::new(),
         families: ["apiserver_request_total".to_string()].into_iter().collect(),
+        failures: Vec::new(),
     };
     let ok = store.labels([
         ("__name__", "apiserver_request_total"),

@@ -978,20 +978,45 @@ fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError> {
         );
     }
     // Failed scrapes recorded in a manifest end every series of that target, as a
-    // failed scrape does in Prometheus.
-    for (tname, times) in failures_by_target {
+    // failed scrape does in Prometheus, and stay with the target as evidence.
+    // A target that never answered is kept too (with the role its manifest
+    // entry gives), so that the report names it.
+    let mut silent: Vec<Target> = Vec::new();
+    for (tname, mut times) in failures_by_target {
+        times.sort_unstable();
+        times.dedup();
         if let Some(st) = states.get_mut(&tname) {
-            for t in times {
+            for &t in &times {
                 mark_stale(&mut store, st, t, Vec::new());
             }
+            if let Some(target) = st.target.as_mut() {
+                target.failures = times;
+            }
+        } else {
+            let decl = plan.declared.get(&tname).cloned().unwrap_or_default();
+            let (role, reason) = decl
+                .role
+                .unwrap_or((Role::Unknown, "no snapshot to infer a role from".into()));
+            silent.push(Target {
+                name: tname,
+                role,
+                role_reason: reason,
+                version: decl.version,
+                time_source: TimeSource::Scrape,
+                snapshots: Vec::new(),
+                families: BTreeSet::new(),
+                failures: times,
+            });
         }
     }
     split_alternating_processes(&mut store, &mut states, &mut warnings);
     store.finish();
-    let targets: Vec<Target> = states.into_values().filter_map(|s| s.target).collect();
+    let mut targets: Vec<Target> = states.into_values().filter_map(|s| s.target).collect();
     if targets.is_empty() {
         return Err(DumpError::NoData(warnings));
     }
+    targets.extend(silent);
+    targets.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Dataset {
         store,
         targets,
@@ -1109,6 +1134,7 @@ fn ingest(
             time_source: ts,
             snapshots: Vec::new(),
             families: BTreeSet::new(),
+            failures: Vec::new(),
         });
     }
     let Some(target) = st.target.as_mut() else {
