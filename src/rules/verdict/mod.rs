@@ -320,11 +320,13 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
     let status;
     if let Some(r) = root_axis {
         let ax = &axes[r];
+        // Still lit at the end, or a member it names still not answering.
         let active = !single
-            && sel
+            && (sel
                 .incident
                 .iter()
-                .any(|&l| sel.reported[l].is_some_and(|run| run.recovered.is_none()));
+                .any(|&l| sel.reported[l].is_some_and(|run| run.recovered.is_none()))
+                || unreachable.iter().any(|u| u.until.is_none()));
         status = if single || active {
             Status::Degraded
         } else {
