@@ -1010,6 +1010,15 @@ fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError> {
         }
     }
     split_alternating_processes(&mut store, &mut states, &mut warnings);
+    if keep.wants(UP) {
+        for t in states
+            .values()
+            .filter_map(|s| s.target.as_ref())
+            .chain(silent.iter())
+        {
+            push_up(&mut store, t);
+        }
+    }
     store.finish();
     let mut targets: Vec<Target> = states.into_values().filter_map(|s| s.target).collect();
     if targets.is_empty() {
@@ -1022,6 +1031,34 @@ fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError> {
         targets,
         warnings,
     })
+}
+
+/// The series cptriage writes for every target, as Prometheus's scraper does.
+pub const UP: &str = "up";
+
+/// Writes `up{instance, role}` for a target: 1 at each snapshot, 0 at each
+/// failed scrape (a scrape that was not attempted has no sample). The same
+/// rule then reads a capture, a live run and a Prometheus server alike.
+fn push_up(store: &mut Store, t: &Target) {
+    let mut pts: Vec<(Millis, f64)> = t
+        .snapshots
+        .iter()
+        .map(|s| (s.time, 1.0))
+        .chain(t.failures.iter().map(|&f| (f, 0.0)))
+        .collect();
+    pts.sort_by_key(|p| p.0);
+    pts.dedup_by_key(|p| p.0);
+    if pts.is_empty() {
+        return;
+    }
+    let l = store.labels([
+        ("__name__", UP),
+        ("instance", t.name.as_str()),
+        ("role", t.role.as_str()),
+    ]);
+    for (time, v) in pts {
+        store.push(&l, time, v);
+    }
 }
 
 /// The store's series id of every sample of a parsed file, adding the series
