@@ -101,6 +101,26 @@ fn failed_scrapes_in_the_manifest_are_kept_as_evidence() {
     assert_eq!(m3.role, Role::Etcd);
     assert!(m3.snapshots.is_empty());
     assert_eq!(m3.failures.len(), 2);
+    // `up`, as Prometheus records it: 1 per answered scrape, 0 per failed one.
+    let up = |t: &str| -> Vec<(i64, f64)> {
+        let s = ds
+            .store
+            .by_name("up")
+            .find(|s| s.labels.get("instance") == Some(t))
+            .unwrap_or_else(|| panic!("no up for {t}"));
+        assert_eq!(s.labels.get("role"), Some("etcd"));
+        s.points.iter().map(|p| (p.t, p.v)).collect()
+    };
+    assert_eq!(
+        up("m2"),
+        [
+            (1_767_225_600_000, 1.0),
+            (1_767_225_615_000, 1.0),
+            (1_767_225_630_000, 0.0),
+            (1_767_225_645_000, 0.0)
+        ]
+    );
+    assert_eq!(up("m3"), [(1_767_225_600_000, 0.0), (1_767_225_615_000, 0.0)]);
 }
 
 #[test]
