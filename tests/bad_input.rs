@@ -85,10 +85,12 @@ fn table() -> Vec<Case> {
             3,
             &["bad-lines.prom: line 3: invalid escape sequence", "bad-lines.prom: line 4: invalid label name"],
         ),
-        dump("NaN counter", "nan-counter.prom", 0, &["line 2: counter `apiserver_request_total{code=\\\"200\\\",verb=\\\"GET\\\"}` is NaN"]),
-        dump("negative counter", "negative-counter.prom", 0, &["line 2: counter `apiserver_request_total{code=\\\"200\\\",verb=\\\"GET\\\"}` is negative"]),
-        dump("duplicate series", "duplicate-series.prom", 0, &["line 3: duplicate series", "(also at line 2); the later value wins"]),
-        dump("timestamps in the future", "future-timestamps.prom", 0, &["2100-01-01T00:00:00Z", "is in the future"]),
+        // A lone request counter cannot say that clients are fine: the latency
+        // is not read, so the answer is inconclusive (exit 3), never healthy.
+        dump("NaN counter", "nan-counter.prom", 3, &["line 2: counter `apiserver_request_total{code=\\\"200\\\",verb=\\\"GET\\\"}` is NaN", "cannot say that apiserver is healthy"]),
+        dump("negative counter", "negative-counter.prom", 3, &["cannot say that apiserver is healthy", "line 2: counter `apiserver_request_total{code=\\\"200\\\",verb=\\\"GET\\\"}` is negative"]),
+        dump("duplicate series", "duplicate-series.prom", 3, &["cannot say that apiserver is healthy", "line 3: duplicate series", "(also at line 2); the later value wins"]),
+        dump("timestamps in the future", "future-timestamps.prom", 3, &["cannot say that apiserver is healthy", "2100-01-01T00:00:00Z", "is in the future"]),
         dump(
             "timestamps at the ends of int64",
             "extreme-timestamps.prom",
@@ -97,8 +99,8 @@ fn table() -> Vec<Case> {
         ),
         dump("bytes after the gzip data", "trailing-garbage.prom.gz", 3, &["trailing-garbage.prom.gz: 17 bytes after the end of the gzip data ignored", "\"inconclusive\""]),
         dump("timestamps at the Unix epoch", "epoch-timestamps.prom", 1, &["snapshot time 1970-01-01T00:00:00Z (from the samples' timestamps) is at or before the Unix epoch"]),
-        dump("histogram bucket le=NaN", "nan-le.prom", 0, &["nan-le.prom: line 5: bucket `le=\\\"NaN\\\"` in histogram series", "histogram_quantile over it is NaN"]),
-        dump("only comments", "comments-only.prom", 3, &["comments-only.prom: no samples (only comments, HELP/TYPE lines or blank lines)", "the symptom question `symptom` cannot be answered"]),
+        dump("histogram bucket le=NaN", "nan-le.prom", 3, &["nan-le.prom: line 5: bucket `le=\\\"NaN\\\"` in histogram series", "histogram_quantile over it is NaN"]),
+        dump("only comments", "comments-only.prom", 3, &["comments-only.prom: no samples (only comments, HELP/TYPE lines or blank lines)", "no axis is lit, but the data cannot say that"]),
         case("no such file", &["diagnose", "--dump", "testdata/bad/dumps/nope.prom"], 2, &["`testdata/bad/dumps/nope.prom`: no such file or directory"]),
         case("unknown role prefix", &["diagnose", "--dump", "db:x=testdata/bad/dumps/nope.prom"], 2, &["`db:x=testdata/bad/dumps/nope.prom`: unknown role `db`"]),
         // Captures and their manifests.
@@ -365,8 +367,11 @@ fn huge_lines_and_label_values() {
         &case(
             "a 3 MiB label value",
             &["diagnose", "--dump", &vs, "-o", "json"],
-            0,
-            &["\"target\": \"huge-label\""],
+            3,
+            &[
+                "\"target\": \"huge-label\"",
+                "cannot say that apiserver is healthy",
+            ],
         ),
         &[],
     );

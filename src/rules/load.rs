@@ -96,12 +96,32 @@ pub struct Signal {
     pub reads: Vec<Reads>,
     /// The checked single-snapshot form (`snapshot:`), if the signal has one.
     pub snapshot: Option<Box<Signal>>,
+    /// This is the since-process-start form of a signal (its values are
+    /// lifetime counts or ratios, not rates).
+    pub since_start: bool,
+    /// The checked observation count (`observations:`), if any.
+    pub observations: Option<Observations>,
+}
+
+/// A signal's observation count: the expression, what it reads, the minimum.
+#[derive(Clone, Debug)]
+pub struct Observations {
+    pub expr: String,
+    pub reads: Reads,
+    pub min: f64,
+    pub proportion: bool,
 }
 
 impl Signal {
     /// Whether every expression needs two or more snapshots.
     pub fn needs_series(&self) -> bool {
         self.reads.iter().all(|r| r.needs_series)
+    }
+
+    /// How long an instance must stay lit, in milliseconds, for a step of
+    /// `step` and a resolved `$window` of `range` (default: one step).
+    pub fn persistence(&self, step: i64, range: i64) -> i64 {
+        self.def.persistence.map(|p| p.millis(range)).unwrap_or(step)
     }
 }
 
@@ -111,6 +131,14 @@ pub struct Node {
     pub def: NodeDef,
     pub yes: Child,
     pub no: Child,
+}
+
+/// A checked scope: a role and the node that judges it.
+#[derive(Clone, Debug)]
+pub struct Scope {
+    pub role: crate::source::Role,
+    pub node: usize,
+    pub healthy: String,
 }
 
 /// A loaded, checked rule set.
@@ -126,6 +154,10 @@ pub struct RuleSet {
     /// Leaf indices in tree order (depth first, `yes` before `no`); ties between
     /// onsets are broken by this order, as a stated assumption.
     pub leaf_order: Vec<usize>,
+    /// How each leaf lights (indexed like `leaves`), computed once at load.
+    pub logic: Vec<LeafLogic>,
+    /// Per role, the node that judges it by its own metrics (`scopes:`).
+    pub scopes: Vec<Scope>,
     signal_index: HashMap<String, usize>,
     leaf_index: HashMap<String, usize>,
     node_index: HashMap<String, usize>,
@@ -144,13 +176,12 @@ impl RuleSet {
 
     /// Every metric name any expression reads (for the sources' family filter).
     pub fn referenced_metrics(&self) -> BTreeSet<String> {
+        fn all(s: &Signal) -> impl Iterator<Item = &Reads> {
+            s.reads.iter().chain(s.observations.iter().map(|o| &o.reads))
+        }
         self.signals
             .iter()
-            .flat_map(|s| {
-                s.reads
-                    .iter()
-                    .chain(s.snapshot.iter().flat_map(|x| x.reads.iter()))
-            })
+            .flat_map(|s| all(s).chain(s.snapshot.iter().flat_map(|x| all(x))))
             .flat_map(|r| r.metrics.iter().cloned())
             .collect()
     }
@@ -388,6 +419,61 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
             no,
         });
     }
+    for n in &file.nodes {
+        for s in &n.needs {
+            used_signals.insert(s.clone());
+            if !signal_index.contains_key(s) {
+                d.push(loc.token(
+                    ("nodes", &n.id),
+                    s,
+                    Level::Error,
+                    format!("node `{}` needs unknown signal `{s}`", n.id),
+                ));
+            }
+        }
+    }
+    for l in &file.leaves {
+        for s in &l.evidence {
+            used_signals.insert(s.clone());
+            if !signal_index.contains_key(s) {
+                d.push(loc.token(
+                    ("leaves", &l.id),
+                    s,
+                    Level::Error,
+                    format!("leaf `{}` shows unknown signal `{s}` as evidence", l.id),
+                ));
+            }
+        }
+    }
+    let mut scopes = Vec::new();
+    let mut scoped_roles = BTreeSet::new();
+    for sc in &file.scopes {
+        if !scoped_roles.insert(sc.role) {
+            d.push(loc.key(
+                None,
+                "scopes",
+                Level::Error,
+                format!("role `{}` has two scopes", sc.role.as_str()),
+            ));
+        }
+        match node_index.get(&sc.node) {
+            Some(&n) => scopes.push(Scope {
+                role: sc.role.role(),
+                node: n,
+                healthy: sc.healthy.clone(),
+            }),
+            None => d.push(loc.key(
+                None,
+                "scopes",
+                Level::Error,
+                format!(
+                    "scope of role `{}` names unknown node `{}`",
+                    sc.role.as_str(),
+                    sc.node
+                ),
+            )),
+        }
+    }
     for s in &file.signals {
         if !used_signals.contains(&s.id) {
             d.push(loc.entity(
@@ -462,6 +548,8 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
             origin: origin.to_string(),
             description: file.description.clone(),
             root,
+            logic: leaf_logic_of(&nodes, root, &file.leaves),
+            scopes,
             signals,
             nodes,
             leaves: file.leaves.clone(),
@@ -623,6 +711,46 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
             ));
         }
     }
+    let observations = s.observations.as_ref().map(|o| {
+        let reads = match promql::parse_template(&o.expr) {
+            Ok(e) => promql::reads(&e),
+            Err(e) => {
+                d.push(loc.text_or_key(
+                    at,
+                    &o.expr,
+                    "observations",
+                    Level::Error,
+                    format!("signal `{}` observations: {e}", s.id),
+                ));
+                Reads::default()
+            }
+        };
+        if !(o.min.is_finite() && o.min >= 0.0) {
+            d.push(loc.key(
+                at,
+                "observations",
+                Level::Error,
+                format!("signal `{}` observations `min` must be a finite number ≥ 0", s.id),
+            ));
+        }
+        if o.proportion && s.unit != super::model::Unit::Ratio {
+            d.push(loc.key(
+                at,
+                "observations",
+                Level::Error,
+                format!(
+                    "signal `{}` is judged as a proportion but its unit is not `ratio`",
+                    s.id
+                ),
+            ));
+        }
+        Observations {
+            expr: o.expr.clone(),
+            reads,
+            min: o.min,
+            proportion: o.proportion,
+        }
+    });
     let snapshot = s.snapshot.as_ref().map(|sn| {
         let def = SignalDef {
             description: sn.description.clone(),
@@ -630,10 +758,25 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
             alternatives: sn.alternatives.clone(),
             optional_metrics: sn.optional_metrics.clone(),
             threshold: sn.threshold.clone(),
+            unit: sn.unit.unwrap_or(s.unit),
+            observations: sn.observations.clone(),
+            persistence: None,
             snapshot: None,
             ..s.clone()
         };
-        let sig = check_signal(loc, &def, d);
+        let mut sig = check_signal(loc, &def, d);
+        sig.since_start = true;
+        if sig.observations.as_ref().is_some_and(|o| o.reads.needs_series) {
+            d.push(loc.key(
+                at,
+                "snapshot",
+                Level::Error,
+                format!(
+                    "signal `{}` snapshot observations use a range function; a single snapshot has no time series",
+                    s.id
+                ),
+            ));
+        }
         if sig.reads.iter().any(|r| r.needs_series) {
             d.push(loc.key(
                 at,
@@ -652,6 +795,8 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
         exprs,
         reads,
         snapshot,
+        since_start: false,
+        observations,
     }
 }
 
@@ -971,4 +1116,90 @@ fn find_word(line: &str, w: &str) -> Option<usize> {
         from = c + w.len();
     }
     None
+}
+
+/// The path from the root to each leaf (`(node, took_yes)`), the first in tree
+/// order when a leaf is reachable several ways.
+fn leaf_paths_of(nodes: &[Node], root: usize, nleaves: usize) -> Vec<Vec<(usize, bool)>> {
+    fn dfs(
+        nodes: &[Node],
+        n: usize,
+        path: &mut Vec<(usize, bool)>,
+        out: &mut [Option<Vec<(usize, bool)>>],
+        on: &mut [bool],
+    ) {
+        if on[n] {
+            return;
+        }
+        on[n] = true;
+        for (child, yes) in [(nodes[n].yes, true), (nodes[n].no, false)] {
+            path.push((n, yes));
+            match child {
+                Child::Node(m) => dfs(nodes, m, path, out, on),
+                Child::Leaf(l) => {
+                    if out[l].is_none() {
+                        out[l] = Some(path.clone());
+                    }
+                }
+                Child::Healthy => {}
+            }
+            path.pop();
+        }
+        on[n] = false;
+    }
+    let mut out = vec![None; nleaves];
+    let mut on = vec![false; nodes.len()];
+    dfs(nodes, root, &mut Vec::new(), &mut out, &mut on);
+    out.into_iter().map(Option::unwrap_or_default).collect()
+}
+
+/// How a leaf lights: the nodes it requires (root first) and, for a fallback
+/// leaf, the ordinary leaves whose light suppresses it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeafLogic {
+    /// Nodes whose `yes` the leaf requires, root first; for a fallback leaf, the
+    /// one node whose question it falls back from.
+    pub required: Vec<usize>,
+    /// Ordinary leaves under a fallback leaf's node: when one is lit, the
+    /// fallback is not.
+    pub suppressed_by: Vec<usize>,
+}
+
+/// The lighting logic of every leaf, as `cptriage diagnose` and the exported
+/// alerts apply it: an
+/// ordinary leaf requires the `yes` edges on its path except gates (unless
+/// gates are all there is); a fallback leaf requires the deepest `yes` node of
+/// its path and no ordinary leaf under it lit.
+fn leaf_logic_of(nodes: &[Node], root: usize, leaves: &[LeafDef]) -> Vec<LeafLogic> {
+    let paths = leaf_paths_of(nodes, root, leaves.len());
+    leaves
+        .iter()
+        .enumerate()
+        .map(|(l, leaf)| {
+            let yes: Vec<usize> = paths[l].iter().filter(|(_, y)| *y).map(|(n, _)| *n).collect();
+            if leaf.fallback {
+                let Some(&scope) = yes.last() else {
+                    return LeafLogic {
+                        required: Vec::new(),
+                        suppressed_by: Vec::new(),
+                    };
+                };
+                let others = (0..leaves.len())
+                    .filter(|&o| {
+                        o != l && !leaves[o].fallback && paths[o].iter().any(|&(m, y)| m == scope && y)
+                    })
+                    .collect();
+                LeafLogic {
+                    required: vec![scope],
+                    suppressed_by: others,
+                }
+            } else {
+                let non_gate: Vec<usize> = yes.iter().copied().filter(|&n| !nodes[n].def.gate).collect();
+                LeafLogic {
+                    required: if non_gate.is_empty() { yes } else { non_gate },
+                    suppressed_by: Vec::new(),
+                }
+            }
+        })
+        .collect()
 }

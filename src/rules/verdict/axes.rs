@@ -1,0 +1,236 @@
+//! Phase 4: one report per leaf over the window: state, the episode the verdict
+//! is about (onset, recovery), instances, localisation and evidence. Onset,
+//! instances, localisation and recovery all come from the same episode, so the
+//! instance list agrees with the localisation sentence.
+
+use std::collections::BTreeSet;
+
+use super::evidence::{evidence, Shown};
+use super::judge::Judged;
+use super::timeline::{Run, States};
+use super::{axis_name, AssessInput, SignalInput};
+use crate::rules::load::RuleSet;
+use crate::rules::report::{Availability, AxisReport, AxisState, Episode, Evidence, Gap, GapKind, StepState};
+
+/// What the per-leaf reports need besides the rules and the input.
+pub(super) struct Frame<'a> {
+    pub judged: &'a [Judged],
+    pub leaf_states: &'a [States],
+    /// Every episode of each leaf (indexed like `rules.leaves`).
+    pub runs: &'a [Vec<Run>],
+    /// The episode each leaf is reported with (the one in the incident the
+    /// verdict is about, else its latest).
+    pub reported: &'a [Option<Run>],
+    /// Index of the assessment time.
+    pub at: usize,
+    /// The data is one snapshot (no onsets).
+    pub single: bool,
+}
+
+/// The deciding signals of a leaf: those of the questions it requires.
+pub(super) fn deciding_signals(rules: &RuleSet, l: usize) -> Vec<usize> {
+    dedup_keep_order(
+        rules.logic[l]
+            .required
+            .iter()
+            .flat_map(|&m| rules.nodes[m].def.when.signals())
+            .filter_map(|s| rules.signal(s))
+            .collect(),
+    )
+}
+
+/// The signals of the leaf's own question (the deepest required node).
+pub(super) fn own_signals(rules: &RuleSet, l: usize) -> Vec<usize> {
+    rules.logic[l]
+        .required
+        .last()
+        .map(|&m| rules.nodes[m].def.when.signals())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|s| rules.signal(s))
+        .collect()
+}
+
+/// Instances lit on signals `ks` at any of `steps`.
+pub(super) fn lit_instances(judged: &[Judged], ks: &[usize], steps: &[usize]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for &k in ks {
+        for (inst, l) in &judged[k].lit {
+            if steps.iter().any(|&i| l.get(i).copied().flatten() == Some(true)) {
+                out.insert(inst.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The leaves' reports in tree order.
+pub(super) fn leaf_reports(
+    rules: &RuleSet,
+    input: &AssessInput,
+    f: &Frame,
+    warnings: &mut Vec<String>,
+    gaps: &mut Vec<Gap>,
+) -> Vec<AxisReport> {
+    let (judged, at) = (f.judged, f.at);
+    let empty = SignalInput::unavailable(Availability::Error, "missing input");
+    let mut axes: Vec<AxisReport> = Vec::new();
+    for &l in &rules.leaf_order {
+        let leaf = &rules.leaves[l];
+        let name = axis_name(&leaf.axis, &leaf.sub_axis);
+        let states = &f.leaf_states[l];
+        let sigs = deciding_signals(rules, l);
+        let context: Vec<usize> = leaf
+            .evidence
+            .iter()
+            .filter_map(|s| rules.signal(s))
+            .filter(|k| !sigs.contains(k))
+            .collect();
+        let run = f.reported[l];
+        let lit_single = f.single && states.first() == Some(&StepState::Lit);
+        let lit = run.is_some() || lit_single;
+        // Not checked when the leaf's own question reads only signals of absent
+        // roles or unexposed metrics.
+        let own = own_signals(rules, l);
+        let unavailable = |k: &usize| {
+            matches!(
+                input.signals.get(*k).map(|s| s.availability),
+                Some(Availability::RoleAbsent | Availability::NotExposed) | None
+            )
+        };
+        let not_checked = !sigs.is_empty() && !own.is_empty() && own.iter().all(unavailable);
+        let state = if lit {
+            AxisState::Lit
+        } else if not_checked {
+            AxisState::NotChecked
+        } else if states.iter().take(at + 1).any(|s| *s != StepState::Unknown) {
+            AxisState::Clear
+        } else {
+            AxisState::Unknown
+        };
+        let mut note = None;
+        if state == AxisState::NotChecked {
+            let reasons: BTreeSet<String> = own
+                .iter()
+                .filter_map(|&k| input.signals.get(k).and_then(|s| s.note.clone()))
+                .collect();
+            let msg = format!(
+                "not checked: {}",
+                reasons.into_iter().collect::<Vec<_>>().join("; ")
+            );
+            gaps.push(Gap {
+                kind: GapKind::NotChecked,
+                subject: leaf.id.clone(),
+                message: format!("{} ({name}) {msg}", leaf.id),
+            });
+            note = Some(msg);
+        }
+        if !lit && !f.single && !leaf.fallback {
+            let pending: BTreeSet<&String> = own.iter().flat_map(|&k| judged[k].pending.keys()).collect();
+            if !pending.is_empty() {
+                warnings.push(format!(
+                    "{name} is lit at the end of the window on {} for less than its persistence: not yet confirmed",
+                    pending.into_iter().cloned().collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+        if let Some(r) = run {
+            if r.start == 0 {
+                warnings.push(format!(
+                    "{name} is lit from the first step of the window: its real onset may be earlier"
+                ));
+            }
+        }
+        // Reference step for evidence: `at` if the episode lasts until then,
+        // else its last lit step.
+        let ref_i = match run {
+            Some(r) if r.recovered.is_none() && states.get(at) == Some(&StepState::Lit) => at,
+            Some(r) => r.end,
+            None if lit_single => 0,
+            None => at,
+        };
+        let span = run.map(|r| (r.start, r.end)).or(lit_single.then_some((0, 0)));
+        let lit_steps: Vec<usize> = match span {
+            Some((a, b)) => (a..=b).filter(|&i| states[i] == StepState::Lit).collect(),
+            None => Vec::new(),
+        };
+        // Instances: those lit on the leaf's own question when it names any
+        // (etcd-2 for the disk leaf, not the apiserver that saw slow etcd),
+        // else those of every required question.
+        let mut instances = lit_instances(judged, &own, &lit_steps);
+        if instances.is_empty() {
+            instances = lit_instances(judged, &sigs, &lit_steps);
+        }
+        let show = |k: usize, context: bool| {
+            evidence(
+                rules,
+                k,
+                input.signals.get(k).unwrap_or(&empty),
+                &judged[k],
+                &Shown { ref_i, span, context },
+                &input.steps,
+            )
+        };
+        let evidence: Vec<Evidence> = sigs
+            .iter()
+            .map(|&k| show(k, false))
+            .chain(context.iter().map(|&k| show(k, true)))
+            .collect();
+        // Prefer a signal of the leaf's own question that singles out some
+        // instances ("only etcd-2 …").
+        let localisation = if lit {
+            let own_ids: BTreeSet<&str> = own.iter().map(|&k| rules.signals[k].def.id.as_str()).collect();
+            let lit_ev = || {
+                evidence
+                    .iter()
+                    .filter(|e| !e.context && e.localisation.is_some())
+                    .filter(|e| e.instances.iter().any(|i| instances.contains(&i.instance)))
+            };
+            lit_ev()
+                .filter(|e| own_ids.contains(e.signal.as_str()))
+                .filter_map(|e| e.localisation.clone())
+                .find(|l| l.starts_with("only "))
+                .or_else(|| {
+                    lit_ev()
+                        .filter_map(|e| e.localisation.clone())
+                        .find(|l| l.starts_with("only "))
+                })
+                .or_else(|| lit_ev().find_map(|e| e.localisation.clone()))
+        } else {
+            None
+        };
+        let episodes = f.runs[l]
+            .iter()
+            .map(|r| Episode {
+                leaf: leaf.id.clone(),
+                axis: leaf.axis.clone(),
+                sub_axis: leaf.sub_axis.clone(),
+                onset: input.steps[r.start],
+                recovered: r.recovered.map(|i| input.steps[i]),
+            })
+            .collect();
+        axes.push(AxisReport {
+            leaf: leaf.id.clone(),
+            axis: leaf.axis.clone(),
+            sub_axis: leaf.sub_axis.clone(),
+            severity: leaf.severity,
+            title: leaf.title.clone(),
+            state,
+            lit_at_end: states.get(at) == Some(&StepState::Lit),
+            onset: run.map(|r| input.steps[r.start]),
+            recovered: run.and_then(|r| r.recovered).map(|i| input.steps[i]),
+            episodes,
+            instances: instances.into_iter().collect(),
+            localisation,
+            timeline: states.clone(),
+            evidence,
+            note,
+        });
+    }
+    axes
+}
+
+fn dedup_keep_order(v: Vec<usize>) -> Vec<usize> {
+    let mut seen = BTreeSet::new();
+    v.into_iter().filter(|x| seen.insert(*x)).collect()
+}

@@ -1,0 +1,298 @@
+//! Phase 5: which episodes belong to the incident the verdict is about, which
+//! lit axis is its root cause (the earliest onset; ties within one step broken
+//! by tree order, as a stated assumption), and what followed it.
+//!
+//! Episodes of all axes are grouped into incidents: an episode joins an
+//! incident when it starts before the incident has been over for one range
+//! window (downstream effects start while their cause lasts, or just after).
+//! The verdict is about the incident still lit at the assessment time, or else
+//! the latest one; earlier incidents are listed, not ordered with it.
+
+use std::collections::BTreeMap;
+
+use super::timeline::Run;
+use super::{axis_name, AssessInput};
+use crate::rules::load::RuleSet;
+use crate::rules::report::{AxisReport, AxisState, Downstream, Episode, Tie, Verdict};
+use crate::store::Millis;
+
+/// The incident the verdict is about.
+pub(super) struct Selection {
+    /// The episode each leaf is reported with: its runs within the incident
+    /// merged into one, else its latest run.
+    pub reported: Vec<Option<Run>>,
+    /// Leaves with an episode in the incident, fallbacks superseded by a more
+    /// specific leaf left out.
+    pub incident: Vec<usize>,
+    /// Fallback leaf → the ordinary leaves of the incident that supersede it.
+    pub superseded: BTreeMap<usize, Vec<usize>>,
+    /// Episodes of earlier incidents, in time order.
+    pub earlier: Vec<(usize, Run)>,
+}
+
+fn end_time(r: &Run, steps: &[Millis], at: usize) -> Millis {
+    steps[r.recovered.unwrap_or(at).min(steps.len() - 1)]
+}
+
+/// Groups every leaf's episodes into incidents and selects one.
+pub(super) fn select(rules: &RuleSet, input: &AssessInput, runs: &[Vec<Run>], at: usize) -> Selection {
+    let steps = &input.steps;
+    let mut all: Vec<(usize, Run)> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(l, rs)| rs.iter().map(move |r| (l, *r)))
+        .collect();
+    all.sort_by_key(|(l, r)| (r.start, *l));
+    let join = input.range.max(input.step);
+    let mut incidents: Vec<Vec<(usize, Run)>> = Vec::new();
+    let mut open_until: Millis = Millis::MIN;
+    for (l, r) in all {
+        let start = steps[r.start];
+        match incidents.last_mut() {
+            Some(cur) if start <= open_until.saturating_add(join) => cur.push((l, r)),
+            _ => {
+                incidents.push(vec![(l, r)]);
+                open_until = Millis::MIN;
+            }
+        }
+        open_until = open_until.max(end_time(&r, steps, at));
+    }
+    let chosen = incidents
+        .iter()
+        .position(|inc| inc.iter().any(|(_, r)| r.recovered.is_none()))
+        .or_else(|| incidents.len().checked_sub(1));
+    let mut reported: Vec<Option<Run>> = runs.iter().map(|rs| rs.last().copied()).collect();
+    let mut incident = Vec::new();
+    let mut earlier = Vec::new();
+    if let Some(c) = chosen {
+        let mut merged: BTreeMap<usize, Run> = BTreeMap::new();
+        for (l, r) in &incidents[c] {
+            merged
+                .entry(*l)
+                .and_modify(|m| {
+                    m.start = m.start.min(r.start);
+                    if r.end >= m.end {
+                        m.end = r.end;
+                        m.recovered = r.recovered;
+                    }
+                    m.lit_steps += r.lit_steps;
+                })
+                .or_insert(*r);
+        }
+        for (l, r) in &merged {
+            reported[*l] = Some(*r);
+        }
+        incident = merged.keys().copied().collect();
+        for inc in &incidents[..c] {
+            earlier.extend(inc.iter().copied());
+        }
+    }
+    let mut superseded = BTreeMap::new();
+    for &l in &incident {
+        if !rules.leaves[l].fallback {
+            continue;
+        }
+        let by: Vec<usize> = rules.logic[l]
+            .suppressed_by
+            .iter()
+            .copied()
+            .filter(|o| incident.contains(o))
+            .collect();
+        if !by.is_empty() {
+            superseded.insert(l, by);
+        }
+    }
+    incident.retain(|l| !superseded.contains_key(l));
+    Selection {
+        reported,
+        incident,
+        superseded,
+        earlier,
+    }
+}
+
+/// Chooses the root cause among the incident's axes (or, for a single
+/// snapshot, among the lit axes, in tree order); returns the verdict (without
+/// its summary) and the index into `axes` of the root cause.
+pub(super) fn root_cause(
+    rules: &RuleSet,
+    input: &AssessInput,
+    axes: &mut [AxisReport],
+    sel: &Selection,
+    single: bool,
+) -> (Verdict, Option<usize>) {
+    let pos_of = |leaf: &str| {
+        rules
+            .leaf_order
+            .iter()
+            .position(|&l| rules.leaves[l].id == leaf)
+            .unwrap_or(usize::MAX)
+    };
+    let state_of: BTreeMap<String, AxisState> = axes.iter().map(|a| (a.leaf.clone(), a.state)).collect();
+    let mut candidates: Vec<usize> = Vec::new(); // indices into `axes`
+    let mut unchecked_notes: BTreeMap<usize, String> = BTreeMap::new();
+    for (a, ax) in axes.iter_mut().enumerate() {
+        let Some(l) = rules.leaf(&ax.leaf) else { continue };
+        if let Some(by) = sel.superseded.get(&l) {
+            let names: Vec<&str> = by.iter().map(|&o| rules.leaves[o].id.as_str()).collect();
+            ax.note = Some(format!(
+                "lit only while no more specific axis was lit; superseded by {}",
+                names.join(", ")
+            ));
+            continue;
+        }
+        let counts = if single {
+            ax.state == AxisState::Lit
+        } else {
+            sel.incident.contains(&l)
+        };
+        if !counts {
+            continue;
+        }
+        if rules.leaves[l].fallback {
+            if single
+                && rules.logic[l]
+                    .suppressed_by
+                    .iter()
+                    .any(|&o| state_of.get(&rules.leaves[o].id) == Some(&AxisState::Lit))
+            {
+                ax.note = Some("lit only while no more specific axis was lit".into());
+                continue;
+            }
+            // A fallback is only as good as the questions it falls back from.
+            let unchecked: Vec<&str> = rules.logic[l]
+                .suppressed_by
+                .iter()
+                .map(|&o| rules.leaves[o].id.as_str())
+                .filter(|id| {
+                    matches!(
+                        state_of.get(*id),
+                        Some(AxisState::NotChecked | AxisState::Unknown)
+                    )
+                })
+                .collect();
+            if !unchecked.is_empty() {
+                let note = format!(
+                    "no more specific axis is lit, but these could not be checked: {}",
+                    unchecked.join(", ")
+                );
+                ax.note = Some(note.clone());
+                unchecked_notes.insert(a, note);
+            }
+        }
+        candidates.push(a);
+    }
+    let mut verdict = Verdict {
+        earlier: sel
+            .earlier
+            .iter()
+            .map(|(l, r)| {
+                let leaf = &rules.leaves[*l];
+                Episode {
+                    leaf: leaf.id.clone(),
+                    axis: leaf.axis.clone(),
+                    sub_axis: leaf.sub_axis.clone(),
+                    onset: input.steps[r.start],
+                    recovered: r.recovered.map(|i| input.steps[i]),
+                }
+            })
+            .collect(),
+        ..Verdict::default()
+    };
+    let step = input.step.max(1);
+    let with_onset: Vec<usize> = candidates
+        .iter()
+        .copied()
+        .filter(|&a| axes[a].onset.is_some())
+        .collect();
+    let root_axis: Option<usize> = if !with_onset.is_empty() {
+        let earliest = with_onset
+            .iter()
+            .filter_map(|&a| axes[a].onset)
+            .min()
+            .unwrap_or(0);
+        let mut tied: Vec<usize> = with_onset
+            .iter()
+            .copied()
+            .filter(|&a| axes[a].onset.is_some_and(|o| o.saturating_sub(earliest) <= step))
+            .collect();
+        tied.sort_by_key(|&a| (pos_of(&axes[a].leaf), axes[a].onset));
+        let root = tied[0];
+        let root_onset = axes[root].onset.unwrap_or(earliest);
+        let root_name = axis_name(&axes[root].axis, &axes[root].sub_axis);
+        for &a in &tied[1..] {
+            let o = axes[a].onset.unwrap_or(earliest);
+            verdict.ties.push(Tie {
+                leaf: axes[a].leaf.clone(),
+                axis: axes[a].axis.clone(),
+                sub_axis: axes[a].sub_axis.clone(),
+                onset: o,
+                note: format!(
+                    "{} lit within one step ({}) of {root_name}",
+                    axis_name(&axes[a].axis, &axes[a].sub_axis),
+                    crate::timefmt::format_lag(step)
+                ),
+            });
+        }
+        if tied.len() > 1 {
+            let names: Vec<String> = tied
+                .iter()
+                .map(|&a| axis_name(&axes[a].axis, &axes[a].sub_axis))
+                .collect();
+            verdict.assumptions.push(format!(
+                "onsets of {} are within one step of each other; the data cannot order them, and {root_name} was chosen only because it comes first in the tree",
+                names.join(", ")
+            ));
+        }
+        let mut downstream: Vec<usize> = with_onset.iter().copied().filter(|a| !tied.contains(a)).collect();
+        downstream.sort_by_key(|&a| (axes[a].onset, pos_of(&axes[a].leaf)));
+        for a in downstream {
+            let o = axes[a].onset.unwrap_or(root_onset);
+            let lag = o.saturating_sub(root_onset);
+            verdict.downstream.push(Downstream {
+                leaf: axes[a].leaf.clone(),
+                axis: axes[a].axis.clone(),
+                sub_axis: axes[a].sub_axis.clone(),
+                onset: o,
+                lag_ms: lag,
+                note: format!(
+                    "{} lit {} after {root_name}",
+                    axis_name(&axes[a].axis, &axes[a].sub_axis),
+                    crate::timefmt::format_lag(lag)
+                ),
+            });
+        }
+        Some(root)
+    } else if !candidates.is_empty() {
+        let mut c = candidates.clone();
+        c.sort_by_key(|&a| pos_of(&axes[a].leaf));
+        if single {
+            verdict.assumptions.push(
+                "a single snapshot has no onsets (they need a time series); the first lit axis in tree order was chosen"
+                    .to_string(),
+            );
+        }
+        for &a in &c[1..] {
+            verdict.ties.push(Tie {
+                leaf: axes[a].leaf.clone(),
+                axis: axes[a].axis.clone(),
+                sub_axis: axes[a].sub_axis.clone(),
+                onset: input.steps.first().copied().unwrap_or(0),
+                note: format!(
+                    "{} also lit; without a time series its order cannot be told",
+                    axis_name(&axes[a].axis, &axes[a].sub_axis)
+                ),
+            });
+        }
+        Some(c[0])
+    } else {
+        None
+    };
+
+    if let Some((r, note)) = root_axis.and_then(|r| unchecked_notes.get(&r).map(|n| (r, n))) {
+        verdict
+            .assumptions
+            .push(format!("{}: {note}", axis_name(&axes[r].axis, &axes[r].sub_axis)));
+    }
+    (verdict, root_axis)
+}
