@@ -342,8 +342,9 @@ fn live_total_across_targets_is_bounded() {
     );
     assert_eq!(r.code, Some(3), "{}", r.text());
     assert!(r.stderr.contains("(see --max-body-total)"), "{}", r.text());
-    // Bound: 96 MiB held together, growth copies and the process: 300 MiB.
-    assert_rss_below(&r, 300);
+    // Bound: 96 MiB held together, plus what eight threads' allocators keep
+    // between rounds, growth copies and the process: 400 MiB (measured 236–267).
+    assert_rss_below(&r, 400);
 }
 
 /// A slow-loris body (one byte every 100 ms, forever) stops at `--timeout`,
