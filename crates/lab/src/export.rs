@@ -3,6 +3,7 @@
 //! snapshot reduced to the metric families cptriage reads about etcd and
 //! gzipped at the best level, and the ground truth.
 
+use std::collections::HashSet;
 use std::fs;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -69,8 +70,42 @@ fn kept(name: &str) -> bool {
         .any(|f| name.strip_prefix(f).is_some_and(|rest| SUFFIXES.contains(&rest)))
 }
 
+/// The per-method gRPC counter: hundreds of series per member, nearly all 0
+/// for the whole recording.
+const GRPC_HANDLED: &str = "grpc_server_handled_total";
+
+/// The sample's series (name and labels) and value.
+fn split_sample(line: &str) -> Option<(&str, &str)> {
+    let end = match line.find('}') {
+        Some(i) => i + 1,
+        None => line.find([' ', '\t'])?,
+    };
+    let value = line[end..].split_whitespace().next()?;
+    Some((&line[..end], value))
+}
+
+/// The `grpc_server_handled_total` series of one member that are not 0 in
+/// some snapshot of the recording.
+pub fn grpc_nonzero<'a>(texts: impl Iterator<Item = &'a str>) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for t in texts {
+        for line in t.lines().filter(|l| l.starts_with(GRPC_HANDLED)) {
+            if let Some((series, v)) = split_sample(line) {
+                if v.parse::<f64>() != Ok(0.0) {
+                    out.insert(series.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Keeps the lines of the kept families (HELP, TYPE and samples), verbatim.
-pub fn filter(text: &str) -> String {
+/// Of `grpc_server_handled_total` it keeps the series in `grpc_keep` (not 0
+/// somewhere in the recording) and every `grpc_code="Unavailable"` series, so
+/// sums of rates over any code selection are unchanged and a failure ratio
+/// still reads 0 rather than absent.
+pub fn filter(text: &str, grpc_keep: &HashSet<String>) -> String {
     let mut out = String::with_capacity(text.len() / 8);
     for line in text.lines() {
         let t = line.trim_start();
@@ -84,6 +119,13 @@ pub fn filter(text: &str) -> String {
             t.split(['{', ' ', '\t']).next().unwrap_or("")
         };
         if !name.is_empty() && kept(name) {
+            if name == GRPC_HANDLED && !t.starts_with('#') {
+                let keep = line.contains("grpc_code=\"Unavailable\"")
+                    || split_sample(line).is_some_and(|(series, _)| grpc_keep.contains(series));
+                if !keep {
+                    continue;
+                }
+            }
             out.push_str(line);
             out.push('\n');
         }
@@ -119,18 +161,27 @@ fn copy_recording(from: &Path, to: &Path) -> Result<u64, LabError> {
         if e.file_type()?.is_dir() {
             let dest = to.join(&name);
             fs::create_dir_all(&dest)?;
+            let mut snapshots = Vec::new();
             for f in fs::read_dir(&p)? {
                 let f = f?.path();
-                let fname = f.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+                let fname = f
+                    .file_name()
+                    .map(|n| n.to_string_lossy().to_string())
+                    .unwrap_or_default();
                 if fname.ends_with(".prom.gz") || fname.ends_with(".prom") {
-                    let text = read_maybe_gz(&f).map_err(|e| LabError::msg(format!("`{}`: {e}", f.display())))?;
-                    let out = dest.join(fname.trim_end_matches(".gz").to_string() + ".gz");
-                    gz_best(&out, filter(&text).as_bytes())?;
-                    bytes += fs::metadata(&out)?.len();
+                    let text =
+                        read_maybe_gz(&f).map_err(|e| LabError::msg(format!("`{}`: {e}", f.display())))?;
+                    snapshots.push((fname, text));
                 } else {
                     fs::copy(&f, dest.join(&fname))?;
                     bytes += fs::metadata(dest.join(&fname))?.len();
                 }
+            }
+            let grpc_keep = grpc_nonzero(snapshots.iter().map(|(_, t)| t.as_str()));
+            for (fname, text) in &snapshots {
+                let out = dest.join(fname.trim_end_matches(".gz").to_string() + ".gz");
+                gz_best(&out, filter(text, &grpc_keep).as_bytes())?;
+                bytes += fs::metadata(&out)?.len();
             }
         } else if name != ".manifest.yaml.tmp" {
             fs::copy(&p, to.join(&name))?;
@@ -179,7 +230,12 @@ pub fn run(runs: &[PathBuf], to: &Path, judge_with: Option<PathBuf>) -> Result<i
         );
         total += bytes;
     }
-    println!("{} runs, {} KiB in all, in {}", runs.len(), total / 1024, to.display());
+    println!(
+        "{} runs, {} KiB in all, in {}",
+        runs.len(),
+        total / 1024,
+        to.display()
+    );
     Ok(0)
 }
 
@@ -188,10 +244,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn grpc_series_zero_throughout_are_dropped_but_unavailable_stays() {
+        let a = "grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Put\"} 0\ngrpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Alarm\"} 0\ngrpc_server_handled_total{grpc_code=\"Unavailable\",grpc_method=\"Put\"} 0\n";
+        let b = "grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Put\"} 7\ngrpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Alarm\"} 0\ngrpc_server_handled_total{grpc_code=\"Unavailable\",grpc_method=\"Put\"} 0\n";
+        let keep = grpc_nonzero([a, b].into_iter());
+        let want = "grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Put\"} 0\ngrpc_server_handled_total{grpc_code=\"Unavailable\",grpc_method=\"Put\"} 0\n";
+        assert_eq!(filter(a, &keep), want);
+    }
+
+    #[test]
     fn filter_keeps_whole_families() {
         let text = "# HELP etcd_disk_wal_fsync_duration_seconds x\n# TYPE etcd_disk_wal_fsync_duration_seconds histogram\netcd_disk_wal_fsync_duration_seconds_bucket{le=\"0.001\"} 1\netcd_disk_wal_fsync_duration_seconds_sum 0.1\n# HELP go_goroutines g\n# TYPE go_goroutines gauge\ngo_goroutines 12\netcd_server_has_leader 1\netcd_server_has_leader_extra 1\n";
         assert_eq!(
-            filter(text),
+            filter(text, &HashSet::new()),
             "# HELP etcd_disk_wal_fsync_duration_seconds x\n# TYPE etcd_disk_wal_fsync_duration_seconds histogram\netcd_disk_wal_fsync_duration_seconds_bucket{le=\"0.001\"} 1\netcd_disk_wal_fsync_duration_seconds_sum 0.1\netcd_server_has_leader 1\n"
         );
     }

@@ -235,7 +235,10 @@ mod tests {
         let ok = judge(&t, &verdict("degraded", "disk", &["m1"], "1970-01-01T00:16:55Z"));
         assert!(ok.pass(), "{:?}", ok.failures());
         assert_eq!(ok.onset_delta_s, Some(15.0));
-        let all = judge(&t, &verdict("degraded", "disk", &["m0", "m1", "m2"], "1970-01-01T00:16:40Z"));
+        let all = judge(
+            &t,
+            &verdict("degraded", "disk", &["m0", "m1", "m2"], "1970-01-01T00:16:40Z"),
+        );
         assert_eq!(all.failures(), vec!["member: expected m1, got m0,m1,m2"]);
         let early = judge(&t, &verdict("degraded", "disk", &["m1"], "1970-01-01T00:15:45Z"));
         assert_eq!(early.failures(), vec!["onset: expected -5s..+20s, got -55s"]);
@@ -253,8 +256,14 @@ mod tests {
         let f = alarm.failures();
         assert_eq!(f.len(), 3, "{f:?}");
         assert!(f[0].starts_with("status: expected healthy, got degraded"));
-        let inconclusive = judge(&t, &serde_json::json!({"status": "inconclusive", "root_cause": null}));
-        assert_eq!(inconclusive.failures(), vec!["status: expected healthy, got inconclusive"]);
+        let inconclusive = judge(
+            &t,
+            &serde_json::json!({"status": "inconclusive", "root_cause": null}),
+        );
+        assert_eq!(
+            inconclusive.failures(),
+            vec!["status: expected healthy, got inconclusive"]
+        );
     }
 
     #[test]

@@ -83,7 +83,8 @@ impl Endpoints {
     }
 
     fn failed(&self, i: usize) {
-        self.down_until.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(Instant::now() + Duration::from_secs(5));
+        self.down_until.lock().unwrap_or_else(|e| e.into_inner())[i] =
+            Some(Instant::now() + Duration::from_secs(5));
     }
 }
 
@@ -129,7 +130,11 @@ impl Gateway {
     }
 
     pub fn put(&self, url: &str, key: &str, value: &[u8]) -> Answer {
-        self.post(url, "/v3/kv/put", &json!({"key": b64(key.as_bytes()), "value": b64(value)}))
+        self.post(
+            url,
+            "/v3/kv/put",
+            &json!({"key": b64(key.as_bytes()), "value": b64(value)}),
+        )
     }
 
     pub fn get(&self, url: &str, key: &str, serializable: bool) -> Answer {
@@ -185,7 +190,9 @@ pub struct Load {
 /// A value of `n` bytes that differs between calls (not all zeros, so it
 /// is not compressed away by anything).
 pub fn value(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
             x ^= x << 13;
@@ -218,7 +225,13 @@ impl Load {
         let gw = Gateway::new(Duration::from_secs(2));
         let mut handles = Vec::new();
         {
-            let (stop, c, eps, gw, spec) = (stop.clone(), counters.clone(), eps.clone(), gw.clone(), spec.clone());
+            let (stop, c, eps, gw, spec) = (
+                stop.clone(),
+                counters.clone(),
+                eps.clone(),
+                gw.clone(),
+                spec.clone(),
+            );
             handles.push(std::thread::spawn(move || {
                 let every = Duration::from_secs_f64(1.0 / spec.puts_per_s.max(0.1));
                 let mut next = Instant::now();
@@ -242,7 +255,13 @@ impl Load {
             }));
         }
         {
-            let (stop, c, eps, gw, spec) = (stop.clone(), counters.clone(), eps.clone(), gw.clone(), spec.clone());
+            let (stop, c, eps, gw, spec) = (
+                stop.clone(),
+                counters.clone(),
+                eps.clone(),
+                gw.clone(),
+                spec.clone(),
+            );
             handles.push(std::thread::spawn(move || {
                 let every = Duration::from_secs_f64(1.0 / spec.gets_per_s.max(0.1));
                 let mut next = Instant::now();
@@ -252,7 +271,7 @@ impl Load {
                     let i = eps.pick();
                     let key = format!("{PREFIX}key-{}", (n * 7) % spec.keys as u64);
                     // Half linearizable (through the leader), half serializable (local).
-                    match gw.get(&eps.urls[i], &key, n % 2 == 0) {
+                    match gw.get(&eps.urls[i], &key, n.is_multiple_of(2)) {
                         Ok(_) => c.gets_ok.fetch_add(1, Ordering::Relaxed),
                         Err(_) => {
                             eps.failed(i);
@@ -297,7 +316,8 @@ fn watch_loop(url: &str, stop: &AtomicBool, deadline: Instant, c: &Counters) {
         Ok(h) => h,
         Err(_) => return,
     };
-    let body = json!({"create_request": {"key": b64(PREFIX.as_bytes()), "range_end": b64(PREFIX_END.as_bytes())}});
+    let body =
+        json!({"create_request": {"key": b64(PREFIX.as_bytes()), "range_end": b64(PREFIX_END.as_bytes())}});
     while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
         let resp = http
             .post(format!("{url}/v3/watch"))
@@ -333,7 +353,11 @@ fn memchr_count(hay: &[u8], needle: &[u8]) -> u64 {
 /// Writes large values through `url` until etcd refuses with NOSPACE (the
 /// backend quota is full) or `max_bytes` were written. Returns when the first
 /// NOSPACE answer came (unix ms), if one did.
-pub fn fill_until_nospace(urls: &[String], value_bytes: usize, max_bytes: usize) -> Result<Option<i64>, LabError> {
+pub fn fill_until_nospace(
+    urls: &[String],
+    value_bytes: usize,
+    max_bytes: usize,
+) -> Result<Option<i64>, LabError> {
     let gw = Gateway::new(Duration::from_secs(10));
     let eps = Endpoints::new(urls.to_vec());
     let mut written = 0usize;

@@ -34,6 +34,8 @@ struct Cli {
     command: Cmd,
 }
 
+// Parsed once per run: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Cmd {
     /// Run scenarios (default: all) on each etcd version, record, diagnose and
@@ -197,7 +199,9 @@ fn repo_root() -> PathBuf {
 }
 
 fn home() -> PathBuf {
-    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp"))
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp"))
 }
 
 impl BinArgs {
@@ -280,7 +284,11 @@ fn cmd_run(a: RunArgs, log: &Log) -> Result<i32, LabError> {
         bins.push(cluster::resolve(v, &cache, log)?);
     }
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
-    let session = a.runs.clone().unwrap_or_else(|| home().join("cptriage-lab-runs")).join(&stamp);
+    let session = a
+        .runs
+        .clone()
+        .unwrap_or_else(|| home().join("cptriage-lab-runs"))
+        .join(&stamp);
     std::fs::create_dir_all(&session)?;
     log.add_file(&session.join("lab.log"))?;
     let load_avg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();

@@ -55,7 +55,14 @@ impl Neighbours {
                 let mut t = under_timeout(life + Duration::from_secs(5), "TERM");
                 t.args(["taskset", "-c", &core.to_string()])
                     .arg(&exe)
-                    .args(["noise", "cpu", "--seconds", &secs, "--duty", &spec.cpu_duty.to_string()])
+                    .args([
+                        "noise",
+                        "cpu",
+                        "--seconds",
+                        &secs,
+                        "--duty",
+                        &spec.cpu_duty.to_string(),
+                    ])
                     .stdout(Stdio::null());
                 procs.push(Wrapped::start(t, "CPU neighbour")?);
             }

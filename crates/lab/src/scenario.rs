@@ -129,7 +129,13 @@ fn leader(c: &Cluster, g: &mut Gather) -> Result<usize, LabError> {
 }
 
 /// Runs one scenario into `run_dir` and writes its ground truth there.
-pub fn run(opts: &RunOpts, bin: &EtcdBin, scenario: &str, run_dir: &Path, log: &Log) -> Result<Truth, LabError> {
+pub fn run(
+    opts: &RunOpts,
+    bin: &EtcdBin,
+    scenario: &str,
+    run_dir: &Path,
+    log: &Log,
+) -> Result<Truth, LabError> {
     fs::create_dir_all(run_dir)?;
     log.add_file(&run_dir.join("lab.log"))?;
     let res = run_inner(opts, bin, scenario, run_dir, log);
@@ -140,7 +146,13 @@ pub fn run(opts: &RunOpts, bin: &EtcdBin, scenario: &str, run_dir: &Path, log: &
     res
 }
 
-fn run_inner(opts: &RunOpts, bin: &EtcdBin, scenario: &str, run_dir: &Path, log: &Log) -> Result<Truth, LabError> {
+fn run_inner(
+    opts: &RunOpts,
+    bin: &EtcdBin,
+    scenario: &str,
+    run_dir: &Path,
+    log: &Log,
+) -> Result<Truth, LabError> {
     let mut g = Gather {
         log: log.clone(),
         events: Vec::new(),
@@ -177,7 +189,12 @@ fn run_inner(opts: &RunOpts, bin: &EtcdBin, scenario: &str, run_dir: &Path, log:
     let l0 = leader(&cluster, &mut g)?;
     g.event(&format!("cluster up, leader m{l0}"));
     let neighbours = if scenario == "healthy-noisy" {
-        Some(Neighbours::start(&opts.noise, &scratch.join("noise"), opts.warmup + rec_len, log)?)
+        Some(Neighbours::start(
+            &opts.noise,
+            &scratch.join("noise"),
+            opts.warmup + rec_len,
+            log,
+        )?)
     } else {
         None
     };
@@ -224,11 +241,7 @@ fn run_inner(opts: &RunOpts, bin: &EtcdBin, scenario: &str, run_dir: &Path, log:
         sub_axis: None,
     };
     let conditions = match &neighbours {
-        Some(_) => format!(
-            "{}; {}",
-            load_text(&opts.load),
-            opts.noise.describe(cores())
-        ),
+        Some(_) => format!("{}; {}", load_text(&opts.load), opts.noise.describe(cores())),
         None => load_text(&opts.load),
     };
     match scenario {
@@ -275,7 +288,8 @@ fn run_inner(opts: &RunOpts, bin: &EtcdBin, scenario: &str, run_dir: &Path, log:
             stopped.push(l);
             g.event_at(at, &format!("INJECT: SIGSTOP to m{l} (leader)"));
             members.push(format!("m{l}"));
-            fault_text = format!("m{l} (leader) stopped with SIGSTOP from the injection to the end of the recording");
+            fault_text =
+                format!("m{l} (leader) stopped with SIGSTOP from the injection to the end of the recording");
             expect = degraded("raft");
         }
         "sigkill-leader" => {
@@ -308,7 +322,10 @@ fn run_inner(opts: &RunOpts, bin: &EtcdBin, scenario: &str, run_dir: &Path, log:
             cluster.signal(f, "STOP")?;
             stopped.extend([l, f]);
             injected = Some(at);
-            g.event_at(at, &format!("INJECT: SIGSTOP to m{l} (leader) and m{f}: no quorum"));
+            g.event_at(
+                at,
+                &format!("INJECT: SIGSTOP to m{l} (leader) and m{f}: no quorum"),
+            );
             let mut ms = vec![format!("m{l}"), format!("m{f}")];
             ms.sort();
             members = ms;
@@ -367,7 +384,8 @@ fn run_inner(opts: &RunOpts, bin: &EtcdBin, scenario: &str, run_dir: &Path, log:
                     Err(e) => g.event(&format!("defragment m{i} failed: {e}")),
                 };
             }
-            fault_text = format!("not a fault: compaction of {rev} revisions and a defragment of every member");
+            fault_text =
+                format!("not a fault: compaction of {rev} revisions and a defragment of every member");
             expect = healthy;
         }
         other => return Err(LabError::msg(format!("unknown scenario `{other}`"))),

@@ -111,7 +111,11 @@ pub fn find_runs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LabError> {
     if out.is_empty() {
         return Err(LabError::msg(format!(
             "no run (a directory with {TRUTH_FILE}) under {}",
-            paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         )));
     }
     Ok(out)
@@ -155,7 +159,8 @@ pub fn diagnose_and_judge(cptriage: &Path, run: &Path) -> Result<(Result1, Optio
 /// Diagnoses and judges every run, `jobs` at a time, in run order.
 pub fn judge_all(cptriage: &Path, runs: &[PathBuf], jobs: usize) -> Result<Vec<Result1>, LabError> {
     let next = Mutex::new(0usize);
-    let slots: Mutex<Vec<Option<Result<Result1, LabError>>>> = Mutex::new((0..runs.len()).map(|_| None).collect());
+    let slots: Mutex<Vec<Option<Result<Result1, LabError>>>> =
+        Mutex::new((0..runs.len()).map(|_| None).collect());
     std::thread::scope(|s| {
         for _ in 0..jobs.max(1) {
             s.spawn(|| loop {
