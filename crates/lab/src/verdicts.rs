@@ -311,6 +311,8 @@ pub fn table(results: &[Result1]) -> String {
         s.add_row(row);
     }
     out.push_str(&s.to_string());
+    out.push('\n');
+    out.push_str(&matrix(results));
     let pass = results.iter().filter(|r| r.pass).count();
     let healthy: Vec<&Result1> = results.iter().filter(|r| r.expect.status == "healthy").collect();
     let false_alarms = healthy
@@ -328,6 +330,54 @@ pub fn table(results: &[Result1]) -> String {
     }
     out.push('\n');
     out
+}
+
+/// A verdict class: `healthy`, `inconclusive`, or `<axis>/<sub-axis>`.
+fn class(status: Option<&str>, axis: Option<&str>, sub: Option<&str>) -> String {
+    match (status, axis) {
+        (Some("degraded"), Some(a)) => match sub {
+            Some(s) => format!("{a}/{s}"),
+            None => a.to_string(),
+        },
+        (Some(s), _) => s.to_string(),
+        (None, _) => "error".into(),
+    }
+}
+
+/// The confusion matrix: expected verdict class (rows) × the class cptriage
+/// answered (columns), counting runs.
+fn matrix(results: &[Result1]) -> String {
+    let pairs: Vec<(String, String)> = results
+        .iter()
+        .map(|r| {
+            let e = &r.expect;
+            let g = &r.judgement.got;
+            (
+                class(Some(&e.status), e.axis.as_deref(), e.sub_axis.as_deref()),
+                class(g.status.as_deref(), g.axis.as_deref(), g.sub_axis.as_deref()),
+            )
+        })
+        .collect();
+    let mut rows: Vec<&String> = pairs.iter().map(|(e, _)| e).collect();
+    rows.sort();
+    rows.dedup();
+    let mut cols: Vec<&String> = pairs.iter().map(|(_, g)| g).collect();
+    cols.sort();
+    cols.dedup();
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    let mut header = vec!["expected \\ got".to_string()];
+    header.extend(cols.iter().map(|c| c.to_string()));
+    t.set_header(header);
+    for r in &rows {
+        let mut row = vec![r.to_string()];
+        for c in &cols {
+            let n = pairs.iter().filter(|(e, g)| e == *r && g == *c).count();
+            row.push(if n == 0 { ".".into() } else { n.to_string() });
+        }
+        t.add_row(row);
+    }
+    t.to_string()
 }
 
 /// Writes the results file (JSON).
