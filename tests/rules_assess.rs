@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use cptriage::rules::assess::{assess, AssessInput, BaselinePlan, SignalInput};
 use cptriage::rules::report::*;
+use cptriage::rules::verdict::{assess, AssessInput, BaselinePlan, SignalInput};
 use cptriage::rules::{load_file, RuleSet};
 use cptriage::store::Millis;
 

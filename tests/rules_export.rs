@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-use cptriage::rules::assess;
 use cptriage::rules::engine::{self, Options};
 use cptriage::rules::export::{self, AlertCheck, ExportOptions, UnitTestInput};
 use cptriage::rules::load::RuleSet;
 use cptriage::rules::model::{Condition, SignalRole};
 use cptriage::rules::report::{Report, Status};
+use cptriage::rules::verdict;
 use cptriage::scenario::{self, GenOptions, Scenario};
 use cptriage::source::dump::{self, Keep, MemorySnapshot};
 use cptriage::source::Dataset;
@@ -229,7 +229,7 @@ fn deciding_signals(c: &Condition) -> Vec<String> {
 /// The instances cptriage judges lit at step `i` on the leaf's deciding question.
 fn lit_instances(rules: &RuleSet, report: &Report, leaf: &str, i: usize) -> Vec<String> {
     let l = rules.leaf(leaf).expect("leaf");
-    let logic = &export::leaf_logic(rules)[l];
+    let logic = &rules.logic[l];
     let deciding = *logic.required.last().expect("required node");
     let axis = report.axes.iter().find(|a| a.leaf == leaf).expect("axis");
     let mut out = Vec::new();
@@ -243,7 +243,7 @@ fn lit_instances(rules: &RuleSet, report: &Report, leaf: &str, i: usize) -> Vec<
                 .iter()
                 .find(|x| &x.instance == inst)
                 .and_then(|x| x.baseline);
-            if assess::judge(&ev.threshold, vals.get(i).copied().flatten(), base) == Some(true) {
+            if verdict::judge(&ev.threshold, vals.get(i).copied().flatten(), base) == Some(true) {
                 out.push(inst.clone());
             }
         }

@@ -346,7 +346,7 @@ fn check_spec(name: &str) -> usize {
 
     let mut checked = 0;
     for (ti, (tname, _role, base)) in f.targets.iter().enumerate() {
-        let base_bytes = std::fs::read(base_path(base)).expect("base");
+        let base_bytes = read_maybe_gz(&base_path(base));
         let base_text = String::from_utf8_lossy(&base_bytes);
         // Version as the capture itself says.
         let version = base_text.lines().find_map(|l| {

@@ -1,6 +1,6 @@
 //! The assessment engine: evaluates every signal of a [`RuleSet`] over a
 //! [`Dataset`] at every step of the window and hands the values to the pure
-//! [`assess`](super::assess::assess).
+//! [`assess`](super::verdict::assess).
 //!
 //! Window and step: the window is the dataset's time span (or `from`/`to`), cut
 //! at `at` when given; steps are aligned on the end of the window, so the last
@@ -17,11 +17,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::assess::{self, AssessInput, BaselinePlan, SignalInput};
 use super::load::RuleSet;
 use super::model::Direction;
 use super::promql;
 use super::report::{Availability, BaselineKind, Gap, GapKind, Report, SourceInfo};
+use super::verdict::{self, AssessInput, BaselinePlan, SignalInput};
 use crate::eval::{self, EvalOptions};
 use crate::source::{Dataset, Role, Target};
 use crate::store::{Millis, Series};
@@ -644,7 +644,7 @@ pub fn diagnose_with(
         warnings,
         gaps,
     };
-    let mut report = assess::assess(rules, &input);
+    let mut report = verdict::assess(rules, &input);
     attach_absent_targets(&mut report);
     Ok(report)
 }

@@ -31,7 +31,7 @@ use promql_parser::parser::Expr;
 
 use serde::Serialize;
 
-use super::load::{Child, RuleSet, Signal};
+use super::load::{LeafLogic, RuleSet, Signal};
 use super::model::{Combine, Condition, Direction, LeafDef, Severity, SignalRole, Threshold};
 use super::promql::{substitute_window, ROLE_LABEL};
 use crate::source::Dataset;
@@ -408,92 +408,6 @@ fn cond_expr(
     }
 }
 
-/// The path from the root to each leaf (`(node, took_yes)`), the first in tree
-/// order when a leaf is reachable several ways.
-fn leaf_paths(rules: &RuleSet) -> Vec<Vec<(usize, bool)>> {
-    fn dfs(
-        rules: &RuleSet,
-        n: usize,
-        path: &mut Vec<(usize, bool)>,
-        out: &mut [Option<Vec<(usize, bool)>>],
-        on: &mut [bool],
-    ) {
-        if on[n] {
-            return;
-        }
-        on[n] = true;
-        for (child, yes) in [(rules.nodes[n].yes, true), (rules.nodes[n].no, false)] {
-            path.push((n, yes));
-            match child {
-                Child::Node(m) => dfs(rules, m, path, out, on),
-                Child::Leaf(l) => {
-                    if out[l].is_none() {
-                        out[l] = Some(path.clone());
-                    }
-                }
-                Child::Healthy => {}
-            }
-            path.pop();
-        }
-        on[n] = false;
-    }
-    let mut out = vec![None; rules.leaves.len()];
-    let mut on = vec![false; rules.nodes.len()];
-    dfs(rules, rules.root, &mut Vec::new(), &mut out, &mut on);
-    out.into_iter().map(Option::unwrap_or_default).collect()
-}
-
-/// How a leaf lights: the nodes it requires (root first) and, for a fallback
-/// leaf, the ordinary leaves whose light suppresses it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LeafLogic {
-    pub required: Vec<usize>,
-    pub suppressed_by: Vec<usize>,
-}
-
-/// The lighting logic of every leaf, as `cptriage diagnose` applies it: an
-/// ordinary leaf requires the `yes` edges on its path except gates (unless
-/// gates are all there is); a fallback leaf requires the deepest `yes` node of
-/// its path and no ordinary leaf under it lit.
-pub fn leaf_logic(rules: &RuleSet) -> Vec<LeafLogic> {
-    let paths = leaf_paths(rules);
-    rules
-        .leaves
-        .iter()
-        .enumerate()
-        .map(|(l, leaf)| {
-            let yes: Vec<usize> = paths[l].iter().filter(|(_, y)| *y).map(|(n, _)| *n).collect();
-            if leaf.fallback {
-                let Some(&scope) = yes.last() else {
-                    return LeafLogic {
-                        required: Vec::new(),
-                        suppressed_by: Vec::new(),
-                    };
-                };
-                let others = (0..rules.leaves.len())
-                    .filter(|&o| {
-                        o != l && !rules.leaves[o].fallback && paths[o].iter().any(|&(m, y)| m == scope && y)
-                    })
-                    .collect();
-                LeafLogic {
-                    required: vec![scope],
-                    suppressed_by: others,
-                }
-            } else {
-                let non_gate: Vec<usize> = yes
-                    .iter()
-                    .copied()
-                    .filter(|&n| !rules.nodes[n].def.gate)
-                    .collect();
-                LeafLogic {
-                    required: if non_gate.is_empty() { yes } else { non_gate },
-                    suppressed_by: Vec::new(),
-                }
-            }
-        })
-        .collect()
-}
-
 /// Escapes Go-template actions in fixed annotation text.
 fn literal(text: &str) -> String {
     text.replace("{{", "{{ \"{{\" }}")
@@ -632,7 +546,7 @@ pub fn export(rules: &RuleSet, opts: &ExportOptions) -> Result<PromRuleFile, Exp
             annotations: BTreeMap::new(),
         });
     }
-    let logic = leaf_logic(rules);
+    let logic = &rules.logic;
     // Ordinary leaves first: fallback leaves read them.
     let order: Vec<usize> = (0..rules.leaves.len())
         .filter(|&l| !rules.leaves[l].fallback)
@@ -942,7 +856,7 @@ pub fn promtool_test(
         });
     }
     series.sort_by(|a, b| a.series.cmp(&b.series));
-    let logic = leaf_logic(rules);
+    let logic = &rules.logic;
     let mut tests = Vec::new();
     for c in &input.checks {
         let l = rules

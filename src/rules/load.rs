@@ -126,6 +126,8 @@ pub struct RuleSet {
     /// Leaf indices in tree order (depth first, `yes` before `no`); ties between
     /// onsets are broken by this order, as a stated assumption.
     pub leaf_order: Vec<usize>,
+    /// How each leaf lights (indexed like `leaves`), computed once at load.
+    pub logic: Vec<LeafLogic>,
     signal_index: HashMap<String, usize>,
     leaf_index: HashMap<String, usize>,
     node_index: HashMap<String, usize>,
@@ -466,6 +468,7 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
             origin: origin.to_string(),
             description: file.description.clone(),
             root,
+            logic: leaf_logic_of(&nodes, root, &file.leaves),
             signals,
             nodes,
             leaves: file.leaves.clone(),
@@ -941,4 +944,90 @@ fn find_word(line: &str, w: &str) -> Option<usize> {
         from = c + w.len();
     }
     None
+}
+
+/// The path from the root to each leaf (`(node, took_yes)`), the first in tree
+/// order when a leaf is reachable several ways.
+fn leaf_paths_of(nodes: &[Node], root: usize, nleaves: usize) -> Vec<Vec<(usize, bool)>> {
+    fn dfs(
+        nodes: &[Node],
+        n: usize,
+        path: &mut Vec<(usize, bool)>,
+        out: &mut [Option<Vec<(usize, bool)>>],
+        on: &mut [bool],
+    ) {
+        if on[n] {
+            return;
+        }
+        on[n] = true;
+        for (child, yes) in [(nodes[n].yes, true), (nodes[n].no, false)] {
+            path.push((n, yes));
+            match child {
+                Child::Node(m) => dfs(nodes, m, path, out, on),
+                Child::Leaf(l) => {
+                    if out[l].is_none() {
+                        out[l] = Some(path.clone());
+                    }
+                }
+                Child::Healthy => {}
+            }
+            path.pop();
+        }
+        on[n] = false;
+    }
+    let mut out = vec![None; nleaves];
+    let mut on = vec![false; nodes.len()];
+    dfs(nodes, root, &mut Vec::new(), &mut out, &mut on);
+    out.into_iter().map(Option::unwrap_or_default).collect()
+}
+
+/// How a leaf lights: the nodes it requires (root first) and, for a fallback
+/// leaf, the ordinary leaves whose light suppresses it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeafLogic {
+    /// Nodes whose `yes` the leaf requires, root first; for a fallback leaf, the
+    /// one node whose question it falls back from.
+    pub required: Vec<usize>,
+    /// Ordinary leaves under a fallback leaf's node: when one is lit, the
+    /// fallback is not.
+    pub suppressed_by: Vec<usize>,
+}
+
+/// The lighting logic of every leaf, as `cptriage diagnose` and the exported
+/// alerts apply it: an
+/// ordinary leaf requires the `yes` edges on its path except gates (unless
+/// gates are all there is); a fallback leaf requires the deepest `yes` node of
+/// its path and no ordinary leaf under it lit.
+fn leaf_logic_of(nodes: &[Node], root: usize, leaves: &[LeafDef]) -> Vec<LeafLogic> {
+    let paths = leaf_paths_of(nodes, root, leaves.len());
+    leaves
+        .iter()
+        .enumerate()
+        .map(|(l, leaf)| {
+            let yes: Vec<usize> = paths[l].iter().filter(|(_, y)| *y).map(|(n, _)| *n).collect();
+            if leaf.fallback {
+                let Some(&scope) = yes.last() else {
+                    return LeafLogic {
+                        required: Vec::new(),
+                        suppressed_by: Vec::new(),
+                    };
+                };
+                let others = (0..leaves.len())
+                    .filter(|&o| {
+                        o != l && !leaves[o].fallback && paths[o].iter().any(|&(m, y)| m == scope && y)
+                    })
+                    .collect();
+                LeafLogic {
+                    required: vec![scope],
+                    suppressed_by: others,
+                }
+            } else {
+                let non_gate: Vec<usize> = yes.iter().copied().filter(|&n| !nodes[n].def.gate).collect();
+                LeafLogic {
+                    required: if non_gate.is_empty() { yes } else { non_gate },
+                    suppressed_by: Vec::new(),
+                }
+            }
+        })
+        .collect()
 }

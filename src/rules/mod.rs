@@ -4,10 +4,9 @@
 //!
 //! Data flow: [`load`] → [`RuleSet`]; [`engine::diagnose`] evaluates every
 //! signal over the window ([`crate::eval::range`]) and hands per-step values to
-//! [`assess::assess`], the pure part (thresholds → timelines → onsets →
+//! [`verdict::assess`], the pure part (thresholds → timelines → onsets →
 //! verdict), which is testable with hand-built inputs.
 
-pub mod assess;
 pub mod engine;
 pub mod export;
 pub mod lint;
@@ -17,5 +16,6 @@ pub mod promql;
 pub mod report;
 pub mod tree;
 pub mod unittest;
+pub mod verdict;
 
 pub use load::{load_file, load_str, Child, Diagnostic, Level, RuleError, RuleSet, Signal, HEALTHY};
