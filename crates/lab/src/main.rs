@@ -359,6 +359,8 @@ fn cmd_run(a: RunArgs, log: &Log) -> Result<i32, LabError> {
             }
         }
     }
+    // The per-run scratch directories are gone; their parent too when empty.
+    let _ = std::fs::remove_dir(&opts.scratch);
     let table = verdicts::table(&results);
     println!("{table}");
     std::fs::write(session.join("table.txt"), &table)?;
