@@ -105,6 +105,7 @@ fn add_target(
             })
             .collect(),
         families,
+        failures: Vec::new(),
     });
     points
 }

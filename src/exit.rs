@@ -9,8 +9,11 @@ pub enum ExitCode {
     AxisNamed = 1,
     /// 2: usage or configuration error (bad flags, bad rule file, bad expression).
     Usage = 2,
-    /// 3: the data is unusable or every source failed.
+    /// 3: the data is unusable or every source failed, or it cannot decide.
     Data = 3,
+    /// 4: a failing axis was named, and everything of that incident had
+    /// recovered by the end of the window (diagnose).
+    Recovered = 4,
 }
 
 impl ExitCode {

@@ -85,17 +85,19 @@ fn table() -> Vec<Case> {
             3,
             &["bad-lines.prom: line 3: invalid escape sequence", "bad-lines.prom: line 4: invalid label name"],
         ),
-        dump("NaN counter", "nan-counter.prom", 0, &["line 2: counter `apiserver_request_total{code=\\\"200\\\",verb=\\\"GET\\\"}` is NaN"]),
-        dump("negative counter", "negative-counter.prom", 0, &["line 2: counter `apiserver_request_total{code=\\\"200\\\",verb=\\\"GET\\\"}` is negative"]),
-        dump("duplicate series", "duplicate-series.prom", 0, &["line 3: duplicate series", "(also at line 2); the later value wins"]),
-        dump("timestamps in the future", "future-timestamps.prom", 0, &["2100-01-01T00:00:00Z", "is in the future"]),
+        // A lone request counter cannot say that clients are fine: the latency
+        // is not read, so the answer is inconclusive (exit 3), never healthy.
+        dump("NaN counter", "nan-counter.prom", 3, &["line 2: counter `apiserver_request_total{code=\\\"200\\\",verb=\\\"GET\\\"}` is NaN", "cannot say that apiserver is healthy"]),
+        dump("negative counter", "negative-counter.prom", 3, &["cannot say that apiserver is healthy", "line 2: counter `apiserver_request_total{code=\\\"200\\\",verb=\\\"GET\\\"}` is negative"]),
+        dump("duplicate series", "duplicate-series.prom", 3, &["cannot say that apiserver is healthy", "line 3: duplicate series", "(also at line 2); the later value wins"]),
+        dump("timestamps in the future", "future-timestamps.prom", 3, &["cannot say that apiserver is healthy", "2100-01-01T00:00:00Z", "is in the future"]),
         dump(
             "timestamps at the ends of int64",
             "extreme-timestamps.prom",
             1,
             &["is in the future", "samples carry explicit timestamps more than 60 s from the snapshot time"],
         ),
-        dump("only comments", "comments-only.prom", 3, &["comments-only.prom: no samples (only comments, HELP/TYPE lines or blank lines)", "the symptom question `symptom` cannot be answered"]),
+        dump("only comments", "comments-only.prom", 3, &["comments-only.prom: no samples (only comments, HELP/TYPE lines or blank lines)", "no axis is lit, but the data cannot say that"]),
         case("no such file", &["diagnose", "--dump", "testdata/bad/dumps/nope.prom"], 2, &["`testdata/bad/dumps/nope.prom`: no such file or directory"]),
         case("unknown role prefix", &["diagnose", "--dump", "db:x=testdata/bad/dumps/nope.prom"], 2, &["`db:x=testdata/bad/dumps/nope.prom`: unknown role `db`"]),
         // Captures and their manifests.
@@ -354,8 +356,11 @@ fn huge_lines_and_label_values() {
         &case(
             "a 3 MiB label value",
             &["diagnose", "--dump", &vs, "-o", "json"],
-            0,
-            &["\"target\": \"huge-label\""],
+            3,
+            &[
+                "\"target\": \"huge-label\"",
+                "cannot say that apiserver is healthy",
+            ],
         ),
         &[],
     );

@@ -73,6 +73,56 @@ fn capture_directory_with_manifest_gzip_by_magic_and_unrecognised_files() {
     assert_eq!(leader[0].points.len(), 3);
 }
 
+/// Failed scrapes in the manifest stay with their target: a member that
+/// stopped answering near the end extends the window to the last attempt, and
+/// one that never answered is still listed, with its manifest role.
+#[test]
+fn failed_scrapes_in_the_manifest_are_kept_as_evidence() {
+    let d = tempfile::tempdir().unwrap();
+    write(
+        &d.path().join("manifest.yaml"),
+        "format: cptriage/capture/v1\ninterval: 15s\ntargets:\n  - {name: m1, role: etcd}\n  - {name: m2, role: etcd}\n  - {name: m3, role: etcd}\nfailures:\n  - {target: m2, time: 1767225630000, error: connection refused}\n  - {target: m2, time: 1767225645000, error: connection refused}\n  - {target: m3, time: 1767225600000, error: timed out after 4s}\n  - {target: m3, time: 1767225615000, error: timed out after 4s}\n",
+    );
+    for t in ["1767225600000", "1767225615000", "1767225630000"] {
+        write(&d.path().join(format!("m1/{t}.prom")), ETCD);
+    }
+    for t in ["1767225600000", "1767225615000"] {
+        write(&d.path().join(format!("m2/{t}.prom")), ETCD);
+    }
+    let ds = dump::load(&args(&[&arg_path(d.path())]), &Keep::All).unwrap();
+    let m2 = ds.targets.iter().find(|t| t.name == "m2").unwrap();
+    assert_eq!(m2.failures, [1_767_225_630_000, 1_767_225_645_000]);
+    assert_eq!(ds.window(), Some((1_767_225_600_000, 1_767_225_645_000)));
+    let m3 = ds
+        .targets
+        .iter()
+        .find(|t| t.name == "m3")
+        .expect("a silent target is kept");
+    assert_eq!(m3.role, Role::Etcd);
+    assert!(m3.snapshots.is_empty());
+    assert_eq!(m3.failures.len(), 2);
+    // `up`, as Prometheus records it: 1 per answered scrape, 0 per failed one.
+    let up = |t: &str| -> Vec<(i64, f64)> {
+        let s = ds
+            .store
+            .by_name("up")
+            .find(|s| s.labels.get("instance") == Some(t))
+            .unwrap_or_else(|| panic!("no up for {t}"));
+        assert_eq!(s.labels.get("role"), Some("etcd"));
+        s.points.iter().map(|p| (p.t, p.v)).collect()
+    };
+    assert_eq!(
+        up("m2"),
+        [
+            (1_767_225_600_000, 1.0),
+            (1_767_225_615_000, 1.0),
+            (1_767_225_630_000, 0.0),
+            (1_767_225_645_000, 0.0)
+        ]
+    );
+    assert_eq!(up("m3"), [(1_767_225_600_000, 0.0), (1_767_225_615_000, 0.0)]);
+}
+
 #[test]
 fn adhoc_directory_infers_roles_and_reads_every_time_form() {
     let d = tempfile::tempdir().unwrap();

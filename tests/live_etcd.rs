@@ -82,6 +82,15 @@ fn verdict(cap: &Path) -> (String, String, String) {
         format!("{} (exit {:?})", v["summary"], out.status.code()),
     );
     eprintln!("verdict on {}: {r:?}", cap.display());
+    if let Ok(keep) = std::env::var("CPTRIAGE_KEEP_CAPTURES") {
+        let to = Path::new(&keep).join(cap.parent().and_then(|p| p.file_name()).unwrap_or_default());
+        let _ = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(cap)
+            .arg(&to)
+            .status();
+        eprintln!("kept {} as {}", cap.display(), to.display());
+    }
     r
 }
 
@@ -136,6 +145,8 @@ fn healthy_cluster_over_tls_and_the_plain_metrics_port() {
     for k in 0..20 {
         c.put(k % 3, "warm", b"up", Duration::from_secs(2)).unwrap();
     }
+    // Past the warm-up of a fresh process (the recording's window is 2 s).
+    c.wait_until_older_than(Duration::from_secs(3));
     let (_d, cap, out) = record(&c.record_flags(), &timing("300ms", "600ms"));
     assert_ok(&out);
     let ds = load(&cap);
@@ -217,6 +228,8 @@ fn healthy_cluster_over_tls_and_the_plain_metrics_port() {
 fn leader_killed_during_the_recording() {
     let _s = serial();
     let c = Arc::new(Cluster::start(3, None));
+    // Past the warm-up of a fresh process (the recording's window is 2 s).
+    c.wait_until_older_than(Duration::from_secs(3));
     let leader = c.leader().expect("a leader");
     let others: Vec<usize> = (0..3).filter(|&i| i != leader).collect();
     let stop = Arc::new(AtomicBool::new(false));
@@ -283,6 +296,8 @@ fn two_of_three_members_stopped() {
     let _s = serial();
     let c = Cluster::start(3, None);
     c.put(0, "a", b"1", Duration::from_secs(2)).unwrap();
+    // Past the warm-up of a fresh process (the recording's window is 2 s).
+    c.wait_until_older_than(Duration::from_secs(3));
     let survivor = c.leader().map(|l| (l + 1) % 3).unwrap_or(0);
     let stopped: Vec<usize> = (0..3).filter(|&i| i != survivor).collect();
     for &i in &stopped {
@@ -339,6 +354,8 @@ fn backend_quota_filled_until_nospace() {
     }
     let e = nospace.expect("the quota was never reached");
     assert!(e.contains("database space exceeded"), "{e}");
+    // Past the warm-up of a fresh process (the recording's window is 2 s).
+    c.wait_until_older_than(Duration::from_secs(3));
 
     let (_d, cap, out) = record(&c.record_flags(), &timing("300ms", "600ms"));
     let v = verdict(&cap);
@@ -362,6 +379,8 @@ fn backend_quota_filled_until_nospace() {
 fn one_member_fsync_delayed_with_strace() {
     let _s = serial();
     let c = Arc::new(Cluster::start(3, None));
+    // Past the warm-up of a fresh process (the recording's window is 4 s).
+    c.wait_until_older_than(Duration::from_secs(5));
     let leader = c.leader().expect("a leader");
     let slow = (leader + 1) % 3;
     let normal = (leader + 2) % 3;

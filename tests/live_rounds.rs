@@ -124,7 +124,20 @@ fn a_round_of_eight_targets_with_slow_and_dead_ones_takes_about_one_timeout() {
         }
     }
     let ds = res.dataset(&Keep::All).unwrap();
-    assert_eq!(ds.targets.len(), 3);
+    // The 3 fast targets answered; the 5 others are kept as evidence, with
+    // their failed scrapes and no snapshot.
+    assert_eq!(ds.targets.len(), 8);
+    let answered: Vec<&str> = ds
+        .targets
+        .iter()
+        .filter(|t| !t.snapshots.is_empty())
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(answered.len(), 3, "{answered:?}");
+    assert!(answered.iter().all(|n| n.starts_with("fast")), "{answered:?}");
+    for t in ds.targets.iter().filter(|t| t.snapshots.is_empty()) {
+        assert_eq!(t.failures.len(), 2, "{}: {:?}", t.name, t.failures);
+    }
     assert_eq!(res.targets.len(), 8);
     assert_eq!(res.targets[0].version.as_deref(), Some("3.5.21"));
     assert_eq!(res.targets[7].version, None);

@@ -168,13 +168,18 @@ fn etcd_api(on_range: impl Fn(&Seen) -> Option<Reply> + Send + Sync + 'static) -
     })
 }
 
-/// A value per step of the range query `s`: 1 for `etcd_server_has_leader`, 0 otherwise.
+/// A value per step of the range query `s`: 1 for `etcd_server_has_leader` and
+/// `up` (the member answers), 0 otherwise.
 fn range_reply(s: &Seen) -> Reply {
     let q = s.param("query").unwrap_or("");
     let start: f64 = s.param("start").and_then(|x| x.parse().ok()).unwrap_or(0.0);
     let end: f64 = s.param("end").and_then(|x| x.parse().ok()).unwrap_or(0.0);
     let step: f64 = s.param("step").and_then(|x| x.parse().ok()).unwrap_or(15.0);
-    let v = if q.contains("has_leader") { "1" } else { "0" };
+    let v = if q.contains("has_leader") || q.contains("(up") {
+        "1"
+    } else {
+        "0"
+    };
     // The instance label the query groups by (`by (pod)` with `--instance-label pod`).
     let metric = if q.contains("(pod") {
         r#"{"pod":"etcd-0"}"#.to_string()

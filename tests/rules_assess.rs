@@ -234,9 +234,17 @@ fn recovery_is_reported_and_the_incident_still_counts() {
     assert_eq!(a.onset, Some(T0 + 12 * STEP));
     assert_eq!(a.recovered, Some(T0 + 25 * STEP));
     assert!(!a.lit_at_end);
-    assert_eq!(r.status, Status::Degraded);
+    // Nothing of the incident is lit at the end: recovered (exit 4), and the
+    // root cause is still named.
+    assert_eq!(r.status, Status::Recovered);
+    assert_eq!(
+        r.verdict.root_cause.as_ref().map(|rc| rc.recovered),
+        Some(Some(T0 + 25 * STEP))
+    );
     assert!(
-        r.verdict.summary.contains("recovered at 2026-01-01T00:06:15Z"),
+        r.verdict
+            .summary
+            .contains("recovered at 2026-01-01T00:06:15Z after 3m15s"),
         "{}",
         r.verdict.summary
     );
@@ -418,16 +426,15 @@ fn all_instances_lit_points_at_load() {
 }
 
 #[test]
-fn a_run_at_the_end_shorter_than_the_debounce_is_a_warning() {
+fn a_run_at_the_end_shorter_than_the_persistence_is_a_warning() {
     let n = 20;
     let mut s = healthy(n);
     s[WAL] = sig(vec![("etcd-0", step_fn(n, 0.007, 2.0, 19, n))]);
     let r = assess(&rules(), &input(n, s));
     assert_eq!(axis(&r, "etcd-disk").onset, None);
     assert!(
-        r.warnings
-            .iter()
-            .any(|w| w.contains("etcd/disk lit in the last 1 step(s)")),
+        r.warnings.iter().any(|w| w
+            .contains("etcd/disk is lit at the end of the window on etcd-0 for less than its persistence")),
         "{:?}",
         r.warnings
     );

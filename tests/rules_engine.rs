@@ -50,6 +50,7 @@ impl Sim {
             time_source: TimeSource::FileName,
             snapshots: Vec::new(),
             families: BTreeSet::new(),
+            failures: Vec::new(),
         });
         self.targets.len() - 1
     }
@@ -668,6 +669,7 @@ fn live_scrape_of_six_rounds_at_five_seconds_gets_a_20s_window_and_rates() {
         time_source: TimeSource::Scrape,
         snapshots: Vec::new(),
         families: ["apiserver_request_total".to_string()].into_iter().collect(),
+        failures: Vec::new(),
     };
     let ok = store.labels([
         ("__name__", "apiserver_request_total"),
@@ -849,5 +851,156 @@ fn explicit_baseline_range_of_the_same_data() {
     assert_eq!(
         err.to_string(),
         "invalid baseline (separate capture): it has no snapshots"
+    );
+}
+
+/// Three etcd members with fast disks, a leader, and one leader change each
+/// since they started.
+fn quiet_etcd(n: usize) -> Sim {
+    let mut s = Sim::new(n);
+    for k in 0..3 {
+        let t = s.target(&format!("etcd-{k}"), Role::Etcd);
+        s.gauge(t, "etcd_server_has_leader", &[], |_| 1.0);
+        s.histogram(t, "etcd_disk_wal_fsync_duration_seconds", &[], 20.0, |_| 0.003);
+        s.histogram(t, "etcd_disk_backend_commit_duration_seconds", &[], 10.0, |_| {
+            0.006
+        });
+    }
+    s
+}
+
+fn default_rules() -> RuleSet {
+    RuleSet::default_rules().expect("default rules")
+}
+
+#[test]
+fn a_restarted_member_s_first_window_is_warm_up() {
+    let n = 40;
+    let data = |restart_seen: bool| {
+        let mut s = quiet_etcd(n);
+        for k in 0..3 {
+            // etcd-2 restarts at step 20: its counter starts again and its own
+            // first election counts one leader change.
+            s.gauge(k, "etcd_server_leader_changes_seen_total", &[], move |i| {
+                if k == 2 && (20..21).contains(&i) {
+                    0.0
+                } else {
+                    1.0
+                }
+            });
+        }
+        let mut d = s.finish();
+        if restart_seen {
+            for snap in d.targets[2].snapshots.iter_mut().skip(20) {
+                snap.process_start = Some(2.0);
+            }
+        }
+        d
+    };
+    let r = diagnose(&default_rules(), &data(true), &Options::default()).expect("diagnose");
+    assert_eq!(r.status, Status::Healthy, "{}", r.verdict.summary);
+    let src = r.sources.iter().find(|s| s.target == "etcd-2").unwrap();
+    assert_eq!(src.restarts, vec![T0 + 20 * IV]);
+    assert_eq!(src.warmup, vec![[T0 + 20 * IV, T0 + 20 * IV + r.window.range]]);
+    // The same counter without the restart in process_start_time_seconds is an
+    // election the verdict cannot excuse.
+    let r = diagnose(&default_rules(), &data(false), &Options::default()).expect("diagnose");
+    assert_eq!(
+        r.verdict.root_cause.as_ref().map(|rc| rc.leaf.as_str()),
+        Some("etcd-raft"),
+        "{}",
+        r.verdict.summary
+    );
+}
+
+#[test]
+fn a_member_that_stops_answering_extends_the_window_and_is_named() {
+    let n = 40;
+    let mut s = quiet_etcd(n);
+    // etcd-2 stops answering at step 30; its peers elect a new leader.
+    for i in 30..n {
+        s.down.insert((2, i));
+    }
+    for k in 0..3 {
+        s.gauge(k, "etcd_server_leader_changes_seen_total", &[], |i| {
+            if i >= 31 {
+                2.0
+            } else {
+                1.0
+            }
+        });
+    }
+    let mut data = s.finish();
+    // Its scrapes failed until after the others' last snapshot.
+    data.targets[2].failures = (30..=n as i64).map(|i| T0 + i * IV).collect();
+    let r = diagnose(&default_rules(), &data, &Options::default()).expect("diagnose");
+    assert_eq!(
+        r.window.to,
+        T0 + n as i64 * IV,
+        "the window ends at the last attempt"
+    );
+    let src = r.sources.iter().find(|s| s.target == "etcd-2").unwrap();
+    assert_eq!(src.failed_scrapes, 11);
+    assert_eq!(src.missing, vec![[T0 + 29 * IV, T0 + n as i64 * IV]]);
+    let rc = r.verdict.root_cause.as_ref().expect("root cause");
+    assert_eq!(rc.leaf, "etcd-raft", "{}", r.verdict.summary);
+    assert_eq!(rc.instances, ["etcd-2"]);
+    assert_eq!(rc.affected, ["etcd-0", "etcd-1"]);
+    assert_eq!(rc.unreachable[0].from, T0 + 30 * IV);
+    assert!(
+        r.verdict.summary.contains("etcd-2 stopped answering"),
+        "{}",
+        r.verdict.summary
+    );
+    assert_eq!(r.status, Status::Degraded);
+}
+
+#[test]
+fn a_p99_of_too_few_requests_is_not_judged() {
+    let n = 40;
+    let run = |rate: f64| {
+        let mut s = Sim::new(n);
+        let a = s.target("apiserver-0", Role::Apiserver);
+        s.counter(
+            a,
+            "apiserver_request_total",
+            &[("code", "200"), ("verb", "GET")],
+            0,
+            move |_| rate,
+        );
+        // Every request takes 2 s from step 20 on.
+        s.histogram(
+            a,
+            "apiserver_request_duration_seconds",
+            &[("verb", "GET"), ("subresource", "")],
+            rate,
+            |i| if i >= 20 { 2.0 } else { 0.05 },
+        );
+        diagnose(&default_rules(), &s.finish(), &Options::default()).expect("diagnose")
+    };
+    // 1 request a second: 60 per 1 m window, fewer than the 100 a p99 needs.
+    let r = run(1.0);
+    assert_eq!(r.status, Status::Inconclusive, "{}", r.verdict.summary);
+    let ev = r
+        .axes
+        .iter()
+        .flat_map(|a| a.evidence.iter())
+        .find(|e| e.signal == "request_latency_p99")
+        .unwrap();
+    assert!(
+        ev.note
+            .as_deref()
+            .unwrap_or("")
+            .contains("not judged: too few observations"),
+        "{:?}",
+        ev.note
+    );
+    // 10 a second: the slow p99 is judged, and clients feel it.
+    let r = run(10.0);
+    assert_eq!(
+        r.symptom.as_ref().map(|s| s.state),
+        Some(AxisState::Lit),
+        "{}",
+        r.verdict.summary
     );
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use cptriage::rules::engine::{self, Options};
 use cptriage::rules::load::RuleSet;
-use cptriage::rules::report::{Report, Status};
+use cptriage::rules::report::Report;
 use cptriage::scenario::{self, GenOptions, Scenario};
 use cptriage::source::dump::{self, Keep, MemorySnapshot};
 
@@ -75,11 +75,7 @@ fn every_scenario_gets_its_expected_verdict() {
             .unwrap_or_else(|| panic!("{name}: no expect block"));
         let step = spec.spec.interval.0;
         let mut why = Vec::new();
-        let status = match r.status {
-            Status::Healthy => "healthy",
-            Status::Degraded => "degraded",
-            Status::Inconclusive => "inconclusive",
-        };
+        let status = r.status.as_str();
         if status != exp.status {
             why.push(format!("status {status}, want {}", exp.status));
         }

@@ -88,6 +88,7 @@ fn render(report: &Report, format: ReportFormat, out: &mut dyn Write) -> Result<
     Ok(match report.status {
         Status::Healthy => ExitCode::Ok,
         Status::Degraded => ExitCode::AxisNamed,
+        Status::Recovered => ExitCode::Recovered,
         Status::Inconclusive => ExitCode::Data,
     })
 }

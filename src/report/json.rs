@@ -51,6 +51,8 @@ struct Verdict<'a> {
     status: model::Status,
     summary: &'a str,
     root_cause: Option<J>,
+    earlier: Vec<J>,
+    scope: J,
     downstream: Vec<J>,
     ties: Vec<J>,
     assumptions: &'a [String],
@@ -100,6 +102,15 @@ fn evidence(e: &model::Evidence) -> J {
         "series": e.series.iter().map(|v| num(*v)).collect::<Vec<_>>(),
         "localisation": e.localisation,
         "note": e.note,
+        "since_start": e.since_start,
+        "deciding": !e.context,
+    })
+}
+
+fn episode(e: &model::Episode) -> J {
+    serde_json::json!({
+        "leaf": e.leaf, "axis": e.axis, "sub_axis": e.sub_axis,
+        "onset": t(e.onset), "recovered": ot(e.recovered),
     })
 }
 
@@ -118,9 +129,20 @@ pub fn document(r: &Report) -> J {
                 "severity": rc.severity.to_string(),
                 "title": rc.title,
                 "onset": ot(rc.onset),
+                "recovered": ot(rc.recovered),
                 "instances": rc.instances,
+                "affected": rc.affected,
+                "unreachable": rc.unreachable.iter().map(|u| serde_json::json!({
+                    "target": u.target, "from": t(u.from), "until": ot(u.until),
+                })).collect::<Vec<_>>(),
                 "localisation": rc.localisation,
             })
+        }),
+        earlier: v.earlier.iter().map(episode).collect(),
+        scope: serde_json::json!({
+            "observed": r.scope.observed,
+            "judged": r.scope.judged,
+            "not_observed": r.scope.not_observed,
         }),
         downstream: v
             .downstream
@@ -164,6 +186,7 @@ pub fn document(r: &Report) -> J {
                     "lit_at_end": a.lit_at_end,
                     "onset": ot(a.onset),
                     "recovered": ot(a.recovered),
+                    "episodes": a.episodes.iter().map(episode).collect::<Vec<_>>(),
                     "instances": a.instances,
                     "localisation": a.localisation,
                     "timeline": to_json(&a.timeline),
@@ -234,6 +257,9 @@ pub fn document(r: &Report) -> J {
                     "last": ot(s.last),
                     "restarts": s.restarts.iter().map(|x| t(*x)).collect::<Vec<_>>(),
                     "missing": s.missing.iter().map(|[a, b]| [t(*a), t(*b)]).collect::<Vec<_>>(),
+                    "failed_scrapes": s.failed_scrapes,
+                    "last_attempt": ot(s.last_attempt),
+                    "warmup": s.warmup.iter().map(|[a, b]| [t(*a), t(*b)]).collect::<Vec<_>>(),
                 })
             })
             .collect(),

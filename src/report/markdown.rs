@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use super::text::{axis_label, sparkline, timeline, value};
-use crate::rules::report::{Answer, AxisState, Report, Status};
+use crate::rules::report::{Answer, AxisState, Report};
 use crate::timefmt::{format_duration, format_time};
 
 fn cell(s: &str) -> String {
@@ -16,11 +16,7 @@ fn opt_time(t: Option<i64>) -> String {
 
 /// Writes the verdict as Markdown.
 pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
-    let status = match r.status {
-        Status::Healthy => "healthy",
-        Status::Degraded => "degraded",
-        Status::Inconclusive => "inconclusive",
-    };
+    let status = r.status.as_str();
     writeln!(out, "## cptriage verdict: {status}")?;
     writeln!(out)?;
     writeln!(out, "{}", r.verdict.summary)?;

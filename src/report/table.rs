@@ -38,6 +38,16 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             rc.title
         ),
         (Status::Degraded, None) => "DEGRADED".to_string(),
+        (Status::Recovered, Some(rc)) => format!(
+            "RECOVERED: root cause {} ({}) — {}",
+            match &rc.sub_axis {
+                Some(s) => format!("{}/{s}", rc.axis),
+                None => rc.axis.clone(),
+            },
+            rc.severity,
+            rc.title
+        ),
+        (Status::Recovered, None) => "RECOVERED".to_string(),
     };
     writeln!(out, "cptriage verdict: {banner}")?;
     writeln!(out, "  {}", r.verdict.summary)?;

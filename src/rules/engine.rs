@@ -21,7 +21,7 @@ use super::load::RuleSet;
 use super::model::Direction;
 use super::promql;
 use super::report::{Availability, BaselineKind, Gap, GapKind, Report, SourceInfo};
-use super::verdict::{self, AssessInput, BaselinePlan, SignalInput};
+use super::verdict::{self, AssessInput, BaselinePlan, SignalInput, Skip};
 use crate::eval::{self, EvalOptions};
 use crate::source::{Dataset, Role, Target};
 use crate::store::{Millis, Series};
@@ -207,7 +207,7 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     })
 }
 
-fn source_info(t: &Target, interval: Option<Millis>, from: Millis, to: Millis) -> SourceInfo {
+fn source_info(t: &Target, interval: Option<Millis>, from: Millis, to: Millis, range: Millis) -> SourceInfo {
     let mut restarts = Vec::new();
     for w in t.snapshots.windows(2) {
         if let (Some(a), Some(b)) = (w[0].process_start, w[1].process_start) {
@@ -217,30 +217,34 @@ fn source_info(t: &Target, interval: Option<Millis>, from: Millis, to: Millis) -
         }
     }
     let mut missing = Vec::new();
-    if let Some(iv) = interval {
-        let gap = 2 * iv;
-        let inside: Vec<Millis> = t
-            .snapshots
-            .iter()
-            .map(|s| s.time)
-            .filter(|x| *x >= from && *x <= to)
-            .collect();
-        match (inside.first(), inside.last()) {
-            (Some(&first), Some(&last)) => {
-                if first - from > gap {
-                    missing.push([from, first]);
-                }
-                for w in inside.windows(2) {
-                    if w[1] - w[0] > gap {
-                        missing.push([w[0], w[1]]);
-                    }
-                }
-                if to - last > gap {
-                    missing.push([last, to]);
+    let inside: Vec<Millis> = t
+        .snapshots
+        .iter()
+        .map(|s| s.time)
+        .filter(|x| *x >= from && *x <= to)
+        .collect();
+    // A failed scrape inside the window is a gap even when it is shorter than
+    // two intervals; without an interval, failures alone show the gaps.
+    let failed_in = |a: Millis, b: Millis| t.failures.iter().any(|&f| f > a && f < b);
+    let gap = interval.map(|iv| iv.saturating_mul(2));
+    let long = |a: Millis, b: Millis| gap.is_some_and(|g| b.saturating_sub(a) > g) || failed_in(a, b);
+    match (inside.first(), inside.last()) {
+        (Some(&first), Some(&last)) => {
+            if long(from, first) && first > from {
+                missing.push([from, first]);
+            }
+            for w in inside.windows(2) {
+                if long(w[0], w[1]) {
+                    missing.push([w[0], w[1]]);
                 }
             }
-            _ => missing.push([from, to]),
+            let failed_after = t.failures.iter().any(|&f| f > last && f <= to);
+            if (gap.is_some_and(|g| to.saturating_sub(last) > g) || failed_after) && to > last {
+                missing.push([last, to]);
+            }
         }
+        _ if interval.is_some() || !t.failures.is_empty() => missing.push([from, to]),
+        _ => {}
     }
     SourceInfo {
         target: t.name.clone(),
@@ -254,8 +258,79 @@ fn source_info(t: &Target, interval: Option<Millis>, from: Millis, to: Millis) -
         snapshots: t.snapshots.len(),
         first: t.snapshots.first().map(|s| s.time),
         last: t.snapshots.last().map(|s| s.time),
+        warmup: warmup(t, range).into_iter().map(|w| [w.from, w.to]).collect(),
         restarts,
         missing,
+        failed_scrapes: t.failures.len(),
+        failures: t.failures.clone(),
+        last_attempt: t
+            .snapshots
+            .last()
+            .map(|s| s.time)
+            .into_iter()
+            .chain(t.failures.iter().copied())
+            .max(),
+    }
+}
+
+/// A period of a target whose values are not judged.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct WarmUp {
+    from: Millis,
+    to: Millis,
+}
+
+/// A target's warm-up periods: the first range window after a process start,
+/// anchored at the first snapshot after it: a restart during the capture, or
+/// a process that started within one window before its first snapshot. A
+/// fresh process's first elections, cache fills and slow commits are not the
+/// incident, and its first rate windows hold them. A process already running
+/// when the capture starts has no warm-up: its first windows are exact
+/// Prometheus rates over fewer samples, and single slow observations in them
+/// are rejected by the signals' observation counts and persistence.
+fn warmup(t: &Target, range: Millis) -> Vec<WarmUp> {
+    let mut out = Vec::new();
+    let Some(first) = t.snapshots.first() else {
+        return out;
+    };
+    let fresh = first
+        .process_start
+        .is_some_and(|ps| (ps * 1000.0) as Millis >= first.time.saturating_sub(range));
+    if fresh {
+        out.push(WarmUp {
+            from: first.time,
+            to: first.time.saturating_add(range),
+        });
+    }
+    for w in t.snapshots.windows(2) {
+        if let (Some(a), Some(b)) = (w[0].process_start, w[1].process_start) {
+            if (a - b).abs() > 0.5 {
+                out.push(WarmUp {
+                    from: w[1].time,
+                    to: w[1].time.saturating_add(range),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Marks the warm-up steps of every instance of `role` in `input`.
+fn mark_warmup(input: &mut SignalInput, data: &Dataset, role: Role, steps: &[Millis], range: Millis) {
+    for t in data.targets_with_role(role) {
+        let w = warmup(t, range);
+        if w.is_empty() || !input.values.contains_key(&t.name) {
+            continue;
+        }
+        let skips = input
+            .skips
+            .entry(t.name.clone())
+            .or_insert_with(|| vec![None; steps.len()]);
+        for (i, &st) in steps.iter().enumerate() {
+            if w.iter().any(|w| st >= w.from && st <= w.to) {
+                skips[i] = Some(Skip::WarmUp);
+            }
+        }
     }
 }
 
@@ -322,6 +397,8 @@ struct Planned {
     expr: Expr,
     text: String,
     below: bool,
+    /// The instantiated observation count and its minimum.
+    observations: Option<(Expr, f64)>,
 }
 
 /// Picks the expression and instantiates it, or says why the signal cannot be
@@ -404,11 +481,27 @@ fn plan_signal(rules: &RuleSet, k: usize, ctx: &Ctx) -> Result<Planned, Box<Sign
             .relative
             .as_ref()
             .is_some_and(|r| r.direction == Direction::Below);
+    let observations = match &sig.observations {
+        None => None,
+        Some(o) => match ctx.eval.instantiate(&o.expr, ctx.range, role) {
+            Ok(e) => Some((e, o.min)),
+            Err(e) => {
+                return Err(Box::new(SignalInput {
+                    alternative: Some(i),
+                    ..SignalInput::unavailable(
+                        Availability::Error,
+                        format!("`{}` observations: {e}", sig.def.id),
+                    )
+                }))
+            }
+        },
+    };
     Ok(Planned {
         alternative: i,
         expr,
         text,
         below,
+        observations,
     })
 }
 
@@ -426,43 +519,81 @@ fn eval_signals(rules: &RuleSet, ks: &[usize], ctx: &Ctx) -> Vec<SignalInput> {
             })
             .collect();
     };
-    let queries: Vec<RangeQuery> = ks
-        .iter()
-        .zip(&plans)
-        .filter_map(|(&k, p)| {
-            p.as_ref().ok().map(|p| RangeQuery {
-                signal: &rules.signals[k].def.id,
-                expr: &p.expr,
-                start,
-                end,
-                step: ctx.step,
-                range: ctx.range,
-            })
-        })
-        .collect();
-    let mut results = ctx.eval.range(ctx.data, &queries).into_iter();
+    let (mut results, mut counts) = {
+        let query = |k: usize, expr| RangeQuery {
+            signal: &rules.signals[k].def.id,
+            expr,
+            start,
+            end,
+            step: ctx.step,
+            range: ctx.range,
+        };
+        let mut queries: Vec<RangeQuery> = Vec::new();
+        for (&k, p) in ks.iter().zip(&plans) {
+            if let Ok(p) = p {
+                queries.push(query(k, &p.expr));
+            }
+        }
+        let mut counted: Vec<usize> = Vec::new(); // positions in `ks` with an observation count
+        for (j, (&k, p)) in ks.iter().zip(&plans).enumerate() {
+            if let Ok(Planned {
+                observations: Some((e, _)),
+                ..
+            }) = p
+            {
+                queries.push(query(k, e));
+                counted.push(j);
+            }
+        }
+        let nmain = queries.len() - counted.len();
+        let mut all = ctx.eval.range(ctx.data, &queries).into_iter();
+        let mut results: Vec<Result<Vec<Series>, String>> = all.by_ref().take(nmain).collect();
+        results.reverse();
+        let counts: BTreeMap<usize, Result<Vec<Series>, String>> = counted.into_iter().zip(all).collect();
+        (results, counts)
+    };
     ks.iter()
         .zip(plans)
-        .map(|(&k, p)| {
+        .enumerate()
+        .map(|(j, (&k, p))| {
             let p = match p {
                 Ok(p) => p,
                 Err(unavailable) => return *unavailable,
             };
             let id = &rules.signals[k].def.id;
-            match results.next().unwrap_or_else(|| Err("no result".to_string())) {
-                Ok(series) => SignalInput {
-                    availability: Availability::Evaluated,
-                    alternative: Some(p.alternative),
-                    expression: Some(p.text),
-                    note: (p.alternative > 0).then(|| {
-                        format!(
-                            "using alternative {}: the metrics of earlier expressions are not exposed",
-                            p.alternative
-                        )
-                    }),
-                    values: per_instance(&series, ctx.steps, p.below),
-                    baseline: None,
-                },
+            match results.pop().unwrap_or_else(|| Err("no result".to_string())) {
+                Ok(series) => {
+                    let mut input = SignalInput {
+                        availability: Availability::Evaluated,
+                        alternative: Some(p.alternative),
+                        expression: Some(p.text),
+                        note: (p.alternative > 0).then(|| {
+                            format!(
+                                "using alternative {}: the metrics of earlier expressions are not exposed",
+                                p.alternative
+                            )
+                        }),
+                        values: per_instance(&series, ctx.steps, p.below),
+                        baseline: None,
+                        skips: BTreeMap::new(),
+                        observations: BTreeMap::new(),
+                    };
+                    let role = rules.signals[k].def.role.role();
+                    mark_warmup(&mut input, ctx.data, role, ctx.steps, ctx.range);
+                    if let (Some((_, min)), Some(c)) = (&p.observations, counts.remove(&j)) {
+                        let min = *min;
+                        match c {
+                            Ok(c) => mark_few_observations(&mut input, &per_instance(&c, ctx.steps, false), min, ctx.steps.len()),
+                            Err(e) => {
+                                input.note = Some(format!(
+                                    "`{id}`: its observation count could not be evaluated ({e}); values are not judged"
+                                ));
+                                mark_few_observations(&mut input, &BTreeMap::new(), min, ctx.steps.len());
+                            }
+                        }
+                    }
+                    input
+                }
                 Err(e) => SignalInput {
                     availability: Availability::Error,
                     alternative: Some(p.alternative),
@@ -470,10 +601,40 @@ fn eval_signals(rules: &RuleSet, ks: &[usize], ctx: &Ctx) -> Vec<SignalInput> {
                     note: Some(format!("`{id}`: {e}")),
                     values: BTreeMap::new(),
                     baseline: None,
+                    skips: BTreeMap::new(),
+                    observations: BTreeMap::new(),
                 },
             }
         })
         .collect()
+}
+
+/// Marks the steps whose value rests on fewer than `min` observations (or on
+/// an unknown number) as not judged. No observation at all is not "too few":
+/// the value is then NaN (nothing was observed), which is judged unlit.
+fn mark_few_observations(
+    input: &mut SignalInput,
+    counts: &BTreeMap<String, Vec<Option<f64>>>,
+    min: f64,
+    nsteps: usize,
+) {
+    input.observations = counts.clone();
+    for (inst, vals) in &input.values {
+        let skips = input
+            .skips
+            .entry(inst.clone())
+            .or_insert_with(|| vec![None; nsteps]);
+        for (i, v) in vals.iter().enumerate() {
+            if v.is_none() || skips[i].is_some() {
+                continue;
+            }
+            let n = counts.get(inst).and_then(|c| c.get(i).copied().flatten());
+            let nothing = n == Some(0.0) && v.is_some_and(f64::is_nan);
+            if !nothing && !n.is_some_and(|n| n >= min) {
+                skips[i] = Some(Skip::FewObservations);
+            }
+        }
+    }
 }
 
 /// Evaluates the whole rule set over `data` and assesses it.
@@ -564,7 +725,7 @@ pub fn diagnose_with(
     let sources: Vec<SourceInfo> = data
         .targets
         .iter()
-        .map(|t| source_info(t, interval, from, to))
+        .map(|t| source_info(t, interval, from, to, g.range))
         .collect();
     for s in &sources {
         for r in &s.restarts {
@@ -644,77 +805,7 @@ pub fn diagnose_with(
         warnings,
         gaps,
     };
-    let mut report = verdict::assess(rules, &input);
-    attach_absent_targets(&mut report);
-    Ok(report)
-}
-
-/// A target of a lit axis's role that stopped answering (no snapshots) or
-/// restarted while the axis was lit is evidence: an unreachable etcd member is
-/// often the member at fault. Such targets join the axis's instances, and the
-/// localisation says what happened to them.
-fn attach_absent_targets(report: &mut Report) {
-    let range = report.window.range;
-    let end = report.window.to;
-    let mut notes_by_leaf: BTreeMap<String, (Vec<String>, Vec<String>)> = BTreeMap::new();
-    for axis in &mut report.axes {
-        let Some(onset) = axis.onset else { continue };
-        let until = axis.recovered.unwrap_or(end);
-        let roles: BTreeSet<&str> = axis.evidence.iter().map(|e| e.role.as_str()).collect();
-        let mut notes = Vec::new();
-        let mut added = Vec::new();
-        for s in report.sources.iter().filter(|s| roles.contains(s.role.as_str())) {
-            let mut hit = false;
-            for [a, b] in &s.missing {
-                if *a <= until && *b >= onset - range {
-                    notes.push(format!(
-                        "{} did not answer from {} to {}",
-                        s.target,
-                        crate::timefmt::format_time(*a),
-                        crate::timefmt::format_time(*b)
-                    ));
-                    hit = true;
-                }
-            }
-            for r in &s.restarts {
-                if *r >= onset - range && *r <= until {
-                    notes.push(format!(
-                        "{} restarted at {}",
-                        s.target,
-                        crate::timefmt::format_time(*r)
-                    ));
-                    hit = true;
-                }
-            }
-            if hit && !axis.instances.contains(&s.target) {
-                axis.instances.push(s.target.clone());
-                added.push(s.target.clone());
-            }
-        }
-        if notes.is_empty() {
-            continue;
-        }
-        let text = notes.join("; ");
-        axis.localisation = Some(match axis.localisation.take() {
-            Some(l) => format!("{l}; {text}"),
-            None => text.clone(),
-        });
-        notes_by_leaf.insert(axis.leaf.clone(), (added, vec![text]));
-    }
-    if let Some(rc) = report.verdict.root_cause.as_mut() {
-        if let Some((added, texts)) = notes_by_leaf.get(&rc.leaf) {
-            for a in added {
-                if !rc.instances.contains(a) {
-                    rc.instances.push(a.clone());
-                }
-            }
-            let text = texts.join("; ");
-            rc.localisation = Some(match rc.localisation.take() {
-                Some(l) => format!("{l}; {text}"),
-                None => text,
-            });
-        }
-    }
+    Ok(verdict::assess(rules, &input))
 }
 
 /// Evaluates the chosen expressions over a baseline range or dataset and stores

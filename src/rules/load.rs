@@ -96,12 +96,32 @@ pub struct Signal {
     pub reads: Vec<Reads>,
     /// The checked single-snapshot form (`snapshot:`), if the signal has one.
     pub snapshot: Option<Box<Signal>>,
+    /// This is the since-process-start form of a signal (its values are
+    /// lifetime counts or ratios, not rates).
+    pub since_start: bool,
+    /// The checked observation count (`observations:`), if any.
+    pub observations: Option<Observations>,
+}
+
+/// A signal's observation count: the expression, what it reads, the minimum.
+#[derive(Clone, Debug)]
+pub struct Observations {
+    pub expr: String,
+    pub reads: Reads,
+    pub min: f64,
+    pub proportion: bool,
 }
 
 impl Signal {
     /// Whether every expression needs two or more snapshots.
     pub fn needs_series(&self) -> bool {
         self.reads.iter().all(|r| r.needs_series)
+    }
+
+    /// How long an instance must stay lit, in milliseconds, for a step of
+    /// `step` and a resolved `$window` of `range` (default: one step).
+    pub fn persistence(&self, step: i64, range: i64) -> i64 {
+        self.def.persistence.map(|p| p.millis(range)).unwrap_or(step)
     }
 }
 
@@ -111,6 +131,14 @@ pub struct Node {
     pub def: NodeDef,
     pub yes: Child,
     pub no: Child,
+}
+
+/// A checked scope: a role and the node that judges it.
+#[derive(Clone, Debug)]
+pub struct Scope {
+    pub role: crate::source::Role,
+    pub node: usize,
+    pub healthy: String,
 }
 
 /// A loaded, checked rule set.
@@ -128,6 +156,8 @@ pub struct RuleSet {
     pub leaf_order: Vec<usize>,
     /// How each leaf lights (indexed like `leaves`), computed once at load.
     pub logic: Vec<LeafLogic>,
+    /// Per role, the node that judges it by its own metrics (`scopes:`).
+    pub scopes: Vec<Scope>,
     signal_index: HashMap<String, usize>,
     leaf_index: HashMap<String, usize>,
     node_index: HashMap<String, usize>,
@@ -146,13 +176,12 @@ impl RuleSet {
 
     /// Every metric name any expression reads (for the sources' family filter).
     pub fn referenced_metrics(&self) -> BTreeSet<String> {
+        fn all(s: &Signal) -> impl Iterator<Item = &Reads> {
+            s.reads.iter().chain(s.observations.iter().map(|o| &o.reads))
+        }
         self.signals
             .iter()
-            .flat_map(|s| {
-                s.reads
-                    .iter()
-                    .chain(s.snapshot.iter().flat_map(|x| x.reads.iter()))
-            })
+            .flat_map(|s| all(s).chain(s.snapshot.iter().flat_map(|x| all(x))))
             .flat_map(|r| r.metrics.iter().cloned())
             .collect()
     }
@@ -394,6 +423,61 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
             no,
         });
     }
+    for n in &file.nodes {
+        for s in &n.needs {
+            used_signals.insert(s.clone());
+            if !signal_index.contains_key(s) {
+                d.push(loc.token(
+                    ("nodes", &n.id),
+                    s,
+                    Level::Error,
+                    format!("node `{}` needs unknown signal `{s}`", n.id),
+                ));
+            }
+        }
+    }
+    for l in &file.leaves {
+        for s in &l.evidence {
+            used_signals.insert(s.clone());
+            if !signal_index.contains_key(s) {
+                d.push(loc.token(
+                    ("leaves", &l.id),
+                    s,
+                    Level::Error,
+                    format!("leaf `{}` shows unknown signal `{s}` as evidence", l.id),
+                ));
+            }
+        }
+    }
+    let mut scopes = Vec::new();
+    let mut scoped_roles = BTreeSet::new();
+    for sc in &file.scopes {
+        if !scoped_roles.insert(sc.role) {
+            d.push(loc.key(
+                None,
+                "scopes",
+                Level::Error,
+                format!("role `{}` has two scopes", sc.role.as_str()),
+            ));
+        }
+        match node_index.get(&sc.node) {
+            Some(&n) => scopes.push(Scope {
+                role: sc.role.role(),
+                node: n,
+                healthy: sc.healthy.clone(),
+            }),
+            None => d.push(loc.key(
+                None,
+                "scopes",
+                Level::Error,
+                format!(
+                    "scope of role `{}` names unknown node `{}`",
+                    sc.role.as_str(),
+                    sc.node
+                ),
+            )),
+        }
+    }
     for s in &file.signals {
         if !used_signals.contains(&s.id) {
             d.push(loc.entity(
@@ -469,6 +553,7 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
             description: file.description.clone(),
             root,
             logic: leaf_logic_of(&nodes, root, &file.leaves),
+            scopes,
             signals,
             nodes,
             leaves: file.leaves.clone(),
@@ -630,6 +715,46 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
             ));
         }
     }
+    let observations = s.observations.as_ref().map(|o| {
+        let reads = match promql::parse_template(&o.expr) {
+            Ok(e) => promql::reads(&e),
+            Err(e) => {
+                d.push(loc.text_or_key(
+                    at,
+                    &o.expr,
+                    "observations",
+                    Level::Error,
+                    format!("signal `{}` observations: {e}", s.id),
+                ));
+                Reads::default()
+            }
+        };
+        if !(o.min.is_finite() && o.min >= 0.0) {
+            d.push(loc.key(
+                at,
+                "observations",
+                Level::Error,
+                format!("signal `{}` observations `min` must be a finite number ≥ 0", s.id),
+            ));
+        }
+        if o.proportion && s.unit != super::model::Unit::Ratio {
+            d.push(loc.key(
+                at,
+                "observations",
+                Level::Error,
+                format!(
+                    "signal `{}` is judged as a proportion but its unit is not `ratio`",
+                    s.id
+                ),
+            ));
+        }
+        Observations {
+            expr: o.expr.clone(),
+            reads,
+            min: o.min,
+            proportion: o.proportion,
+        }
+    });
     let snapshot = s.snapshot.as_ref().map(|sn| {
         let def = SignalDef {
             description: sn.description.clone(),
@@ -637,10 +762,25 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
             alternatives: sn.alternatives.clone(),
             optional_metrics: sn.optional_metrics.clone(),
             threshold: sn.threshold.clone(),
+            unit: sn.unit.unwrap_or(s.unit),
+            observations: sn.observations.clone(),
+            persistence: None,
             snapshot: None,
             ..s.clone()
         };
-        let sig = check_signal(loc, &def, d);
+        let mut sig = check_signal(loc, &def, d);
+        sig.since_start = true;
+        if sig.observations.as_ref().is_some_and(|o| o.reads.needs_series) {
+            d.push(loc.key(
+                at,
+                "snapshot",
+                Level::Error,
+                format!(
+                    "signal `{}` snapshot observations use a range function; a single snapshot has no time series",
+                    s.id
+                ),
+            ));
+        }
         if sig.reads.iter().any(|r| r.needs_series) {
             d.push(loc.key(
                 at,
@@ -659,6 +799,8 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
         exprs,
         reads,
         snapshot,
+        since_start: false,
+        observations,
     }
 }
 

@@ -23,6 +23,23 @@ pub struct RuleFile {
     pub signals: Vec<SignalDef>,
     pub nodes: Vec<NodeDef>,
     pub leaves: Vec<LeafDef>,
+    /// Per role of target, the question that says whether that part of the
+    /// control plane is healthy by its own metrics. With data of some roles
+    /// only, cptriage judges the scopes it can and says which it could not.
+    #[serde(default)]
+    pub scopes: Vec<ScopeDef>,
+}
+
+/// The question that judges one role's health by its own metrics.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScopeDef {
+    pub role: SignalRole,
+    /// A node id: its `no` at the assessment time, with its `needs` read, is
+    /// "healthy" for this role.
+    pub node: String,
+    /// How the healthy answer reads, e.g. "clients see no errors or slow requests".
+    pub healthy: String,
 }
 
 /// Which kind of target a signal reads. The engine adds `role="<role>"` to every
@@ -146,6 +163,76 @@ pub struct SignalDef {
     /// own threshold.
     #[serde(default)]
     pub snapshot: Option<SnapshotDef>,
+    /// How long an instance must stay lit before the signal counts, like a
+    /// Prometheus alert's `for:` (a duration, or `$window` for one range
+    /// window). The onset is still the first lit step. Event counters need
+    /// none (`0s`); tail latencies at least one window. Default: one step.
+    #[serde(default, rename = "for")]
+    pub persistence: Option<Persistence>,
+    /// The observations a value rests on: below `min`, the value is shown but
+    /// not judged (a quantile of a handful of observations is noise).
+    #[serde(default)]
+    pub observations: Option<ObservationsDef>,
+}
+
+/// How long a signal must stay lit (see [`SignalDef::persistence`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub enum Persistence {
+    /// A fixed duration in milliseconds.
+    Duration(i64),
+    /// One range window (`$window`), whatever it resolves to.
+    Window,
+}
+
+impl TryFrom<String> for Persistence {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        if s.trim() == "$window" {
+            return Ok(Persistence::Window);
+        }
+        crate::timefmt::parse_duration(&s)
+            .map(Persistence::Duration)
+            .map_err(|_| {
+                format!("invalid `for` `{s}`: expected a duration such as 0s, 30s or 1m, or `$window`")
+            })
+    }
+}
+
+impl Persistence {
+    /// The duration in milliseconds for a resolved `$window` of `range`.
+    pub fn millis(self, range: i64) -> i64 {
+        match self {
+            Persistence::Duration(ms) => ms,
+            Persistence::Window => range,
+        }
+    }
+
+    /// As written in a rule file.
+    pub fn text(self) -> String {
+        match self {
+            Persistence::Duration(ms) => crate::timefmt::format_duration(ms),
+            Persistence::Window => "$window".into(),
+        }
+    }
+}
+
+/// The number of observations behind a signal's value (see
+/// [`SignalDef::observations`]).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObservationsDef {
+    /// PromQL giving, per instance, the observations in the window (e.g.
+    /// `sum by (instance) (increase(x_count[$window]))`).
+    pub expr: String,
+    /// Fewest observations for the value to be judged.
+    pub min: f64,
+    /// The value is a share of these observations (e.g. of WAL fsyncs slower
+    /// than 64 ms): it is judged by its 95% Wilson score bound (the lower bound
+    /// against `above`, the upper against `below`), so that a share of few
+    /// observations must be clearer to light than a share of many.
+    #[serde(default)]
+    pub proportion: bool,
 }
 
 /// The single-snapshot form of a signal: cumulative counters read since the
@@ -161,6 +248,13 @@ pub struct SnapshotDef {
     #[serde(default)]
     pub optional_metrics: Vec<String>,
     pub threshold: Threshold,
+    /// The unit of the since-start value when it differs from the signal's
+    /// (a rate per second becomes a count since the process started).
+    #[serde(default)]
+    pub unit: Option<Unit>,
+    /// The observations behind the since-start value (see [`ObservationsDef`]).
+    #[serde(default)]
+    pub observations: Option<ObservationsDef>,
 }
 
 /// When a signal value is "lit".
@@ -306,6 +400,11 @@ pub struct NodeDef {
     #[serde(default)]
     pub gate: bool,
     pub when: Condition,
+    /// Signals that must be read for the answer to be `no`: when one of them
+    /// cannot be evaluated, an unlit condition is unknown instead (the answer
+    /// "no" is never given from signals that were not read).
+    #[serde(default)]
+    pub needs: Vec<String>,
     /// Child when the condition holds: a node id, a leaf id or `healthy`.
     pub yes: String,
     /// Child when it does not.
@@ -355,4 +454,8 @@ pub struct LeafDef {
     pub falsifier: String,
     /// Next steps, in order.
     pub runbook: Vec<String>,
+    /// Further signals shown as this leaf's evidence without deciding it (a
+    /// p99 next to the robust statistic that lights the leaf).
+    #[serde(default)]
+    pub evidence: Vec<String>,
 }

@@ -21,11 +21,26 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub enum Status {
     /// Nothing lit and the symptom question answered "no".
     Healthy,
-    /// At least one axis lit in the window (see `verdict.root_cause`).
+    /// An axis is lit at the assessment time (see `verdict.root_cause`).
     Degraded,
+    /// Axes lit in the window, and every axis of that incident had recovered by
+    /// the assessment time (`verdict.root_cause.recovered`).
+    Recovered,
     /// The data cannot decide (e.g. the symptom signals are all missing and no
     /// axis is lit).
     Inconclusive,
+}
+
+impl Status {
+    /// The status as written in JSON and in the unit-test expectations.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Healthy => "healthy",
+            Status::Degraded => "degraded",
+            Status::Recovered => "recovered",
+            Status::Inconclusive => "inconclusive",
+        }
+    }
 }
 
 /// The result of one diagnosis.
@@ -52,6 +67,30 @@ pub struct Report {
     pub runbook: Vec<String>,
     /// Which rules produced this report.
     pub rules: RulesInfo,
+    /// Which parts of the control plane the data shows, and which were judged.
+    pub scope: ScopeInfo,
+}
+
+/// The parts of the control plane (roles) the data covers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScopeInfo {
+    /// Roles with at least one target in the data.
+    pub observed: Vec<String>,
+    /// Roles whose scope question could be answered at the assessment time.
+    pub judged: Vec<String>,
+    /// Roles the rules judge that the data does not show.
+    pub not_observed: Vec<String>,
+}
+
+/// One lit run of an axis (gaps shorter than its persistence merged).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Episode {
+    pub leaf: String,
+    pub axis: String,
+    pub sub_axis: Option<String>,
+    pub onset: Millis,
+    /// First unlit step after the episode; `None` while it lasts.
+    pub recovered: Option<Millis>,
 }
 
 /// The verdict: the root cause and what followed it.
@@ -67,6 +106,9 @@ pub struct Verdict {
     /// Assumptions the verdict rests on (tie broken by tree order, no onsets
     /// available, …).
     pub assumptions: Vec<String>,
+    /// Episodes of earlier, separate incidents in the window (the verdict is
+    /// about the incident lit at the assessment time, or the latest one).
+    pub earlier: Vec<Episode>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -83,6 +125,24 @@ pub struct RootCause {
     pub instances: Vec<String>,
     /// Per-instance localisation, e.g. "only etcd-2: WAL fsync p99 1.2 s, others 7 ms".
     pub localisation: Option<String>,
+    /// When the root cause's episode ended (`None`: still lit at the assessment time).
+    pub recovered: Option<Millis>,
+    /// Targets that stopped answering during the episode (the likely cause
+    /// member), with the time of their first failed scrape.
+    pub unreachable: Vec<Unreachable>,
+    /// Lit instances that are not named as the cause (e.g. the members that
+    /// lost their leader when another stopped answering).
+    pub affected: Vec<String>,
+}
+
+/// A target that stopped answering.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Unreachable {
+    pub target: String,
+    /// First failed (or missing) scrape.
+    pub from: Millis,
+    /// First answer again; `None` if it never answered again in the window.
+    pub until: Option<Millis>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -155,6 +215,9 @@ pub struct AxisReport {
     pub onset: Option<Millis>,
     /// First step of the first unlit run of at least `debounce` steps after the onset.
     pub recovered: Option<Millis>,
+    /// Every lit run of this axis in the window (onset and recovery above are
+    /// those of the run the verdict is about).
+    pub episodes: Vec<Episode>,
     /// Instances lit at any step of the lit run(s).
     pub instances: Vec<String>,
     pub localisation: Option<String>,
@@ -213,6 +276,11 @@ pub struct Evidence {
     pub instance_series: BTreeMap<String, Vec<Option<f64>>>,
     pub localisation: Option<String>,
     pub note: Option<String>,
+    /// The value is the since-process-start form (a single snapshot): counts
+    /// and ratios over the process life, not rates.
+    pub since_start: bool,
+    /// Shown as evidence only: this signal does not decide the leaf.
+    pub context: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -333,6 +401,16 @@ pub struct SourceInfo {
     /// Gaps between snapshots longer than twice the typical interval, and a
     /// missing tail/head against the window, as `[from, to]`.
     pub missing: Vec<[Millis; 2]>,
+    /// Scrapes that failed (recorded by `record`, live mode or a capture's manifest).
+    pub failed_scrapes: usize,
+    /// Their times.
+    pub failures: Vec<Millis>,
+    /// The last scrape attempted, answered or not.
+    pub last_attempt: Option<Millis>,
+    /// Warm-up periods not judged: the first window after each process start
+    /// seen in the data (a restart, or a start just before the capture), as
+    /// `[from, to]`.
+    pub warmup: Vec<[Millis; 2]>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

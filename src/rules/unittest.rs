@@ -563,19 +563,18 @@ fn summary(r: &Report) -> String {
 }
 
 fn status_name(s: Status) -> &'static str {
-    match s {
-        Status::Healthy => "healthy",
-        Status::Degraded => "degraded",
-        Status::Inconclusive => "inconclusive",
-    }
+    s.as_str()
 }
 
 /// Every difference between the expectation and the report.
 fn compare(e: &ExpectInput, r: &Report, default_tol: Millis) -> Result<Vec<String>, String> {
     let mut f = Vec::new();
-    if !matches!(e.status.as_str(), "healthy" | "degraded" | "inconclusive") {
+    if !matches!(
+        e.status.as_str(),
+        "healthy" | "degraded" | "recovered" | "inconclusive"
+    ) {
         return Err(format!(
-            "`expect.status` must be healthy, degraded or inconclusive, got `{}`",
+            "`expect.status` must be healthy, degraded, recovered or inconclusive, got `{}`",
             e.status
         ));
     }

@@ -414,10 +414,13 @@ fn validate(
 
     if let Some(e) = &spec.expect {
         let line = key_line(text, "expect");
-        if !matches!(e.status.as_str(), "healthy" | "degraded") {
+        if !matches!(e.status.as_str(), "healthy" | "degraded" | "recovered") {
             return Err(fail(
                 line,
-                format!("expect.status `{}` must be `healthy` or `degraded`", e.status),
+                format!(
+                    "expect.status `{}` must be `healthy`, `degraded` or `recovered`",
+                    e.status
+                ),
             ));
         }
         for a in e.axis.iter().chain(e.downstream.iter().map(|d| &d.axis)) {
@@ -434,8 +437,11 @@ fn validate(
                 "expect: a healthy verdict names no axis or onset".into(),
             ));
         }
-        if e.status == "degraded" && e.axis.is_none() {
-            return Err(fail(line, "expect: a degraded verdict needs an `axis`".into()));
+        if e.status != "healthy" && e.axis.is_none() {
+            return Err(fail(
+                line,
+                format!("expect: a {} verdict needs an `axis`", e.status),
+            ));
         }
         for inst in &e.instances {
             if !spec.targets.iter().any(|t| &t.name == inst) {

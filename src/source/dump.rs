@@ -978,25 +978,87 @@ fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError> {
         );
     }
     // Failed scrapes recorded in a manifest end every series of that target, as a
-    // failed scrape does in Prometheus.
-    for (tname, times) in failures_by_target {
+    // failed scrape does in Prometheus, and stay with the target as evidence.
+    // A target that never answered is kept too (with the role its manifest
+    // entry gives), so that the report names it.
+    let mut silent: Vec<Target> = Vec::new();
+    for (tname, mut times) in failures_by_target {
+        times.sort_unstable();
+        times.dedup();
         if let Some(st) = states.get_mut(&tname) {
-            for t in times {
+            for &t in &times {
                 mark_stale(&mut store, st, t, Vec::new());
             }
+            if let Some(target) = st.target.as_mut() {
+                target.failures = times;
+            }
+        } else {
+            let decl = plan.declared.get(&tname).cloned().unwrap_or_default();
+            let (role, reason) = decl
+                .role
+                .unwrap_or((Role::Unknown, "no snapshot to infer a role from".into()));
+            silent.push(Target {
+                name: tname,
+                role,
+                role_reason: reason,
+                version: decl.version,
+                time_source: TimeSource::Scrape,
+                snapshots: Vec::new(),
+                families: BTreeSet::new(),
+                failures: times,
+            });
         }
     }
     split_alternating_processes(&mut store, &mut states, &mut warnings);
+    if keep.wants(UP) {
+        for t in states
+            .values()
+            .filter_map(|s| s.target.as_ref())
+            .chain(silent.iter())
+        {
+            push_up(&mut store, t);
+        }
+    }
     store.finish();
-    let targets: Vec<Target> = states.into_values().filter_map(|s| s.target).collect();
+    let mut targets: Vec<Target> = states.into_values().filter_map(|s| s.target).collect();
     if targets.is_empty() {
         return Err(DumpError::NoData(warnings));
     }
+    targets.extend(silent);
+    targets.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Dataset {
         store,
         targets,
         warnings,
     })
+}
+
+/// The series cptriage writes for every target, as Prometheus's scraper does.
+pub const UP: &str = "up";
+
+/// Writes `up{instance, role}` for a target: 1 at each snapshot, 0 at each
+/// failed scrape (a scrape that was not attempted has no sample). The same
+/// rule then reads a capture, a live run and a Prometheus server alike.
+fn push_up(store: &mut Store, t: &Target) {
+    let mut pts: Vec<(Millis, f64)> = t
+        .snapshots
+        .iter()
+        .map(|s| (s.time, 1.0))
+        .chain(t.failures.iter().map(|&f| (f, 0.0)))
+        .collect();
+    pts.sort_by_key(|p| p.0);
+    pts.dedup_by_key(|p| p.0);
+    if pts.is_empty() {
+        return;
+    }
+    let l = store.labels([
+        ("__name__", UP),
+        ("instance", t.name.as_str()),
+        ("role", t.role.as_str()),
+    ]);
+    for (time, v) in pts {
+        store.push(&l, time, v);
+    }
 }
 
 /// The store's series id of every sample of a parsed file, adding the series
@@ -1109,6 +1171,7 @@ fn ingest(
             time_source: ts,
             snapshots: Vec::new(),
             families: BTreeSet::new(),
+            failures: Vec::new(),
         });
     }
     let Some(target) = st.target.as_mut() else {

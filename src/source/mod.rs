@@ -98,6 +98,9 @@ pub struct Target {
     /// Every metric family the target exposed with at least one sample (kept or
     /// not), so "not exposed by this version" is told apart from "nothing happened".
     pub families: std::collections::BTreeSet<String>,
+    /// Times of scrapes that failed (live mode, or recorded in a capture's
+    /// manifest): a target that stops answering is evidence.
+    pub failures: Vec<Millis>,
 }
 
 /// A problem with part of the input that did not stop the analysis.
@@ -117,7 +120,10 @@ pub struct Dataset {
 }
 
 impl Dataset {
-    /// Earliest and latest snapshot time over all targets.
+    /// Earliest and latest scrape over all targets: snapshots, and failed
+    /// scrapes after the first snapshot (a target that stops answering near the
+    /// end of a recording extends the window to the last attempt). `None`
+    /// without any snapshot.
     pub fn window(&self) -> Option<(Millis, Millis)> {
         let mut r: Option<(Millis, Millis)> = None;
         for t in &self.targets {
@@ -128,7 +134,14 @@ impl Dataset {
                 });
             }
         }
-        r
+        let (a, b) = r?;
+        let last_failure = self
+            .targets
+            .iter()
+            .flat_map(|t| t.failures.iter().copied())
+            .filter(|&f| f > a)
+            .max();
+        Some((a, last_failure.map_or(b, |f| b.max(f))))
     }
 
     /// The targets with role `role`.

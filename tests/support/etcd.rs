@@ -175,6 +175,29 @@ impl Cluster {
         r.text().ok()
     }
 
+    /// Waits until every running member's process is older than `age`:
+    /// cptriage does not judge the first window after a process start
+    /// (warm-up), so a test of a fault on a running cluster records only once
+    /// its members are older than the recording's window.
+    pub fn wait_until_older_than(&self, age: Duration) {
+        let deadline = std::time::Instant::now() + age + Duration::from_secs(10);
+        for i in 0..self.members.len() {
+            let Some(start) = self.metric(i, "process_start_time_seconds") else {
+                continue;
+            };
+            loop {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs_f64())
+                    .unwrap_or(0.0);
+                if now - start > age.as_secs_f64() || std::time::Instant::now() > deadline {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+
     /// The value of an unlabelled metric on member `i` (plain metrics port).
     pub fn metric(&self, i: usize, name: &str) -> Option<f64> {
         let text = self

@@ -102,9 +102,11 @@ pub fn grpc_nonzero<'a>(texts: impl Iterator<Item = &'a str>) -> HashSet<String>
 
 /// Keeps the lines of the kept families (HELP, TYPE and samples), verbatim.
 /// Of `grpc_server_handled_total` it keeps the series in `grpc_keep` (not 0
-/// somewhere in the recording) and every `grpc_code="Unavailable"` series, so
-/// sums of rates over any code selection are unchanged and a failure ratio
-/// still reads 0 rather than absent.
+/// somewhere in the recording), every `grpc_method="Range"` series (etcd
+/// exposes Range with every code) and every `grpc_code="OK"` series (every
+/// method): a sum of rates over any selection of codes, or of methods, is
+/// unchanged and still reads 0 rather than absent. Only a selection of one
+/// method other than Range *and* one code other than OK can come out empty.
 pub fn filter(text: &str, grpc_keep: &HashSet<String>) -> String {
     let mut out = String::with_capacity(text.len() / 8);
     for line in text.lines() {
@@ -120,7 +122,8 @@ pub fn filter(text: &str, grpc_keep: &HashSet<String>) -> String {
         };
         if !name.is_empty() && kept(name) {
             if name == GRPC_HANDLED && !t.starts_with('#') {
-                let keep = line.contains("grpc_code=\"Unavailable\"")
+                let keep = line.contains("grpc_code=\"OK\"")
+                    || line.contains("grpc_method=\"Range\"")
                     || split_sample(line).is_some_and(|(series, _)| grpc_keep.contains(series));
                 if !keep {
                     continue;
@@ -191,6 +194,38 @@ fn copy_recording(from: &Path, to: &Path) -> Result<u64, LabError> {
     Ok(bytes)
 }
 
+fn write_truth(run: &Path, truth: &Truth) -> Result<(), LabError> {
+    let text = serde_json::to_string_pretty(truth).map_err(|e| LabError::msg(e.to_string()))?;
+    fs::write(run.join(TRUTH_FILE), text + "\n")?;
+    Ok(())
+}
+
+/// Judges `run` with `bin` and writes its `known_failure`: what failed, or
+/// nothing when it passes.
+fn mark_one(bin: &Path, run: &Path) -> Result<Truth, LabError> {
+    let (r, _) = verdicts::diagnose_and_judge(bin, run)?;
+    let mut truth = Truth::read(&run.join(TRUTH_FILE))?;
+    truth.known_failure = (!r.pass).then(|| r.judgement.failures().join("; "));
+    write_truth(run, &truth)?;
+    Ok(truth)
+}
+
+/// `lab mark`: rewrites the `known_failure` of every run under `dirs`.
+pub fn mark(dirs: &[PathBuf], bin: &Path) -> Result<i32, LabError> {
+    for run in verdicts::find_runs(dirs)? {
+        let before = Truth::read(&run.join(TRUTH_FILE))?.known_failure;
+        let after = mark_one(bin, &run)?.known_failure;
+        let change = match (&before, &after) {
+            (None, None) => "passes".to_string(),
+            (Some(_), None) => "passes now: known_failure removed".to_string(),
+            (b, Some(a)) if b.as_deref() == Some(a.as_str()) => format!("known failure: {a}"),
+            (_, Some(a)) => format!("known failure now: {a}"),
+        };
+        println!("{}: {change}", run.display());
+    }
+    Ok(0)
+}
+
 pub fn run(runs: &[PathBuf], to: &Path, judge_with: Option<PathBuf>) -> Result<i32, LabError> {
     let runs = verdicts::find_runs(runs)?;
     let mut total = 0u64;
@@ -209,15 +244,9 @@ pub fn run(runs: &[PathBuf], to: &Path, judge_with: Option<PathBuf>) -> Result<i
         let bytes = copy_recording(&run.join(RECORDING_DIR), &dest.join(RECORDING_DIR))?;
         let mut truth = Truth::read(&run.join(TRUTH_FILE))?;
         truth.known_failure = None;
-        let text = serde_json::to_string_pretty(&truth).map_err(|e| LabError::msg(e.to_string()))?;
-        fs::write(dest.join(TRUTH_FILE), text + "\n")?;
+        write_truth(&dest, &truth)?;
         if let Some(bin) = &judge_with {
-            let (r, _) = verdicts::diagnose_and_judge(bin, &dest)?;
-            if !r.pass {
-                truth.known_failure = Some(r.judgement.failures().join("; "));
-                let text = serde_json::to_string_pretty(&truth).map_err(|e| LabError::msg(e.to_string()))?;
-                fs::write(dest.join(TRUTH_FILE), text + "\n")?;
-            }
+            truth = mark_one(bin, &dest)?;
         }
         println!(
             "{name}: {} KiB{}",
@@ -244,11 +273,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn grpc_series_zero_throughout_are_dropped_but_unavailable_stays() {
-        let a = "grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Put\"} 0\ngrpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Alarm\"} 0\ngrpc_server_handled_total{grpc_code=\"Unavailable\",grpc_method=\"Put\"} 0\n";
-        let b = "grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Put\"} 7\ngrpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Alarm\"} 0\ngrpc_server_handled_total{grpc_code=\"Unavailable\",grpc_method=\"Put\"} 0\n";
+    fn grpc_series_zero_throughout_are_dropped_but_every_code_and_method_stays() {
+        let a = "grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Alarm\"} 0\ngrpc_server_handled_total{grpc_code=\"OutOfRange\",grpc_method=\"Range\"} 0\ngrpc_server_handled_total{grpc_code=\"Unavailable\",grpc_method=\"Alarm\"} 0\ngrpc_server_handled_total{grpc_code=\"Unavailable\",grpc_method=\"Put\"} 0\n";
+        let b = "grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Alarm\"} 0\ngrpc_server_handled_total{grpc_code=\"OutOfRange\",grpc_method=\"Range\"} 0\ngrpc_server_handled_total{grpc_code=\"Unavailable\",grpc_method=\"Alarm\"} 0\ngrpc_server_handled_total{grpc_code=\"Unavailable\",grpc_method=\"Put\"} 3\n";
         let keep = grpc_nonzero([a, b].into_iter());
-        let want = "grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Put\"} 0\ngrpc_server_handled_total{grpc_code=\"Unavailable\",grpc_method=\"Put\"} 0\n";
+        let want = "grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Alarm\"} 0\ngrpc_server_handled_total{grpc_code=\"OutOfRange\",grpc_method=\"Range\"} 0\ngrpc_server_handled_total{grpc_code=\"Unavailable\",grpc_method=\"Put\"} 0\n";
         assert_eq!(filter(a, &keep), want);
     }
 

@@ -47,6 +47,10 @@ enum Cmd {
     /// Each DIR is a run (holding truth.json) or a directory of runs
     /// (a session, or testdata/lab).
     Judge(JudgeArgs),
+    /// Judge runs with the cptriage binary and rewrite each run's
+    /// `known_failure` in its truth.json: set to what failed, removed when it
+    /// passes (after a detection change, for testdata/lab).
+    Mark(MarkArgs),
     /// Copy runs into the repository's regression recordings: only the metric
     /// families cptriage reads, gzip, with the ground truth.
     Export(ExportArgs),
@@ -158,6 +162,15 @@ struct JudgeArgs {
 }
 
 #[derive(Debug, Args)]
+struct MarkArgs {
+    /// Runs, or directories of runs.
+    #[arg(required = true)]
+    dirs: Vec<PathBuf>,
+    #[command(flatten)]
+    bin: BinArgs,
+}
+
+#[derive(Debug, Args)]
 struct ExportArgs {
     /// Runs to copy.
     #[arg(required = true)]
@@ -237,6 +250,7 @@ fn run(cli: Cli) -> Result<i32, LabError> {
     match cli.command {
         Cmd::Run(a) => cmd_run(a, &log),
         Cmd::Judge(a) => cmd_judge(a),
+        Cmd::Mark(a) => export::mark(&a.dirs, &a.bin.path()),
         Cmd::Export(a) => export::run(&a.runs, &a.to, a.mark_known_failures.then(|| a.bin.path())),
         Cmd::Fetch(a) => {
             let b = cluster::resolve("3.5", &a.dir(), &log)?;

@@ -335,10 +335,13 @@ pub fn table(results: &[Result1]) -> String {
 /// A verdict class: `healthy`, `inconclusive`, or `<axis>/<sub-axis>`.
 fn class(status: Option<&str>, axis: Option<&str>, sub: Option<&str>) -> String {
     match (status, axis) {
-        (Some("degraded"), Some(a)) => match sub {
-            Some(s) => format!("{a}/{s}"),
-            None => a.to_string(),
-        },
+        (Some(st @ ("degraded" | "recovered")), Some(a)) => {
+            let prefix = if st == "recovered" { "recovered " } else { "" };
+            match sub {
+                Some(s) => format!("{prefix}{a}/{s}"),
+                None => format!("{prefix}{a}"),
+            }
+        }
         (Some(s), _) => s.to_string(),
         (None, _) => "error".into(),
     }

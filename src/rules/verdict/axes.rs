@@ -1,87 +1,104 @@
-//! Phase 4: one report per leaf over the window: state, onset, recovery,
-//! instances, localisation and evidence.
+//! Phase 4: one report per leaf over the window: state, the episode the verdict
+//! is about (onset, recovery), instances, localisation and evidence. Onset,
+//! instances, localisation and recovery all come from the same episode, so the
+//! instance list agrees with the localisation sentence.
 
 use std::collections::BTreeSet;
 
-use super::evidence::evidence;
+use super::evidence::{evidence, Shown};
 use super::judge::Judged;
-use super::timeline::{onset_index, recovery_index, States};
+use super::timeline::{Run, States};
 use super::{axis_name, AssessInput, SignalInput};
 use crate::rules::load::RuleSet;
-use crate::rules::report::{Availability, AxisReport, AxisState, Evidence, Gap, GapKind, StepState};
+use crate::rules::report::{Availability, AxisReport, AxisState, Episode, Evidence, Gap, GapKind, StepState};
 
 /// What the per-leaf reports need besides the rules and the input.
 pub(super) struct Frame<'a> {
     pub judged: &'a [Judged],
     pub leaf_states: &'a [States],
+    /// Every episode of each leaf (indexed like `rules.leaves`).
+    pub runs: &'a [Vec<Run>],
+    /// The episode each leaf is reported with (the one in the incident the
+    /// verdict is about, else its latest).
+    pub reported: &'a [Option<Run>],
     /// Index of the assessment time.
     pub at: usize,
     /// The data is one snapshot (no onsets).
     pub single: bool,
-    /// Consecutive lit steps that make an onset.
-    pub debounce: usize,
 }
 
-/// The leaves' reports in tree order, and each leaf's onset index (indexed like
-/// `rules.leaves`).
+/// The deciding signals of a leaf: those of the questions it requires.
+pub(super) fn deciding_signals(rules: &RuleSet, l: usize) -> Vec<usize> {
+    dedup_keep_order(
+        rules.logic[l]
+            .required
+            .iter()
+            .flat_map(|&m| rules.nodes[m].def.when.signals())
+            .filter_map(|s| rules.signal(s))
+            .collect(),
+    )
+}
+
+/// The signals of the leaf's own question (the deepest required node).
+pub(super) fn own_signals(rules: &RuleSet, l: usize) -> Vec<usize> {
+    rules.logic[l]
+        .required
+        .last()
+        .map(|&m| rules.nodes[m].def.when.signals())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|s| rules.signal(s))
+        .collect()
+}
+
+/// Instances lit on signals `ks` at any of `steps`.
+pub(super) fn lit_instances(judged: &[Judged], ks: &[usize], steps: &[usize]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for &k in ks {
+        for (inst, l) in &judged[k].lit {
+            if steps.iter().any(|&i| l.get(i).copied().flatten() == Some(true)) {
+                out.insert(inst.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The leaves' reports in tree order.
 pub(super) fn leaf_reports(
     rules: &RuleSet,
     input: &AssessInput,
     f: &Frame,
     warnings: &mut Vec<String>,
     gaps: &mut Vec<Gap>,
-) -> (Vec<AxisReport>, Vec<Option<usize>>) {
-    let (judged, leaf_states, at, single, d_eff) = (f.judged, f.leaf_states, f.at, f.single, f.debounce);
+) -> Vec<AxisReport> {
+    let (judged, at) = (f.judged, f.at);
     let empty = SignalInput::unavailable(Availability::Error, "missing input");
     let mut axes: Vec<AxisReport> = Vec::new();
-    let mut onsets: Vec<Option<usize>> = vec![None; rules.leaves.len()];
     for &l in &rules.leaf_order {
         let leaf = &rules.leaves[l];
-        let states = &leaf_states[l];
-        let sigs: Vec<usize> = dedup_keep_order(
-            rules.logic[l]
-                .required
-                .iter()
-                .flat_map(|&m| rules.nodes[m].def.when.signals())
-                .filter_map(|s| rules.signal(s))
-                .collect(),
-        );
-        let onset_i = if single {
-            None
-        } else {
-            onset_index(states, d_eff, at)
-        };
-        onsets[l] = onset_i;
-        let lit_single = single && states.first() == Some(&StepState::Lit);
-        let lit = onset_i.is_some() || lit_single;
-        let recovered_i = onset_i.and_then(|_| recovery_index(states, d_eff, at));
-        let availability: Vec<Availability> = sigs
+        let name = axis_name(&leaf.axis, &leaf.sub_axis);
+        let states = &f.leaf_states[l];
+        let sigs = deciding_signals(rules, l);
+        let context: Vec<usize> = leaf
+            .evidence
             .iter()
-            .map(|&k| {
-                input
-                    .signals
-                    .get(k)
-                    .map(|s| s.availability)
-                    .unwrap_or(Availability::Error)
-            })
-            .collect();
-        // Not checked when the leaf's own question (the deepest required node)
-        // reads only signals of absent roles or unexposed metrics.
-        let own: Vec<usize> = rules.logic[l]
-            .required
-            .last()
-            .map(|&m| rules.nodes[m].def.when.signals())
-            .unwrap_or_default()
-            .into_iter()
             .filter_map(|s| rules.signal(s))
+            .filter(|k| !sigs.contains(k))
             .collect();
+        let run = f.reported[l];
+        let lit_single = f.single && states.first() == Some(&StepState::Lit);
+        let lit = run.is_some() || lit_single;
+        // Not checked when the leaf's own question reads only signals of absent
+        // roles or unexposed metrics.
+        let own = own_signals(rules, l);
         let unavailable = |k: &usize| {
             matches!(
                 input.signals.get(*k).map(|s| s.availability),
                 Some(Availability::RoleAbsent | Availability::NotExposed) | None
             )
         };
-        let not_checked = !availability.is_empty() && !own.is_empty() && own.iter().all(unavailable);
+        let not_checked = !sigs.is_empty() && !own.is_empty() && own.iter().all(unavailable);
         let state = if lit {
             AxisState::Lit
         } else if not_checked {
@@ -104,92 +121,94 @@ pub(super) fn leaf_reports(
             gaps.push(Gap {
                 kind: GapKind::NotChecked,
                 subject: leaf.id.clone(),
-                message: format!("{} ({}) {msg}", leaf.id, axis_name(&leaf.axis, &leaf.sub_axis)),
+                message: format!("{} ({name}) {msg}", leaf.id),
             });
             note = Some(msg);
         }
-        if !lit && !single {
-            let tail = states
-                .iter()
-                .take(at + 1)
-                .rev()
-                .take_while(|s| **s == StepState::Lit)
-                .count();
-            if tail > 0 {
+        if !lit && !f.single && !leaf.fallback {
+            let pending: BTreeSet<&String> = own.iter().flat_map(|&k| judged[k].pending.keys()).collect();
+            if !pending.is_empty() {
                 warnings.push(format!(
-                    "{} lit in the last {tail} step(s), fewer than the debounce of {d_eff}: not yet confirmed",
-                    axis_name(&leaf.axis, &leaf.sub_axis)
+                    "{name} is lit at the end of the window on {} for less than its persistence: not yet confirmed",
+                    pending.into_iter().cloned().collect::<Vec<_>>().join(", ")
                 ));
             }
         }
-        if lit && !single && onset_i == Some(0) {
-            warnings.push(format!(
-                "{} is lit from the first step of the window: its real onset may be earlier",
-                axis_name(&leaf.axis, &leaf.sub_axis)
-            ));
+        if let Some(r) = run {
+            if r.start == 0 {
+                warnings.push(format!(
+                    "{name} is lit from the first step of the window: its real onset may be earlier"
+                ));
+            }
         }
-        // Reference step for evidence: `at` if lit there, else the last lit step.
-        let ref_i = if states.get(at) == Some(&StepState::Lit) {
-            at
-        } else {
-            states
-                .iter()
-                .take(at + 1)
-                .rposition(|s| *s == StepState::Lit)
-                .unwrap_or(at)
+        // Reference step for evidence: `at` if the episode lasts until then,
+        // else its last lit step.
+        let ref_i = match run {
+            Some(r) if r.recovered.is_none() && states.get(at) == Some(&StepState::Lit) => at,
+            Some(r) => r.end,
+            None if lit_single => 0,
+            None => at,
         };
-        // Lit instances over the lit steps (or the reference step).
-        let lit_steps: Vec<usize> = if let Some(o) = onset_i {
-            (o..=at).filter(|&i| states[i] == StepState::Lit).collect()
-        } else if lit_single {
-            vec![0]
-        } else {
-            Vec::new()
+        let span = run.map(|r| (r.start, r.end)).or(lit_single.then_some((0, 0)));
+        let lit_steps: Vec<usize> = match span {
+            Some((a, b)) => (a..=b).filter(|&i| states[i] == StepState::Lit).collect(),
+            None => Vec::new(),
         };
         // Instances: those lit on the leaf's own question when it names any
         // (etcd-2 for the disk leaf, not the apiserver that saw slow etcd),
         // else those of every required question.
-        let lit_instances = |ks: &[usize]| -> BTreeSet<String> {
-            let mut out = BTreeSet::new();
-            for &k in ks {
-                for (inst, l) in &judged[k].lit {
-                    if lit_steps
-                        .iter()
-                        .any(|&i| l.get(i).copied().flatten() == Some(true))
-                    {
-                        out.insert(inst.clone());
-                    }
-                }
-            }
-            out
-        };
-        let mut instances = lit_instances(&own);
+        let mut instances = lit_instances(judged, &own, &lit_steps);
         if instances.is_empty() {
-            instances = lit_instances(&sigs);
+            instances = lit_instances(judged, &sigs, &lit_steps);
         }
+        let show = |k: usize, context: bool| {
+            evidence(
+                rules,
+                k,
+                input.signals.get(k).unwrap_or(&empty),
+                &judged[k],
+                &Shown { ref_i, span, context },
+                &input.steps,
+            )
+        };
         let evidence: Vec<Evidence> = sigs
             .iter()
-            .map(|&k| {
-                evidence(
-                    rules,
-                    k,
-                    input.signals.get(k).unwrap_or(&empty),
-                    &judged[k],
-                    ref_i,
-                    &input.steps,
-                )
-            })
+            .map(|&k| show(k, false))
+            .chain(context.iter().map(|&k| show(k, true)))
             .collect();
-        // Prefer a signal that singles out some instances ("only etcd-2 …").
+        // Prefer a signal of the leaf's own question that singles out some
+        // instances ("only etcd-2 …").
         let localisation = if lit {
-            let lit_ev = || evidence.iter().filter(|e| e.lit == Some(true));
+            let own_ids: BTreeSet<&str> = own.iter().map(|&k| rules.signals[k].def.id.as_str()).collect();
+            let lit_ev = || {
+                evidence
+                    .iter()
+                    .filter(|e| !e.context && e.localisation.is_some())
+                    .filter(|e| e.instances.iter().any(|i| instances.contains(&i.instance)))
+            };
             lit_ev()
+                .filter(|e| own_ids.contains(e.signal.as_str()))
                 .filter_map(|e| e.localisation.clone())
                 .find(|l| l.starts_with("only "))
+                .or_else(|| {
+                    lit_ev()
+                        .filter_map(|e| e.localisation.clone())
+                        .find(|l| l.starts_with("only "))
+                })
                 .or_else(|| lit_ev().find_map(|e| e.localisation.clone()))
         } else {
             None
         };
+        let episodes = f.runs[l]
+            .iter()
+            .map(|r| Episode {
+                leaf: leaf.id.clone(),
+                axis: leaf.axis.clone(),
+                sub_axis: leaf.sub_axis.clone(),
+                onset: input.steps[r.start],
+                recovered: r.recovered.map(|i| input.steps[i]),
+            })
+            .collect();
         axes.push(AxisReport {
             leaf: leaf.id.clone(),
             axis: leaf.axis.clone(),
@@ -198,8 +217,9 @@ pub(super) fn leaf_reports(
             title: leaf.title.clone(),
             state,
             lit_at_end: states.get(at) == Some(&StepState::Lit),
-            onset: onset_i.map(|i| input.steps[i]),
-            recovered: recovered_i.map(|i| input.steps[i]),
+            onset: run.map(|r| input.steps[r.start]),
+            recovered: run.and_then(|r| r.recovered).map(|i| input.steps[i]),
+            episodes,
             instances: instances.into_iter().collect(),
             localisation,
             timeline: states.clone(),
@@ -207,8 +227,7 @@ pub(super) fn leaf_reports(
             note,
         });
     }
-
-    (axes, onsets)
+    axes
 }
 
 fn dedup_keep_order(v: Vec<usize>) -> Vec<usize> {

@@ -1,26 +1,126 @@
-//! Phases 5 and 7: which lit axis is the root cause (the earliest onset; ties
-//! within one step broken by tree order, as a stated assumption), what followed
-//! it, and the status and summary of the report.
+//! Phase 5: which episodes belong to the incident the verdict is about, which
+//! lit axis is its root cause (the earliest onset; ties within one step broken
+//! by tree order, as a stated assumption), and what followed it.
+//!
+//! Episodes of all axes are grouped into incidents: an episode joins an
+//! incident when it starts before the incident has been over for one range
+//! window (downstream effects start while their cause lasts, or just after).
+//! The verdict is about the incident still lit at the assessment time, or else
+//! the latest one; earlier incidents are listed, not ordered with it.
 
 use std::collections::BTreeMap;
 
-use super::timeline::States;
+use super::timeline::Run;
 use super::{axis_name, AssessInput};
 use crate::rules::load::RuleSet;
-use crate::rules::report::{AxisReport, AxisState, Downstream, StepState, Tie, Verdict};
+use crate::rules::report::{AxisReport, AxisState, Downstream, Episode, Tie, Verdict};
+use crate::store::Millis;
 
-/// Chooses the root cause among the lit axes; returns the verdict (without its
-/// summary) and the index into `axes` of the root cause.
+/// The incident the verdict is about.
+pub(super) struct Selection {
+    /// The episode each leaf is reported with: its runs within the incident
+    /// merged into one, else its latest run.
+    pub reported: Vec<Option<Run>>,
+    /// Leaves with an episode in the incident, fallbacks superseded by a more
+    /// specific leaf left out.
+    pub incident: Vec<usize>,
+    /// Fallback leaf → the ordinary leaves of the incident that supersede it.
+    pub superseded: BTreeMap<usize, Vec<usize>>,
+    /// Episodes of earlier incidents, in time order.
+    pub earlier: Vec<(usize, Run)>,
+}
+
+fn end_time(r: &Run, steps: &[Millis], at: usize) -> Millis {
+    steps[r.recovered.unwrap_or(at).min(steps.len() - 1)]
+}
+
+/// Groups every leaf's episodes into incidents and selects one.
+pub(super) fn select(rules: &RuleSet, input: &AssessInput, runs: &[Vec<Run>], at: usize) -> Selection {
+    let steps = &input.steps;
+    let mut all: Vec<(usize, Run)> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(l, rs)| rs.iter().map(move |r| (l, *r)))
+        .collect();
+    all.sort_by_key(|(l, r)| (r.start, *l));
+    let join = input.range.max(input.step);
+    let mut incidents: Vec<Vec<(usize, Run)>> = Vec::new();
+    let mut open_until: Millis = Millis::MIN;
+    for (l, r) in all {
+        let start = steps[r.start];
+        match incidents.last_mut() {
+            Some(cur) if start <= open_until.saturating_add(join) => cur.push((l, r)),
+            _ => {
+                incidents.push(vec![(l, r)]);
+                open_until = Millis::MIN;
+            }
+        }
+        open_until = open_until.max(end_time(&r, steps, at));
+    }
+    let chosen = incidents
+        .iter()
+        .position(|inc| inc.iter().any(|(_, r)| r.recovered.is_none()))
+        .or_else(|| incidents.len().checked_sub(1));
+    let mut reported: Vec<Option<Run>> = runs.iter().map(|rs| rs.last().copied()).collect();
+    let mut incident = Vec::new();
+    let mut earlier = Vec::new();
+    if let Some(c) = chosen {
+        let mut merged: BTreeMap<usize, Run> = BTreeMap::new();
+        for (l, r) in &incidents[c] {
+            merged
+                .entry(*l)
+                .and_modify(|m| {
+                    m.start = m.start.min(r.start);
+                    if r.end >= m.end {
+                        m.end = r.end;
+                        m.recovered = r.recovered;
+                    }
+                    m.lit_steps += r.lit_steps;
+                })
+                .or_insert(*r);
+        }
+        for (l, r) in &merged {
+            reported[*l] = Some(*r);
+        }
+        incident = merged.keys().copied().collect();
+        for inc in &incidents[..c] {
+            earlier.extend(inc.iter().copied());
+        }
+    }
+    let mut superseded = BTreeMap::new();
+    for &l in &incident {
+        if !rules.leaves[l].fallback {
+            continue;
+        }
+        let by: Vec<usize> = rules.logic[l]
+            .suppressed_by
+            .iter()
+            .copied()
+            .filter(|o| incident.contains(o))
+            .collect();
+        if !by.is_empty() {
+            superseded.insert(l, by);
+        }
+    }
+    incident.retain(|l| !superseded.contains_key(l));
+    Selection {
+        reported,
+        incident,
+        superseded,
+        earlier,
+    }
+}
+
+/// Chooses the root cause among the incident's axes (or, for a single
+/// snapshot, among the lit axes, in tree order); returns the verdict (without
+/// its summary) and the index into `axes` of the root cause.
 pub(super) fn root_cause(
     rules: &RuleSet,
     input: &AssessInput,
     axes: &mut [AxisReport],
-    onsets: &[Option<usize>],
-    leaf_states: &[States],
+    sel: &Selection,
     single: bool,
 ) -> (Verdict, Option<usize>) {
-    // Candidates are lit axes; a fallback leaf is superseded when an
-    // ordinary leaf under its question lit in the window.
     let pos_of = |leaf: &str| {
         rules
             .leaf_order
@@ -32,24 +132,31 @@ pub(super) fn root_cause(
     let mut candidates: Vec<usize> = Vec::new(); // indices into `axes`
     let mut unchecked_notes: BTreeMap<usize, String> = BTreeMap::new();
     for (a, ax) in axes.iter_mut().enumerate() {
-        if ax.state != AxisState::Lit {
+        let Some(l) = rules.leaf(&ax.leaf) else { continue };
+        if let Some(by) = sel.superseded.get(&l) {
+            let names: Vec<&str> = by.iter().map(|&o| rules.leaves[o].id.as_str()).collect();
+            ax.note = Some(format!(
+                "lit only while no more specific axis was lit; superseded by {}",
+                names.join(", ")
+            ));
             continue;
         }
-        let Some(l) = rules.leaf(&ax.leaf) else { continue };
+        let counts = if single {
+            ax.state == AxisState::Lit
+        } else {
+            sel.incident.contains(&l)
+        };
+        if !counts {
+            continue;
+        }
         if rules.leaves[l].fallback {
-            let superseded: Vec<&str> = rules.logic[l]
-                .suppressed_by
-                .iter()
-                .filter(|&&o| {
-                    onsets[o].is_some() || (single && leaf_states[o].first() == Some(&StepState::Lit))
-                })
-                .map(|&o| rules.leaves[o].id.as_str())
-                .collect();
-            if !superseded.is_empty() {
-                ax.note = Some(format!(
-                    "lit only while no more specific axis was lit; superseded by {}",
-                    superseded.join(", ")
-                ));
+            if single
+                && rules.logic[l]
+                    .suppressed_by
+                    .iter()
+                    .any(|&o| state_of.get(&rules.leaves[o].id) == Some(&AxisState::Lit))
+            {
+                ax.note = Some("lit only while no more specific axis was lit".into());
                 continue;
             }
             // A fallback is only as good as the questions it falls back from.
@@ -75,7 +182,23 @@ pub(super) fn root_cause(
         }
         candidates.push(a);
     }
-    let mut verdict = Verdict::default();
+    let mut verdict = Verdict {
+        earlier: sel
+            .earlier
+            .iter()
+            .map(|(l, r)| {
+                let leaf = &rules.leaves[*l];
+                Episode {
+                    leaf: leaf.id.clone(),
+                    axis: leaf.axis.clone(),
+                    sub_axis: leaf.sub_axis.clone(),
+                    onset: input.steps[r.start],
+                    recovered: r.recovered.map(|i| input.steps[i]),
+                }
+            })
+            .collect(),
+        ..Verdict::default()
+    };
     let step = input.step.max(1);
     let with_onset: Vec<usize> = candidates
         .iter()
@@ -91,7 +214,7 @@ pub(super) fn root_cause(
         let mut tied: Vec<usize> = with_onset
             .iter()
             .copied()
-            .filter(|&a| axes[a].onset.is_some_and(|o| o - earliest <= step))
+            .filter(|&a| axes[a].onset.is_some_and(|o| o.saturating_sub(earliest) <= step))
             .collect();
         tied.sort_by_key(|&a| (pos_of(&axes[a].leaf), axes[a].onset));
         let root = tied[0];
@@ -125,7 +248,7 @@ pub(super) fn root_cause(
         downstream.sort_by_key(|&a| (axes[a].onset, pos_of(&axes[a].leaf)));
         for a in downstream {
             let o = axes[a].onset.unwrap_or(root_onset);
-            let lag = o - root_onset;
+            let lag = o.saturating_sub(root_onset);
             verdict.downstream.push(Downstream {
                 leaf: axes[a].leaf.clone(),
                 axis: axes[a].axis.clone(),
@@ -171,6 +294,5 @@ pub(super) fn root_cause(
             .assumptions
             .push(format!("{}: {note}", axis_name(&axes[r].axis, &axes[r].sub_axis)));
     }
-
     (verdict, root_axis)
 }

@@ -25,15 +25,28 @@ pub(super) fn is_below(t: &Threshold) -> bool {
             .is_some_and(|r| r.direction == Direction::Below)
 }
 
+/// Where and how a signal is shown as evidence.
+pub(super) struct Shown {
+    /// The reference step (the assessment time, or the episode's last lit step).
+    pub ref_i: usize,
+    /// The episode's steps `[start, end]`: instances lit anywhere in it are the
+    /// lit ones of the localisation sentence.
+    pub span: Option<(usize, usize)>,
+    /// Shown only, not deciding the leaf.
+    pub context: bool,
+}
+
 pub(super) fn evidence(
     rules: &RuleSet,
     k: usize,
     input: &SignalInput,
     j: &Judged,
-    ref_i: usize,
+    shown: &Shown,
     steps: &[Millis],
 ) -> Evidence {
-    let def = &rules.signals[k].def;
+    let ref_i = shown.ref_i;
+    let sig = &rules.signals[k];
+    let def = &sig.def;
     let below = is_below(&def.threshold);
     let n = steps.len();
     let series: Vec<Option<f64>> = (0..n)
@@ -65,7 +78,40 @@ pub(super) fn evidence(
         Some(StepState::Unlit) => Some(false),
         _ => None,
     };
-    let localisation = localise(def.unit, &def.description, &instances);
+    // The localisation names the instances lit anywhere in the episode, so that
+    // it agrees with the axis's instance list.
+    let in_span: Vec<InstanceValue> = instances
+        .iter()
+        .map(|iv| {
+            let lit_in_span = shown.span.and_then(|(a, b)| {
+                let l = j.lit.get(&iv.instance)?;
+                let v: Vec<Option<bool>> = (a..=b).map(|i| l.get(i).copied().flatten()).collect();
+                if v.contains(&Some(true)) {
+                    Some(true)
+                } else if v.contains(&Some(false)) {
+                    Some(false)
+                } else {
+                    None
+                }
+            });
+            InstanceValue {
+                lit: lit_in_span.or(iv.lit),
+                ..iv.clone()
+            }
+        })
+        .collect();
+    let localisation = localise(def.unit, &def.description, &in_span);
+    let mut notes: Vec<String> = input.note.iter().cloned().collect();
+    for (reason, count) in input.skip_counts() {
+        notes.push(format!("{count} step(s) not judged: {reason}"));
+    }
+    if j.transient_steps > 0 {
+        notes.push(format!(
+            "{} step(s) above the threshold for less than its persistence of {} were not counted",
+            j.transient_steps,
+            crate::timefmt::format_lag(j.persistence)
+        ));
+    }
     Evidence {
         signal: def.id.clone(),
         description: def.description.clone(),
@@ -84,7 +130,9 @@ pub(super) fn evidence(
         series,
         instance_series: input.values.clone(),
         localisation,
-        note: input.note.clone(),
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
+        since_start: sig.since_start,
+        context: shown.context,
     }
 }
 

@@ -1,23 +1,35 @@
-//! Phase 1: every signal judged against its threshold, per instance and step,
-//! with the per-instance baselines the relative thresholds need.
+//! Phase 1: every signal judged against its threshold, per instance and step:
+//! the per-instance baselines the relative thresholds need (robust medians that
+//! leave out the steps not judged), then the persistence a lit run needs before
+//! it counts.
 
 use std::collections::BTreeMap;
 
-use super::{BaselinePlan, SignalInput};
+use super::SignalInput;
 use crate::rules::model::{Combine, Direction, Threshold};
 use crate::rules::report::{Availability, StepState};
+use crate::store::Millis;
 
 /// Per-signal judgement at every step.
 pub(super) struct Judged {
     /// Instance → baseline.
     pub baseline: BTreeMap<String, f64>,
-    /// Instance → lit per step.
+    /// Instance → lit per step, after persistence: a run shorter than the
+    /// signal's persistence is unlit (or unknown while it may still grow at the
+    /// end of the window).
     pub lit: BTreeMap<String, Vec<Option<bool>>>,
     /// Aggregate per step.
     pub states: Vec<StepState>,
-    /// Not exposed by this version, or no target of its role: an `any` list
-    /// skips it instead of becoming unknown.
+    /// Not exposed by this version, no target of its role, or a rate in a
+    /// single snapshot: an `any` list skips it instead of becoming unknown.
     pub unavailable: bool,
+    /// Steps above the threshold that did not last long enough to count, over
+    /// all instances.
+    pub transient_steps: usize,
+    /// Runs still too short at the end of the window: instance → steps.
+    pub pending: BTreeMap<String, usize>,
+    /// The persistence applied, in ms.
+    pub persistence: Millis,
 }
 
 /// Judges one value against a threshold. `None` = cannot decide (no value).
@@ -51,6 +63,24 @@ pub fn judge(t: &Threshold, v: Option<f64>, baseline: Option<f64>) -> Option<boo
     }
 }
 
+/// The 95% Wilson score interval of a share `p` of `n` observations.
+pub fn wilson(p: f64, n: f64) -> (f64, f64) {
+    const Z: f64 = 1.959_963_984_540_054;
+    let p = p.clamp(0.0, 1.0);
+    let z2 = Z * Z;
+    let denom = 1.0 + z2 / n;
+    let centre = (p + z2 / (2.0 * n)) / denom;
+    let half = Z * ((p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt()) / denom;
+    ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
+fn is_below(t: &Threshold) -> bool {
+    t.below.is_some()
+        || t.relative
+            .as_ref()
+            .is_some_and(|r| r.direction == Direction::Below)
+}
+
 /// The median of the finite values, `None` when there are none.
 pub fn median(mut v: Vec<f64>) -> Option<f64> {
     v.retain(|x| x.is_finite());
@@ -66,14 +96,42 @@ pub fn median(mut v: Vec<f64>) -> Option<f64> {
     })
 }
 
-pub(super) fn judge_signal(t: &Threshold, input: &SignalInput, plan: &BaselinePlan, nsteps: usize) -> Judged {
+/// How one signal is judged over the window.
+pub(super) struct Plan<'a> {
+    pub threshold: &'a Threshold,
+    /// The value is a share of the input's observations: judge its Wilson bound.
+    pub proportion: bool,
+    /// Baseline steps `[start, end)` of the window, when the baseline is taken
+    /// from the window itself.
+    pub baseline_steps: Option<(usize, usize)>,
+    pub steps: &'a [Millis],
+    /// How long a lit run must last (first to last lit step), in ms.
+    pub persistence: Millis,
+    /// Index of the assessment time: runs reaching it may still grow.
+    pub at: usize,
+}
+
+fn skipped(input: &SignalInput, inst: &str, i: usize) -> bool {
+    input
+        .skips
+        .get(inst)
+        .and_then(|v| v.get(i).copied().flatten())
+        .is_some()
+}
+
+pub(super) fn judge_signal(input: &SignalInput, plan: &Plan) -> Judged {
+    let nsteps = plan.steps.len();
+    let t = plan.threshold;
     let mut baseline: BTreeMap<String, f64> = BTreeMap::new();
     if input.availability == Availability::Evaluated && t.relative.is_some() {
         if let Some(b) = &input.baseline {
             baseline = b.clone();
-        } else if let Some((s, e)) = plan.steps {
+        } else if let Some((s, e)) = plan.baseline_steps {
             for (inst, vals) in &input.values {
-                let vs: Vec<f64> = vals.iter().take(e).skip(s).flatten().copied().collect();
+                let vs: Vec<f64> = (s..e.min(vals.len()))
+                    .filter(|&i| !skipped(input, inst, i))
+                    .filter_map(|i| vals[i])
+                    .collect();
                 if let Some(m) = median(vs) {
                     baseline.insert(inst.clone(), m);
                 }
@@ -91,30 +149,188 @@ pub(super) fn judge_signal(t: &Threshold, input: &SignalInput, plan: &BaselinePl
     }
     let mut lit = BTreeMap::new();
     let mut states = vec![StepState::Unknown; nsteps];
+    let mut transient_steps = 0;
+    let mut pending = BTreeMap::new();
     if input.availability == Availability::Evaluated {
         for (inst, vals) in &input.values {
             let b = baseline.get(inst).copied();
-            let l: Vec<Option<bool>> = (0..nsteps)
-                .map(|i| judge(t, vals.get(i).copied().flatten(), b))
+            let obs = input.observations.get(inst);
+            let raw: Vec<Option<bool>> = (0..nsteps)
+                .map(|i| {
+                    if skipped(input, inst, i) {
+                        return None;
+                    }
+                    let v = vals.get(i).copied().flatten();
+                    let n = obs.and_then(|o| o.get(i).copied().flatten());
+                    match (plan.proportion, v, n) {
+                        (true, Some(p), Some(n)) if p.is_finite() && n > 0.0 => {
+                            let (lo, hi) = wilson(p, n);
+                            judge(t, Some(if is_below(t) { hi } else { lo }), b)
+                        }
+                        _ => judge(t, v, b),
+                    }
+                })
                 .collect();
-            for (i, x) in l.iter().enumerate() {
+            let p = persist(&raw, plan);
+            transient_steps += p.transient;
+            if p.pending > 0 {
+                pending.insert(inst.clone(), p.pending);
+            }
+            for (i, x) in p.lit.iter().enumerate() {
                 match (x, states[i]) {
                     (Some(true), _) => states[i] = StepState::Lit,
                     (Some(false), StepState::Unknown) => states[i] = StepState::Unlit,
                     _ => {}
                 }
             }
-            lit.insert(inst.clone(), l);
+            lit.insert(inst.clone(), p.lit);
         }
     }
     let unavailable = matches!(
         input.availability,
-        Availability::NotExposed | Availability::RoleAbsent
+        Availability::NotExposed | Availability::RoleAbsent | Availability::NeedsTimeSeries
     );
     Judged {
         baseline,
         lit,
         states,
         unavailable,
+        transient_steps,
+        pending,
+        persistence: plan.persistence,
+    }
+}
+
+struct Persisted {
+    lit: Vec<Option<bool>>,
+    transient: usize,
+    pending: usize,
+}
+
+/// Applies the persistence to one instance's raw lit steps, like a Prometheus
+/// alert's `for:`: lit steps separated by fewer unlit milliseconds than the
+/// persistence form one run, and a run counts when its first and last lit steps
+/// are at least the persistence apart. Unlit gaps inside a counted run become
+/// lit (one episode, not several); unknown steps stay unknown. A run too short
+/// that reaches the assessment time may still grow: its steps are unknown.
+fn persist(raw: &[Option<bool>], plan: &Plan) -> Persisted {
+    let mut out = raw.to_vec();
+    let lit_idx: Vec<usize> = (0..raw.len()).filter(|&i| raw[i] == Some(true)).collect();
+    let mut transient = 0;
+    let mut pending = 0;
+    let mut k = 0;
+    while k < lit_idx.len() {
+        let mut end = k;
+        while end + 1 < lit_idx.len() {
+            let (a, b) = (lit_idx[end], lit_idx[end + 1]);
+            // Unlit time between two lit steps (unknown steps do not break a run).
+            let unlit: Millis = (a + 1..b)
+                .filter(|&i| raw[i] == Some(false))
+                .map(|i| plan.steps[i].saturating_sub(plan.steps[i - 1]))
+                .sum();
+            if unlit < plan.persistence || (unlit == 0) {
+                end += 1;
+            } else {
+                break;
+            }
+        }
+        let (first, last) = (lit_idx[k], lit_idx[end]);
+        let span = plan.steps[last].saturating_sub(plan.steps[first]);
+        if span >= plan.persistence {
+            for x in out.iter_mut().take(last + 1).skip(first) {
+                if *x == Some(false) {
+                    *x = Some(true);
+                }
+            }
+        } else if last >= plan.at {
+            pending += end - k + 1;
+            for x in out.iter_mut().take(last + 1).skip(first) {
+                if *x == Some(true) {
+                    *x = None;
+                }
+            }
+        } else {
+            transient += end - k + 1;
+            for x in out.iter_mut().take(last + 1).skip(first) {
+                if *x == Some(true) {
+                    *x = Some(false);
+                }
+            }
+        }
+        k = end + 1;
+    }
+    Persisted {
+        lit: out,
+        transient,
+        pending,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(steps: &[Millis], persistence: Millis, t: &Threshold) -> Plan<'static> {
+        Plan {
+            threshold: Box::leak(Box::new(t.clone())),
+            proportion: false,
+            baseline_steps: None,
+            steps: Box::leak(steps.to_vec().into_boxed_slice()),
+            persistence,
+            at: steps.len() - 1,
+        }
+    }
+
+    fn th() -> Threshold {
+        Threshold {
+            above: Some(1.0),
+            below: None,
+            relative: None,
+            combine: Combine::Any,
+        }
+    }
+
+    #[test]
+    fn wilson_bounds_need_more_evidence_from_fewer_observations() {
+        // 3 slow of 100: the share could well be under 10%.
+        let (lo, _) = wilson(0.03, 100.0);
+        assert!(lo > 0.009 && lo < 0.011, "{lo}");
+        // All of 4 slow: at least half, with 95% confidence.
+        let (lo, hi) = wilson(1.0, 4.0);
+        assert!(lo > 0.5 && lo < 0.52 && hi == 1.0, "{lo} {hi}");
+        // Many observations: the bound is close to the share.
+        let (lo, hi) = wilson(0.2, 10_000.0);
+        assert!(lo > 0.19 && hi < 0.21);
+    }
+
+    #[test]
+    fn a_run_shorter_than_the_persistence_does_not_count() {
+        let steps: Vec<Millis> = (0..10).map(|i| i * 5000).collect();
+        let t = th();
+        let p = plan(&steps, 20_000, &t);
+        let f = Some(false);
+        let l = Some(true);
+        // 3 lit steps = 10 s from first to last: transient.
+        let r = persist(&[f, l, l, l, f, f, f, f, f, f], &p);
+        assert_eq!(r.lit, vec![f; 10]);
+        assert_eq!(r.transient, 3);
+        // 5 lit steps = 20 s: counts.
+        let r = persist(&[f, l, l, l, l, l, f, f, f, f], &p);
+        assert_eq!(r.lit[1..6], [l; 5]);
+        // Two short runs 5 s apart (gap shorter than 20 s) are one run of 25 s.
+        let r = persist(&[l, l, f, l, l, l, f, f, f, f], &p);
+        assert_eq!(r.lit[0..6], [l; 6]);
+        // A short run at the end may still grow: unknown, not unlit.
+        let r = persist(&[f, f, f, f, f, f, f, f, l, l], &p);
+        assert_eq!(r.lit[8..], [None, None]);
+        assert_eq!(r.pending, 2);
+        // Persistence 0: every lit step counts.
+        let p0 = plan(&steps, 0, &t);
+        let r = persist(&[f, l, f, f, f, f, f, f, f, f], &p0);
+        assert_eq!(r.lit[1], l);
+        // Unknown steps neither break nor extend a run.
+        let r = persist(&[l, None, None, None, l, f, f, f, f, f], &p);
+        assert_eq!(r.lit[0], l);
+        assert_eq!(r.lit[1], None);
     }
 }

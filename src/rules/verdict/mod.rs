@@ -13,22 +13,30 @@
 //! 7. status and summary.
 //!
 //! Semantics (documented for users in `rules/README.md`):
-//! - a signal is lit at a step on an instance when its threshold says so; the
-//!   signal is lit at the step when any instance is lit, unlit when at least one
+//! - a value is judged only outside warm-up (the first window after a process
+//!   start: a restart, or a process that started just before the capture) and
+//!   with enough observations behind it; otherwise it is shown but unknown;
+//! - a signal is lit at a step on an instance when its threshold says so and
+//!   the lit run lasts at least the signal's persistence (`for:`); the signal
+//!   is lit at the step when any instance is lit, unlit when at least one
 //!   instance has a value and none is lit, unknown otherwise;
 //! - conditions combine signal states with three-valued logic (`any`: lit if one
-//!   is lit, unlit if all are unlit; `all`: unlit if one is unlit, lit if all are lit);
+//!   is lit, unlit if all are unlit; `all`: unlit if one is unlit, lit if all are
+//!   lit); a node answers "no" only when its `needs` were read;
 //! - an ordinary leaf is lit when the conditions of the `yes` edges on its path
 //!   from the root hold, except those of `gate` nodes (the symptom), so causes can
 //!   light before clients feel them; when the path's only `yes` edges are gates,
 //!   those count;
 //! - a `fallback` leaf is lit when the condition of the deepest node its path
 //!   leaves through `yes` holds and no ordinary leaf under that node is lit;
-//! - onset = first step of the first run lit for at least `debounce` steps;
-//!   recovery = first step of an unlit run of at least `debounce` steps after the
-//!   last lit step;
-//! - root cause = the lit axis with the earliest onset; onsets within one step
-//!   are a tie, broken by tree order as a stated assumption.
+//! - an episode is a maximal lit run of a leaf (gaps shorter than its
+//!   persistence merged); episodes of all leaves group into incidents, and the
+//!   verdict is about the incident lit at the assessment time, or the latest;
+//! - root cause = the incident's axis with the earliest onset; onsets within one
+//!   step are a tie, broken by tree order as a stated assumption;
+//! - status: degraded while an axis of the incident is lit at the assessment
+//!   time, recovered when all had recovered; healthy only when every observed
+//!   role's scope question answered "no" from signals that were read.
 
 mod axes;
 mod decide;
@@ -59,6 +67,30 @@ pub struct SignalInput {
     /// Instance → baseline, when computed from a separate range or dataset.
     /// `None`: computed here from the baseline steps of the window.
     pub baseline: Option<BTreeMap<String, f64>>,
+    /// Instance → per step, why the value is not judged (missing: judged).
+    pub skips: BTreeMap<String, Vec<Option<Skip>>>,
+    /// Instance → per step, the observations behind the value (signals with
+    /// an `observations` count).
+    pub observations: BTreeMap<String, Vec<Option<f64>>>,
+}
+
+/// Why a value is shown but not judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Skip {
+    /// The first window after a process start (a restart, or a process that
+    /// started just before the capture).
+    WarmUp,
+    /// Fewer observations than the signal's `observations.min`.
+    FewObservations,
+}
+
+impl Skip {
+    fn text(self) -> &'static str {
+        match self {
+            Skip::WarmUp => "warm-up (the first window after the process started)",
+            Skip::FewObservations => "too few observations in the window",
+        }
+    }
 }
 
 impl SignalInput {
@@ -71,7 +103,20 @@ impl SignalInput {
             note: None,
             values,
             baseline: None,
+            skips: BTreeMap::new(),
+            observations: BTreeMap::new(),
         }
+    }
+
+    /// Steps not judged, by reason, over all instances.
+    pub fn skip_counts(&self) -> Vec<(&'static str, usize)> {
+        let mut c: BTreeMap<Skip, usize> = BTreeMap::new();
+        for v in self.skips.values() {
+            for s in v.iter().flatten() {
+                *c.entry(*s).or_default() += 1;
+            }
+        }
+        c.into_iter().map(|(s, n)| (s.text(), n)).collect()
     }
 
     /// A signal that could not be evaluated.
@@ -83,6 +128,8 @@ impl SignalInput {
             note: Some(note.into()),
             values: BTreeMap::new(),
             baseline: None,
+            skips: BTreeMap::new(),
+            observations: BTreeMap::new(),
         }
     }
 }
@@ -137,6 +184,7 @@ pub struct AssessInput {
     pub at_index: usize,
     /// The resolved `$window`.
     pub range: Millis,
+    /// Fewest lit steps an episode needs (1: the signals' persistence decides).
     pub debounce: usize,
     pub baseline: BaselinePlan,
     /// One entry per rule signal, in rule order.
@@ -158,7 +206,6 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
     let n = input.steps.len();
     let at = input.at_index.min(n.saturating_sub(1));
     let single = n <= 1;
-    let d_eff = if single { 1 } else { input.debounce.max(1).min(n) };
     let mut warnings = input.warnings.clone();
     let mut gaps = input.gaps.clone();
     let empty = SignalInput::unavailable(Availability::Error, "missing input");
@@ -170,10 +217,19 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         .enumerate()
         .map(|(k, s)| {
             judge::judge_signal(
-                &s.def.threshold,
                 input.signals.get(k).unwrap_or(&empty),
-                &input.baseline,
-                n,
+                &judge::Plan {
+                    threshold: &s.def.threshold,
+                    proportion: s.observations.as_ref().is_some_and(|o| o.proportion),
+                    baseline_steps: input.baseline.steps,
+                    steps: &input.steps,
+                    persistence: if single {
+                        0
+                    } else {
+                        s.persistence(input.step, input.range)
+                    },
+                    at,
+                },
             )
         })
         .collect();
@@ -194,68 +250,142 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
     let node_states = timeline::node_states(rules, &judged, n);
     let leaf_states = timeline::leaf_states(rules, &node_states, n);
 
-    // 4. Per-leaf reports.
+    // 4. Episodes, and the incident the verdict is about.
+    let runs: Vec<Vec<timeline::Run>> = (0..rules.leaves.len())
+        .map(|l| {
+            if single {
+                return Vec::new();
+            }
+            let merge = axes::own_signals(rules, l)
+                .iter()
+                .map(|&k| judged[k].persistence)
+                .max()
+                .unwrap_or(0);
+            timeline::episodes(
+                &leaf_states[l],
+                &input.steps,
+                at,
+                merge,
+                input.range,
+                input.debounce,
+            )
+        })
+        .collect();
+    let sel = decide::select(rules, input, &runs, at);
     let frame = axes::Frame {
         judged: &judged,
         leaf_states: &leaf_states,
+        runs: &runs,
+        reported: &sel.reported,
         at,
         single,
-        debounce: d_eff,
     };
-    let (mut axes, onsets) = axes::leaf_reports(rules, input, &frame, &mut warnings, &mut gaps);
+    let mut axes = axes::leaf_reports(rules, input, &frame, &mut warnings, &mut gaps);
 
-    // 5. Root cause, downstream, ties.
-    let (mut verdict, root_axis) = decide::root_cause(rules, input, &mut axes, &onsets, &leaf_states, single);
+    // 5. Root cause, downstream, ties; who stopped answering.
+    let (mut verdict, root_axis) = decide::root_cause(rules, input, &mut axes, &sel, single);
+    let unreachable = root_axis
+        .map(|r| unreachable_during(&axes[r], input))
+        .unwrap_or_default();
 
     // 6. Symptom, walk.
     let root_node = &rules.nodes[rules.root];
     let symptom_states = node_states[rules.root].clone();
-    let symptom_onset = if single {
-        None
+    let symptom_runs = if single {
+        Vec::new()
     } else {
-        timeline::onset_index(&symptom_states, d_eff, at)
+        timeline::episodes(&symptom_states, &input.steps, at, 0, input.range, input.debounce)
     };
     let symptom_at = symptom_states.get(at).copied().unwrap_or(StepState::Unknown);
     let symptom = Some(SymptomState {
         node: root_node.def.id.clone(),
         question: root_node.def.question.clone(),
         state: match (
-            symptom_onset.is_some() || (single && symptom_at == StepState::Lit),
+            !symptom_runs.is_empty() || (single && symptom_at == StepState::Lit),
             symptom_states.iter().any(|s| *s != StepState::Unknown),
         ) {
             (true, _) => AxisState::Lit,
             (false, true) => AxisState::Clear,
             (false, false) => AxisState::Unknown,
         },
-        onset: symptom_onset.map(|i| input.steps[i]),
+        onset: symptom_runs.last().map(|r| input.steps[r.start]),
         timeline: symptom_states,
     });
     let (path, walk_end) = walk::walk(rules, input, &judged, &node_states, at);
 
-    // 7. Status and summary.
+    // 7. Scope, status and summary.
+    let scope = scope_info(rules, input, &node_states, at);
     let mut falsifier = None;
     let mut runbook = Vec::new();
     let status;
     if let Some(r) = root_axis {
-        status = Status::Degraded;
         let ax = &axes[r];
+        // Still lit at the end, or a member it names still not answering.
+        let active = !single
+            && (sel
+                .incident
+                .iter()
+                .any(|&l| sel.reported[l].is_some_and(|run| run.recovered.is_none()))
+                || unreachable.iter().any(|u| u.until.is_none()));
+        status = if single || active {
+            Status::Degraded
+        } else {
+            Status::Recovered
+        };
         let l = rules.leaf(&ax.leaf).unwrap_or(0);
         falsifier = Some(rules.leaves[l].falsifier.clone());
         runbook = rules.leaves[l].runbook.clone();
         let name = axis_name(&ax.axis, &ax.sub_axis);
+        // The cause member: a target that stopped answering during the episode;
+        // the lit instances are then the affected ones.
+        let stopped: Vec<String> = unreachable.iter().map(|u| u.target.clone()).collect();
+        let (instances, affected) = if stopped.is_empty() {
+            (ax.instances.clone(), Vec::new())
+        } else {
+            let affected: Vec<String> = ax
+                .instances
+                .iter()
+                .filter(|i| !stopped.contains(i))
+                .cloned()
+                .collect();
+            (stopped.clone(), affected)
+        };
         let mut s = format!("root cause: {name} ({}) — {}", ax.severity, ax.title);
         if let Some(o) = ax.onset {
             s.push_str(&format!(", from {}", crate::timefmt::format_time(o)));
         }
+        for u in &unreachable {
+            s.push_str(&format!(
+                "; {} stopped answering at {}",
+                u.target,
+                crate::timefmt::format_time(u.from)
+            ));
+            if let Some(b) = u.until {
+                s.push_str(&format!(" (again from {})", crate::timefmt::format_time(b)));
+            }
+        }
         if let Some(loc) = &ax.localisation {
             s.push_str(&format!("; {loc}"));
         }
-        if let Some(rec) = ax.recovered {
-            s.push_str(&format!("; recovered at {}", crate::timefmt::format_time(rec)));
+        if let (Some(o), Some(rec)) = (ax.onset, ax.recovered) {
+            s.push_str(&format!(
+                "; recovered at {} after {}",
+                crate::timefmt::format_time(rec),
+                crate::timefmt::format_lag(rec.saturating_sub(o))
+            ));
         }
         if !verdict.downstream.is_empty() {
             let d: Vec<String> = verdict.downstream.iter().map(|d| d.note.clone()).collect();
             s.push_str(&format!("; downstream: {}", d.join(", ")));
+        }
+        if status == Status::Recovered {
+            s.push_str("; nothing of this incident is lit at the end of the window");
+        }
+        if !verdict.earlier.is_empty() {
+            s.push_str(&format!(
+                "; {} earlier episode(s) in the window, before this incident",
+                verdict.earlier.len()
+            ));
         }
         verdict.summary = s;
         verdict.root_cause = Some(RootCause {
@@ -265,8 +395,11 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
             severity: ax.severity,
             title: ax.title.clone(),
             onset: ax.onset,
-            instances: ax.instances.clone(),
+            instances,
             localisation: ax.localisation.clone(),
+            recovered: ax.recovered,
+            unreachable,
+            affected,
         });
         if walk_end != ax.leaf && walk_end != crate::rules::HEALTHY {
             warnings.push(format!(
@@ -274,22 +407,33 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
                 crate::timefmt::format_time(input.steps.get(at).copied().unwrap_or(0))
             ));
         }
-    } else if symptom_at == StepState::Unlit {
+    } else if let Some(summary) = healthy_summary(rules, input, &node_states, at, &axes, &scope) {
         status = Status::Healthy;
-        let not_checked = axes.iter().filter(|a| a.state == AxisState::NotChecked).count();
-        verdict.summary = if not_checked > 0 {
-            format!("healthy: no axis lit and no client-visible symptom ({not_checked} axes not checked, see gaps)")
-        } else {
-            "healthy: no axis lit and no client-visible symptom".to_string()
-        };
+        verdict.summary = summary;
     } else {
         status = Status::Inconclusive;
         verdict.summary = match symptom_at {
-            StepState::Lit => "inconclusive: the symptom is present but not yet confirmed and no axis is lit".to_string(),
-            _ => format!(
-                "inconclusive: the symptom question `{}` cannot be answered from this data and no axis is lit",
-                root_node.def.id
-            ),
+            StepState::Lit => {
+                "inconclusive: clients are affected, no axis is lit, and the symptom is not yet confirmed"
+                    .to_string()
+            }
+            _ => {
+                let judged_roles: Vec<&String> = scope
+                    .observed
+                    .iter()
+                    .filter(|r| rules.scopes.iter().any(|sc| sc.role.as_str() == r.as_str()))
+                    .collect();
+                match judged_roles.as_slice() {
+                    [] => "inconclusive: the data has no apiserver or etcd target the rules can judge".to_string(),
+                    [one] => format!(
+                        "inconclusive: no axis is lit, but the data cannot say that {one} is healthy (signals not read: see gaps)"
+                    ),
+                    many => format!(
+                        "inconclusive: no axis is lit, but the data cannot say that {} are healthy (signals not read: see gaps)",
+                        many.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" and ")
+                    ),
+                }
+            }
         };
     }
 
@@ -309,7 +453,7 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
             at: input.steps.get(at).copied().unwrap_or(0),
             steps: input.steps.clone(),
             range: input.range,
-            debounce: d_eff,
+            debounce: input.debounce.max(1),
             baseline: BaselineInfo {
                 kind: input.baseline.kind,
                 from: input.baseline.from,
@@ -327,13 +471,164 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
             nodes: rules.nodes.len(),
             leaves: rules.leaves.len(),
         },
+        scope,
     }
+}
+
+/// Targets of the axis's roles that stopped answering during its episode
+/// (from one range window before the onset to its recovery): no snapshots, or
+/// failed scrapes, over part of it.
+fn unreachable_during(ax: &AxisReport, input: &AssessInput) -> Vec<Unreachable> {
+    let Some(onset) = ax.onset else {
+        return Vec::new();
+    };
+    let until = ax
+        .recovered
+        .unwrap_or(input.steps.last().copied().unwrap_or(onset));
+    let roles: std::collections::BTreeSet<&str> = ax
+        .evidence
+        .iter()
+        .filter(|e| !e.context)
+        .map(|e| e.role.as_str())
+        .collect();
+    let mut out = Vec::new();
+    for s in input.sources.iter().filter(|s| roles.contains(s.role.as_str())) {
+        let hit = s
+            .missing
+            .iter()
+            .filter(|[a, b]| *a <= until && *b >= onset.saturating_sub(input.range))
+            .min_by_key(|[a, _]| *a);
+        if let Some([a, b]) = hit {
+            // `missing` runs from the last answer to the next one (or to the end
+            // of the window): the target stopped answering at its first failed
+            // scrape in between, or one step after its last answer.
+            let from = s
+                .failures
+                .iter()
+                .copied()
+                .filter(|f| f > a && f <= b)
+                .min()
+                .unwrap_or(a.saturating_add(input.step).min(*b));
+            let answered_again = s.last.is_some_and(|l| l >= *b);
+            out.push(Unreachable {
+                target: s.target.clone(),
+                from,
+                until: answered_again.then_some(*b),
+            });
+        }
+    }
+    out
+}
+
+/// What the data shows and which roles' scope questions were answered at `at`.
+fn scope_info(
+    rules: &RuleSet,
+    input: &AssessInput,
+    node_states: &[timeline::States],
+    at: usize,
+) -> ScopeInfo {
+    let observed: Vec<String> = {
+        let mut v: Vec<String> = input
+            .sources
+            .iter()
+            .filter(|s| s.snapshots > 0 || s.failed_scrapes > 0)
+            .map(|s| s.role.clone())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let mut judged = Vec::new();
+    let mut not_observed = Vec::new();
+    for sc in &rules.scopes {
+        let role = sc.role.as_str().to_string();
+        if !observed.contains(&role) {
+            not_observed.push(role);
+        } else if node_states[sc.node]
+            .get(at)
+            .is_some_and(|s| *s != StepState::Unknown)
+        {
+            judged.push(role);
+        }
+    }
+    ScopeInfo {
+        observed,
+        judged,
+        not_observed,
+    }
+}
+
+/// The healthy summary when the data shows a role whose scope question
+/// answered "no" at `at` and no axis is lit; `None` when health cannot be told.
+/// The first scope of the rules (what clients feel) decides when its role is
+/// observed; otherwise every observed role's scope must answer "no".
+fn healthy_summary(
+    rules: &RuleSet,
+    input: &AssessInput,
+    node_states: &[timeline::States],
+    at: usize,
+    axes: &[AxisReport],
+    scope: &ScopeInfo,
+) -> Option<String> {
+    if axes.iter().any(|a| a.state == AxisState::Lit) {
+        return None;
+    }
+    let state = |node: usize| node_states[node].get(at).copied().unwrap_or(StepState::Unknown);
+    let observed: Vec<&crate::rules::load::Scope> = rules
+        .scopes
+        .iter()
+        .filter(|sc| scope.observed.iter().any(|r| r == sc.role.as_str()))
+        .collect();
+    let healthy_parts: Vec<String> = if rules.scopes.is_empty() {
+        // Rules without scopes: the root question decides, as a gate.
+        if state(rules.root) != StepState::Unlit {
+            return None;
+        }
+        vec!["no client-visible symptom".to_string()]
+    } else {
+        let first_observed = observed.first()?;
+        let primary = rules
+            .scopes
+            .first()
+            .is_some_and(|p| p.role == first_observed.role);
+        let deciding: Vec<&&crate::rules::load::Scope> = if primary {
+            vec![first_observed]
+        } else {
+            observed.iter().collect()
+        };
+        if deciding.iter().any(|sc| state(sc.node) != StepState::Unlit) {
+            return None;
+        }
+        observed
+            .iter()
+            .filter(|sc| state(sc.node) == StepState::Unlit)
+            .map(|sc| format!("{}: {}", sc.role.as_str(), sc.healthy))
+            .collect()
+    };
+    let not_checked = axes.iter().filter(|a| a.state == AxisState::NotChecked).count();
+    let mut s = format!("healthy: no axis lit; {}", healthy_parts.join("; "));
+    for r in &scope.not_observed {
+        s.push_str(&format!("; {r} not observed"));
+    }
+    let unjudged: Vec<&String> = scope
+        .observed
+        .iter()
+        .filter(|r| !scope.judged.contains(r) && rules.scopes.iter().any(|sc| sc.role.as_str() == r.as_str()))
+        .collect();
+    for r in unjudged {
+        s.push_str(&format!("; {r} could not be judged (see gaps)"));
+    }
+    if not_checked > 0 {
+        s.push_str(&format!(" ({not_checked} axes not checked, see gaps)"));
+    }
+    let _ = input;
+    Some(s)
 }
 
 #[cfg(test)]
 mod tests {
     use super::judge::judge;
-    use super::timeline::{onset_index, recovery_index};
+    use super::timeline::episodes;
     use super::*;
     use crate::rules::model::{Combine, Direction, Relative, Threshold, Unit};
 
@@ -377,14 +672,27 @@ mod tests {
     }
 
     #[test]
-    fn onset_needs_debounce_and_recovery_needs_a_clear_run() {
+    fn episodes_merge_short_gaps_and_recover_on_the_first_unlit_step() {
         use StepState::*;
-        let s = [Unlit, Lit, Unlit, Lit, Lit, Lit, Unlit, Unlit];
-        assert_eq!(onset_index(&s, 2, 7), Some(3));
-        assert_eq!(onset_index(&s, 4, 7), None);
-        assert_eq!(recovery_index(&s, 2, 7), Some(6));
-        assert_eq!(recovery_index(&s, 2, 6), None);
-        assert_eq!(recovery_index(&[Lit, Lit, Unknown, Unlit], 2, 3), None);
+        let steps: Vec<Millis> = (0..12).map(|i| i * 5000).collect();
+        let s = [
+            Unlit, Lit, Lit, Unlit, Lit, Lit, Unlit, Unlit, Unlit, Lit, Unknown, Unknown,
+        ];
+        // No merging: three runs; the last is still lit (unknown after it).
+        let r = episodes(&s, &steps, 11, 0, 0, 1);
+        assert_eq!(r.len(), 3);
+        assert_eq!((r[0].start, r[0].end, r[0].recovered), (1, 2, Some(3)));
+        assert_eq!(r[2].recovered, None);
+        // A 5 s unlit gap is shorter than a 10 s persistence: one episode.
+        let r = episodes(&s, &steps, 11, 10_000, 0, 1);
+        assert_eq!((r[0].start, r[0].end, r[0].recovered), (1, 5, Some(6)));
+        // Runs of fewer lit steps than the debounce are dropped.
+        let r = episodes(&s, &steps, 11, 0, 0, 2);
+        assert_eq!(r.len(), 2);
+        // Only steps up to `at` count.
+        let r = episodes(&s, &steps, 4, 0, 0, 1);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[1].recovered, None);
     }
 
     #[test]

@@ -57,14 +57,21 @@ pub(super) fn and_states(v: &[StepState]) -> StepState {
     }
 }
 
-/// Every node's answer at every step.
+/// Every node's answer at every step. "No" needs the node's `needs` read: an
+/// unlit answer is unknown at a step where one of them is unknown.
 pub(super) fn node_states(rules: &RuleSet, judged: &[Judged], n: usize) -> Vec<States> {
     rules
         .nodes
         .iter()
         .map(|node| {
+            let needs: Vec<usize> = node.def.needs.iter().filter_map(|s| rules.signal(s)).collect();
             (0..n)
-                .map(|i| eval_condition(&node.def.when, rules, judged, i))
+                .map(|i| match eval_condition(&node.def.when, rules, judged, i) {
+                    StepState::Unlit if needs.iter().any(|&k| judged[k].states[i] == StepState::Unknown) => {
+                        StepState::Unknown
+                    }
+                    s => s,
+                })
                 .collect()
         })
         .collect()
@@ -102,34 +109,60 @@ pub(super) fn leaf_states(rules: &RuleSet, node_states: &[States], n: usize) -> 
     out
 }
 
-/// Onset index: first step of the first run of `d` lit steps within `[0, end]`.
-pub(super) fn onset_index(states: &[StepState], d: usize, end: usize) -> Option<usize> {
-    let d = d.max(1);
-    let mut run = 0;
-    for (i, s) in states.iter().enumerate().take(end + 1) {
-        if *s == StepState::Lit {
-            run += 1;
-            if run >= d {
-                return Some(i + 1 - d);
-            }
-        } else {
-            run = 0;
-        }
-    }
-    None
+/// One lit run of a leaf, as step indices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Run {
+    pub start: usize,
+    /// Last lit step.
+    pub end: usize,
+    /// First unlit step after the run; `None` while it lasts (or when no step
+    /// after it is known to be unlit).
+    pub recovered: Option<usize>,
+    pub lit_steps: usize,
 }
 
-/// Recovery index: first step of an unlit run of `d` steps after the last lit
-/// step, within `[0, end]`.
-pub(super) fn recovery_index(states: &[StepState], d: usize, end: usize) -> Option<usize> {
-    let last_lit = states.iter().take(end + 1).rposition(|s| *s == StepState::Lit)?;
-    let start = last_lit + 1;
-    let d = d.max(1);
-    if start + d - 1 > end {
-        return None;
+/// The episodes of one timeline within `[0, at]`: maximal lit runs, where
+/// unlit gaps shorter than `merge` (ms) and unknown gaps no longer than
+/// `unknown_merge` (ms) are merged into the run; runs with fewer than
+/// `min_steps` lit steps are dropped.
+pub(super) fn episodes(
+    states: &[StepState],
+    steps: &[i64],
+    at: usize,
+    merge: i64,
+    unknown_merge: i64,
+    min_steps: usize,
+) -> Vec<Run> {
+    let end = at.min(states.len().saturating_sub(1));
+    let lit: Vec<usize> = (0..=end)
+        .filter(|&i| states.get(i) == Some(&StepState::Lit))
+        .collect();
+    let mut out: Vec<Run> = Vec::new();
+    let mut k = 0;
+    while k < lit.len() {
+        let mut e = k;
+        while e + 1 < lit.len() {
+            let (a, b) = (lit[e], lit[e + 1]);
+            let gap = steps[b].saturating_sub(steps[a + 1]);
+            let all_unknown = (a + 1..b).all(|i| states[i] == StepState::Unknown);
+            if b == a + 1 || gap < merge || (all_unknown && gap <= unknown_merge) {
+                e += 1;
+            } else {
+                break;
+            }
+        }
+        let (s, l) = (lit[k], lit[e]);
+        let recovered = (l + 1..=end).find(|&i| states[i] == StepState::Unlit);
+        // Recovered only when every known step after the run is unlit up to
+        // that point (a later run starts a new episode).
+        out.push(Run {
+            start: s,
+            end: l,
+            recovered,
+            lit_steps: e - k + 1,
+        });
+        k = e + 1;
     }
-    states[start..start + d]
-        .iter()
-        .all(|s| *s == StepState::Unlit)
-        .then_some(start)
+    out.retain(|r| r.lit_steps >= min_steps.max(1));
+    out
 }

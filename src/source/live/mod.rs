@@ -175,7 +175,16 @@ pub struct LiveResult {
 impl LiveResult {
     /// The rounds as a [`Dataset`], loaded exactly as a capture of them would be.
     pub fn dataset(&self, keep: &Keep) -> Result<Dataset, dump::DumpError> {
-        dump::load_memory(self.snapshots.clone(), self.failures.clone(), keep)
+        let mut ds = dump::load_memory(self.snapshots.clone(), self.failures.clone(), keep)?;
+        // A target that never answered has no content to infer a role from:
+        // it keeps the role it was given on the command line.
+        for t in ds.targets.iter_mut().filter(|t| t.snapshots.is_empty()) {
+            if let Some(m) = self.targets.iter().find(|m| m.name == t.name) {
+                t.role = m.role;
+                t.role_reason = "given on the command line".into();
+            }
+        }
+        Ok(ds)
     }
 
     /// Every scrape failed.

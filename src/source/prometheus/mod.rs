@@ -283,6 +283,7 @@ impl Prometheus {
                             process_start: st.and_then(|m| m.get(&t).copied()),
                         })
                         .collect(),
+                    failures: Vec::new(),
                     families: names.clone(),
                 }
             })
