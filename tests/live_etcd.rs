@@ -145,8 +145,9 @@ fn healthy_cluster_over_tls_and_the_plain_metrics_port() {
     for k in 0..20 {
         c.put(k % 3, "warm", b"up", Duration::from_secs(2)).unwrap();
     }
-    // Past the warm-up of a fresh process (the recording's window is 2 s).
-    c.wait_until_older_than(Duration::from_secs(3));
+    // Past the warm-up of a fresh process (the recording's window is 2 s,
+    // up to 5 s when timed-out scrapes stretch the interval).
+    c.wait_until_older_than(Duration::from_secs(6));
     let (_d, cap, out) = record(&c.record_flags(), &timing("300ms", "600ms"));
     assert_ok(&out);
     let ds = load(&cap);
@@ -228,8 +229,9 @@ fn healthy_cluster_over_tls_and_the_plain_metrics_port() {
 fn leader_killed_during_the_recording() {
     let _s = serial();
     let c = Arc::new(Cluster::start(3, None));
-    // Past the warm-up of a fresh process (the recording's window is 2 s).
-    c.wait_until_older_than(Duration::from_secs(3));
+    // Past the warm-up of a fresh process (the recording's window is 2 s,
+    // up to 5 s when timed-out scrapes stretch the interval).
+    c.wait_until_older_than(Duration::from_secs(6));
     let leader = c.leader().expect("a leader");
     let others: Vec<usize> = (0..3).filter(|&i| i != leader).collect();
     let stop = Arc::new(AtomicBool::new(false));
@@ -296,8 +298,9 @@ fn two_of_three_members_stopped() {
     let _s = serial();
     let c = Cluster::start(3, None);
     c.put(0, "a", b"1", Duration::from_secs(2)).unwrap();
-    // Past the warm-up of a fresh process (the recording's window is 2 s).
-    c.wait_until_older_than(Duration::from_secs(3));
+    // Past the warm-up of a fresh process (the recording's window is 2 s,
+    // up to 5 s when timed-out scrapes stretch the interval).
+    c.wait_until_older_than(Duration::from_secs(6));
     let survivor = c.leader().map(|l| (l + 1) % 3).unwrap_or(0);
     let stopped: Vec<usize> = (0..3).filter(|&i| i != survivor).collect();
     for &i in &stopped {
@@ -354,8 +357,9 @@ fn backend_quota_filled_until_nospace() {
     }
     let e = nospace.expect("the quota was never reached");
     assert!(e.contains("database space exceeded"), "{e}");
-    // Past the warm-up of a fresh process (the recording's window is 2 s).
-    c.wait_until_older_than(Duration::from_secs(3));
+    // Past the warm-up of a fresh process (the recording's window is 2 s,
+    // up to 5 s when timed-out scrapes stretch the interval).
+    c.wait_until_older_than(Duration::from_secs(6));
 
     let (_d, cap, out) = record(&c.record_flags(), &timing("300ms", "600ms"));
     let v = verdict(&cap);
@@ -379,8 +383,9 @@ fn backend_quota_filled_until_nospace() {
 fn one_member_fsync_delayed_with_strace() {
     let _s = serial();
     let c = Arc::new(Cluster::start(3, None));
-    // Past the warm-up of a fresh process (the recording's window is 4 s).
-    c.wait_until_older_than(Duration::from_secs(5));
+    // Past the warm-up of a fresh process (the recording's window is 4 s,
+    // more when slow scrapes stretch the interval).
+    c.wait_until_older_than(Duration::from_secs(9));
     let leader = c.leader().expect("a leader");
     let slow = (leader + 1) % 3;
     let normal = (leader + 2) % 3;

@@ -167,8 +167,15 @@ fn run_prometheus(
         report.warnings.push(w);
     }
     if !failed.is_empty() {
+        // A failed query over the short (onset-dating) window costs only the
+        // dating; the signals that could not be evaluated are the gaps.
+        let signals = report
+            .gaps
+            .iter()
+            .filter(|g| g.kind == crate::rules::report::GapKind::EvaluationError)
+            .count();
         report.warnings.push(format!(
-            "{} signal queries to Prometheus failed; their axes are listed under what could not be checked",
+            "{} queries to Prometheus failed ({signals} signal(s) not evaluated); their axes are listed under what could not be checked",
             failed.len()
         ));
     }

@@ -389,6 +389,9 @@ struct Ctx<'a> {
     steps: &'a [Millis],
     step: Millis,
     range: Millis,
+    /// The shortest window that holds two scrapes, used to date onsets
+    /// (`None`: no shorter window than `range`).
+    short: Option<Millis>,
 }
 
 /// A signal whose expression is chosen and instantiated, waiting for its values.
@@ -399,6 +402,18 @@ struct Planned {
     below: bool,
     /// The instantiated observation count and its minimum.
     observations: Option<(Expr, f64)>,
+    /// The expression and its observation count over the short window, for
+    /// signals with a range.
+    short: Option<(Expr, Option<Expr>)>,
+}
+
+/// The shortest window that still holds two scrapes (twice the typical
+/// interval, at least one step), when it is shorter than `range`.
+fn short_window(data: &Dataset, step: Millis, range: Millis) -> Option<Millis> {
+    let iv = data.typical_interval()?;
+    let w = (2 * iv).max(step);
+    let w = (w + 999) / 1000 * 1000;
+    (w < range).then_some(w)
 }
 
 /// Picks the expression and instantiates it, or says why the signal cannot be
@@ -481,6 +496,17 @@ fn plan_signal(rules: &RuleSet, k: usize, ctx: &Ctx) -> Result<Planned, Box<Sign
             .relative
             .as_ref()
             .is_some_and(|r| r.direction == Direction::Below);
+    let short = match ctx.short {
+        Some(w) if needs_series => {
+            let e = ctx.eval.instantiate(&sig.exprs[i], w, role).ok();
+            let o = sig
+                .observations
+                .as_ref()
+                .and_then(|o| ctx.eval.instantiate(&o.expr, w, role).ok());
+            e.map(|e| (e, o))
+        }
+        _ => None,
+    };
     let observations = match &sig.observations {
         None => None,
         Some(o) => match ctx.eval.instantiate(&o.expr, ctx.range, role) {
@@ -502,6 +528,7 @@ fn plan_signal(rules: &RuleSet, k: usize, ctx: &Ctx) -> Result<Planned, Box<Sign
         text,
         below,
         observations,
+        short,
     })
 }
 
@@ -519,39 +546,44 @@ fn eval_signals(rules: &RuleSet, ks: &[usize], ctx: &Ctx) -> Vec<SignalInput> {
             })
             .collect();
     };
-    let (mut results, mut counts) = {
-        let query = |k: usize, expr| RangeQuery {
-            signal: &rules.signals[k].def.id,
-            expr,
-            start,
-            end,
-            step: ctx.step,
-            range: ctx.range,
-        };
+    // Every query of the batch, tagged with what it is for.
+    #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+    enum Part {
+        Values,
+        Count,
+        ShortValues,
+        ShortCount,
+    }
+    let mut results: BTreeMap<(usize, Part), Result<Vec<Series>, String>> = {
+        let mut tags: Vec<(usize, Part)> = Vec::new();
         let mut queries: Vec<RangeQuery> = Vec::new();
-        for (&k, p) in ks.iter().zip(&plans) {
-            if let Ok(p) = p {
-                queries.push(query(k, &p.expr));
-            }
-        }
-        let mut counted: Vec<usize> = Vec::new(); // positions in `ks` with an observation count
         for (j, (&k, p)) in ks.iter().zip(&plans).enumerate() {
-            if let Ok(Planned {
-                observations: Some((e, _)),
-                ..
-            }) = p
-            {
-                queries.push(query(k, e));
-                counted.push(j);
+            let Ok(p) = p else { continue };
+            let mut add = |part: Part, expr, range| {
+                tags.push((j, part));
+                queries.push(RangeQuery {
+                    signal: &rules.signals[k].def.id,
+                    expr,
+                    start,
+                    end,
+                    step: ctx.step,
+                    range,
+                });
+            };
+            add(Part::Values, &p.expr, ctx.range);
+            if let Some((e, _)) = &p.observations {
+                add(Part::Count, e, ctx.range);
+            }
+            if let (Some((e, c)), Some(w)) = (&p.short, ctx.short) {
+                add(Part::ShortValues, e, w);
+                if let Some(c) = c {
+                    add(Part::ShortCount, c, w);
+                }
             }
         }
-        let nmain = queries.len() - counted.len();
-        let mut all = ctx.eval.range(ctx.data, &queries).into_iter();
-        let mut results: Vec<Result<Vec<Series>, String>> = all.by_ref().take(nmain).collect();
-        results.reverse();
-        let counts: BTreeMap<usize, Result<Vec<Series>, String>> = counted.into_iter().zip(all).collect();
-        (results, counts)
+        tags.into_iter().zip(ctx.eval.range(ctx.data, &queries)).collect()
     };
+    let role_of = |k: usize| rules.signals[k].def.role.role();
     ks.iter()
         .zip(plans)
         .enumerate()
@@ -561,50 +593,63 @@ fn eval_signals(rules: &RuleSet, ks: &[usize], ctx: &Ctx) -> Vec<SignalInput> {
                 Err(unavailable) => return *unavailable,
             };
             let id = &rules.signals[k].def.id;
-            match results.pop().unwrap_or_else(|| Err("no result".to_string())) {
-                Ok(series) => {
-                    let mut input = SignalInput {
-                        availability: Availability::Evaluated,
+            let series = results
+                .remove(&(j, Part::Values))
+                .unwrap_or_else(|| Err("no result".to_string()));
+            let series = match series {
+                Ok(s) => s,
+                Err(e) => {
+                    return SignalInput {
+                        availability: Availability::Error,
                         alternative: Some(p.alternative),
                         expression: Some(p.text),
-                        note: (p.alternative > 0).then(|| {
-                            format!(
-                                "using alternative {}: the metrics of earlier expressions are not exposed",
-                                p.alternative
-                            )
-                        }),
-                        values: per_instance(&series, ctx.steps, p.below),
-                        baseline: None,
-                        skips: BTreeMap::new(),
-                        observations: BTreeMap::new(),
-                    };
-                    let role = rules.signals[k].def.role.role();
-                    mark_warmup(&mut input, ctx.data, role, ctx.steps, ctx.range);
-                    if let (Some((_, min)), Some(c)) = (&p.observations, counts.remove(&j)) {
-                        let min = *min;
-                        match c {
-                            Ok(c) => mark_few_observations(&mut input, &per_instance(&c, ctx.steps, false), min, ctx.steps.len()),
-                            Err(e) => {
-                                input.note = Some(format!(
-                                    "`{id}`: its observation count could not be evaluated ({e}); values are not judged"
-                                ));
-                                mark_few_observations(&mut input, &BTreeMap::new(), min, ctx.steps.len());
-                            }
-                        }
+                        note: Some(format!("`{id}`: {e}")),
+                        ..SignalInput::unavailable(Availability::Error, "")
                     }
-                    input
                 }
-                Err(e) => SignalInput {
-                    availability: Availability::Error,
-                    alternative: Some(p.alternative),
-                    expression: Some(p.text),
-                    note: Some(format!("`{id}`: {e}")),
-                    values: BTreeMap::new(),
-                    baseline: None,
-                    skips: BTreeMap::new(),
-                    observations: BTreeMap::new(),
-                },
+            };
+            let mut input = SignalInput {
+                alternative: Some(p.alternative),
+                expression: Some(p.text),
+                note: (p.alternative > 0).then(|| {
+                    format!(
+                        "using alternative {}: the metrics of earlier expressions are not exposed",
+                        p.alternative
+                    )
+                }),
+                ..SignalInput::evaluated(per_instance(&series, ctx.steps, p.below))
+            };
+            mark_warmup(&mut input, ctx.data, role_of(k), ctx.steps, ctx.range);
+            if let Some((_, min)) = &p.observations {
+                match results.remove(&(j, Part::Count)) {
+                    Some(Ok(c)) => {
+                        mark_few_observations(&mut input, &per_instance(&c, ctx.steps, false), *min, ctx.steps.len())
+                    }
+                    other => {
+                        let e = match other {
+                            Some(Err(e)) => e,
+                            _ => "no result".into(),
+                        };
+                        input.note = Some(format!(
+                            "`{id}`: its observation count could not be evaluated ({e}); values are not judged"
+                        ));
+                        mark_few_observations(&mut input, &BTreeMap::new(), *min, ctx.steps.len());
+                    }
+                }
             }
+            if let Some(Ok(sv)) = results.remove(&(j, Part::ShortValues)) {
+                let mut short = SignalInput::evaluated(per_instance(&sv, ctx.steps, p.below));
+                mark_warmup(&mut short, ctx.data, role_of(k), ctx.steps, ctx.range);
+                if let Some((_, min)) = &p.observations {
+                    let counts = match results.remove(&(j, Part::ShortCount)) {
+                        Some(Ok(c)) => per_instance(&c, ctx.steps, false),
+                        _ => BTreeMap::new(),
+                    };
+                    mark_few_observations(&mut short, &counts, *min, ctx.steps.len());
+                }
+                input.short = Some(Box::new(short));
+            }
+            input
         })
         .collect()
 }
@@ -675,6 +720,7 @@ pub fn diagnose_with(
         steps: &g.steps,
         step: g.step,
         range: g.range,
+        short: short_window(data, g.step, g.range),
     };
     let all: Vec<usize> = (0..rules.signals.len()).collect();
     let mut signals: Vec<SignalInput> = eval_signals(rules, &all, &ctx);
@@ -835,6 +881,7 @@ fn external_baseline(
         steps: &bg.steps,
         step: bg.step,
         range: bg.range,
+        short: None,
     };
     let mut missing = Vec::new();
     let wanted: Vec<usize> = signals

@@ -105,6 +105,12 @@ pub(super) fn evidence(
     for (reason, count) in input.skip_counts() {
         notes.push(format!("{count} step(s) not judged: {reason}"));
     }
+    if j.dated_back > 0 {
+        notes.push(format!(
+            "onset dated {} step(s) earlier by the shortest window that holds two scrapes",
+            j.dated_back
+        ));
+    }
     if j.transient_steps > 0 {
         notes.push(format!(
             "{} step(s) above the threshold for less than its persistence of {} were not counted",

@@ -30,6 +30,9 @@ pub(super) struct Judged {
     pub pending: BTreeMap<String, usize>,
     /// The persistence applied, in ms.
     pub persistence: Millis,
+    /// Steps by which runs were dated back with the short window, over all
+    /// instances.
+    pub dated_back: usize,
 }
 
 /// Judges one value against a threshold. `None` = cannot decide (no value).
@@ -107,6 +110,8 @@ pub(super) struct Plan<'a> {
     pub steps: &'a [Millis],
     /// How long a lit run must last (first to last lit step), in ms.
     pub persistence: Millis,
+    /// How many steps a confirmed run may be dated back by the short window.
+    pub refine_steps: usize,
     /// Index of the assessment time: runs reaching it may still grow.
     pub at: usize,
 }
@@ -150,28 +155,19 @@ pub(super) fn judge_signal(input: &SignalInput, plan: &Plan) -> Judged {
     let mut lit = BTreeMap::new();
     let mut states = vec![StepState::Unknown; nsteps];
     let mut transient_steps = 0;
+    let mut dated_back = 0;
     let mut pending = BTreeMap::new();
     if input.availability == Availability::Evaluated {
         for (inst, vals) in &input.values {
             let b = baseline.get(inst).copied();
-            let obs = input.observations.get(inst);
-            let raw: Vec<Option<bool>> = (0..nsteps)
-                .map(|i| {
-                    if skipped(input, inst, i) {
-                        return None;
-                    }
-                    let v = vals.get(i).copied().flatten();
-                    let n = obs.and_then(|o| o.get(i).copied().flatten());
-                    match (plan.proportion, v, n) {
-                        (true, Some(p), Some(n)) if p.is_finite() && n > 0.0 => {
-                            let (lo, hi) = wilson(p, n);
-                            judge(t, Some(if is_below(t) { hi } else { lo }), b)
-                        }
-                        _ => judge(t, v, b),
-                    }
-                })
-                .collect();
-            let p = persist(&raw, plan);
+            let raw = raw_lit(input, inst, vals, b, plan);
+            let mut p = persist(&raw, plan);
+            if let Some(short) = &input.short {
+                if let Some(svals) = short.values.get(inst) {
+                    let sraw = raw_lit(short, inst, svals, b, plan);
+                    dated_back += date_back(&mut p.lit, &sraw, plan.refine_steps);
+                }
+            }
             transient_steps += p.transient;
             if p.pending > 0 {
                 pending.insert(inst.clone(), p.pending);
@@ -198,7 +194,66 @@ pub(super) fn judge_signal(input: &SignalInput, plan: &Plan) -> Judged {
         transient_steps,
         pending,
         persistence: plan.persistence,
+        dated_back,
     }
+}
+
+/// One instance's values judged against the threshold, before persistence:
+/// skipped steps are unknown; a share of observations is judged by its Wilson
+/// bound.
+fn raw_lit(
+    input: &SignalInput,
+    inst: &str,
+    vals: &[Option<f64>],
+    b: Option<f64>,
+    plan: &Plan,
+) -> Vec<Option<bool>> {
+    let t = plan.threshold;
+    let obs = input.observations.get(inst);
+    (0..plan.steps.len())
+        .map(|i| {
+            if skipped(input, inst, i) {
+                return None;
+            }
+            let v = vals.get(i).copied().flatten();
+            let n = obs.and_then(|o| o.get(i).copied().flatten());
+            match (plan.proportion, v, n) {
+                (true, Some(p), Some(n)) if p.is_finite() && n > 0.0 => {
+                    let (lo, hi) = wilson(p, n);
+                    judge(t, Some(if is_below(t) { hi } else { lo }), b)
+                }
+                _ => judge(t, v, b),
+            }
+        })
+        .collect()
+}
+
+/// Dates each confirmed run back over the steps just before it where the
+/// short window is lit (at most `max` steps): the full window dilutes a new
+/// fault with what came before it, the short one does not. Only runs the full
+/// window confirmed move, so the short window's noise never lights a step of
+/// its own. Returns the number of steps added.
+fn date_back(lit: &mut [Option<bool>], short: &[Option<bool>], max: usize) -> usize {
+    let mut added = 0;
+    let mut i = 0;
+    while i < lit.len() {
+        if lit[i] == Some(true) && (i == 0 || lit[i - 1] != Some(true)) {
+            let mut j = i;
+            while j > 0
+                && i - (j - 1) <= max
+                && lit[j - 1] != Some(true)
+                && short.get(j - 1).copied().flatten() == Some(true)
+            {
+                j -= 1;
+            }
+            for x in lit.iter_mut().take(i).skip(j) {
+                *x = Some(true);
+            }
+            added += i - j;
+        }
+        i += 1;
+    }
+    added
 }
 
 struct Persisted {
@@ -277,6 +332,7 @@ mod tests {
             baseline_steps: None,
             steps: Box::leak(steps.to_vec().into_boxed_slice()),
             persistence,
+            refine_steps: 4,
             at: steps.len() - 1,
         }
     }
@@ -288,6 +344,28 @@ mod tests {
             relative: None,
             combine: Combine::Any,
         }
+    }
+
+    #[test]
+    fn a_confirmed_run_is_dated_back_by_the_short_window_only() {
+        let (l, f, u) = (Some(true), Some(false), None);
+        // The full window confirms from step 5; the short one was lit from 3.
+        let mut lit = vec![f, f, f, f, f, l, l, l];
+        let short = vec![f, l, f, l, l, l, l, l];
+        assert_eq!(date_back(&mut lit, &short, 4), 2);
+        assert_eq!(lit, vec![f, f, f, l, l, l, l, l]);
+        // Never further than `max` steps.
+        let mut lit = vec![f, f, f, f, f, l];
+        assert_eq!(date_back(&mut lit, &[l, l, l, l, l, l], 2), 2);
+        assert_eq!(lit, vec![f, f, f, l, l, l]);
+        // A short-window blip with no confirmed run after it lights nothing.
+        let mut lit = vec![f, f, f, f];
+        assert_eq!(date_back(&mut lit, &[l, l, l, l], 4), 0);
+        assert_eq!(lit, vec![f; 4]);
+        // An unknown step stops the dating.
+        let mut lit = vec![f, f, f, l];
+        assert_eq!(date_back(&mut lit, &[l, u, l, l], 4), 1);
+        assert_eq!(lit, vec![f, f, l, l]);
     }
 
     #[test]

@@ -72,6 +72,11 @@ pub struct SignalInput {
     /// Instance → per step, the observations behind the value (signals with
     /// an `observations` count).
     pub observations: BTreeMap<String, Vec<Option<f64>>>,
+    /// The same signal over the shortest window that holds two scrapes (rate
+    /// signals): it never lights a step by itself, but dates the start of a run
+    /// that the full window confirms, since a full window dilutes a new fault
+    /// with the minutes before it.
+    pub short: Option<Box<SignalInput>>,
 }
 
 /// Why a value is shown but not judged.
@@ -105,6 +110,7 @@ impl SignalInput {
             baseline: None,
             skips: BTreeMap::new(),
             observations: BTreeMap::new(),
+            short: None,
         }
     }
 
@@ -130,6 +136,7 @@ impl SignalInput {
             baseline: None,
             skips: BTreeMap::new(),
             observations: BTreeMap::new(),
+            short: None,
         }
     }
 }
@@ -228,6 +235,8 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
                     } else {
                         s.persistence(input.step, input.range)
                     },
+                    // A run is dated back at most one window.
+                    refine_steps: (input.range / input.step.max(1)) as usize,
                     at,
                 },
             )
