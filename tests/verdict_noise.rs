@@ -411,3 +411,41 @@ fn a_member_that_stops_answering_is_named_as_the_cause() {
     // Still unreachable at the end: the incident is not over.
     assert_eq!(r.status, Status::Degraded, "{}", r.verdict.summary);
 }
+
+#[test]
+fn the_short_window_dates_a_confirmed_run_but_lights_nothing_alone() {
+    let n = 40;
+    let mut s = healthy(n);
+    // A new slow disk on etcd-2 from step 20: the full window's share crosses
+    // 10% only at step 23 (diluted by the fast fsyncs before the fault); the
+    // shortest window sees it at once.
+    let full = |from: usize| -> Vec<Option<f64>> {
+        (0..n).map(|i| Some(if i >= from { 0.9 } else { 0.0 })).collect()
+    };
+    let mut disk = with_observations(
+        sig(vec![
+            ("etcd-0", flat(n, 0.0)),
+            ("etcd-1", flat(n, 0.0)),
+            ("etcd-2", full(23)),
+        ]),
+        200.0,
+    );
+    let mut short = with_observations(
+        sig(vec![
+            ("etcd-0", flat(n, 0.0)),
+            ("etcd-1", flat(n, 0.0)),
+            ("etcd-2", full(20)),
+        ]),
+        50.0,
+    );
+    // A blip in the short window alone, long before: never lit by itself.
+    short.values.get_mut("etcd-0").unwrap()[5] = Some(1.0);
+    disk.short = Some(Box::new(short));
+    s[SLOW] = disk;
+    let r = assess(&rules(), &both(n, s));
+    let rc = r.verdict.root_cause.as_ref().expect("root cause");
+    assert_eq!(rc.leaf, "etcd-disk");
+    assert_eq!(rc.onset, Some(T0 + 20 * STEP), "{}", r.verdict.summary);
+    assert_eq!(rc.instances, ["etcd-2"]);
+    assert!(r.verdict.earlier.is_empty(), "{:?}", r.verdict.earlier);
+}
