@@ -1,0 +1,292 @@
+//! `lab export`: a run as a compact regression recording for the repository
+//! (testdata/lab/<run>/): the capture's manifest and health files, each
+//! snapshot reduced to the metric families cptriage reads about etcd and
+//! gzipped at the best level, and the ground truth.
+
+use std::collections::HashSet;
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use flate2::read::GzDecoder;
+use flate2::write::GzEncoder;
+
+use cptriage_lab::truth::{Truth, RECORDING_DIR, TRUTH_FILE};
+
+use crate::util::LabError;
+use crate::verdicts;
+
+/// The families kept: every etcd family the shipped rules read (METRICS.md
+/// names, etcd 3.4–3.6), the ones that identify a member, its version and its
+/// restarts, and the raft, disk, backend and request families a detection
+/// may reasonably read next. Everything else (Go runtime, gRPC histograms,
+/// per-method counters of other families) is dropped.
+pub const FAMILIES: &[&str] = &[
+    "etcd_cluster_version",
+    "etcd_debugging_mvcc_compact_revision",
+    "etcd_debugging_mvcc_current_revision",
+    "etcd_debugging_mvcc_db_total_size_in_bytes",
+    "etcd_debugging_mvcc_slow_watcher_total",
+    "etcd_debugging_mvcc_watcher_total",
+    "etcd_debugging_server_alarms",
+    "etcd_disk_backend_commit_duration_seconds",
+    "etcd_disk_backend_defrag_duration_seconds",
+    "etcd_disk_wal_fsync_duration_seconds",
+    "etcd_disk_wal_write_bytes_total",
+    "etcd_mvcc_db_total_size_in_bytes",
+    "etcd_mvcc_db_total_size_in_use_in_bytes",
+    "etcd_mvcc_delete_total",
+    "etcd_mvcc_put_total",
+    "etcd_mvcc_range_total",
+    "etcd_mvcc_txn_total",
+    "etcd_network_peer_received_failures_total",
+    "etcd_network_peer_round_trip_time_seconds",
+    "etcd_network_peer_sent_failures_total",
+    "etcd_server_has_leader",
+    "etcd_server_heartbeat_send_failures_total",
+    "etcd_server_health_failures",
+    "etcd_server_health_success",
+    "etcd_server_id",
+    "etcd_server_is_leader",
+    "etcd_server_leader_changes_seen_total",
+    "etcd_server_proposals_applied_total",
+    "etcd_server_proposals_committed_total",
+    "etcd_server_proposals_failed_total",
+    "etcd_server_proposals_pending",
+    "etcd_server_quota_backend_bytes",
+    "etcd_server_read_indexes_failed_total",
+    "etcd_server_slow_apply_total",
+    "etcd_server_slow_read_indexes_total",
+    "etcd_server_version",
+    "grpc_server_handled_total",
+    "process_start_time_seconds",
+];
+
+const SUFFIXES: &[&str] = &["", "_bucket", "_sum", "_count", "_total", "_created"];
+
+fn kept(name: &str) -> bool {
+    FAMILIES
+        .iter()
+        .any(|f| name.strip_prefix(f).is_some_and(|rest| SUFFIXES.contains(&rest)))
+}
+
+/// The per-method gRPC counter: hundreds of series per member, nearly all 0
+/// for the whole recording.
+const GRPC_HANDLED: &str = "grpc_server_handled_total";
+
+/// The sample's series (name and labels) and value.
+fn split_sample(line: &str) -> Option<(&str, &str)> {
+    let end = match line.find('}') {
+        Some(i) => i + 1,
+        None => line.find([' ', '\t'])?,
+    };
+    let value = line[end..].split_whitespace().next()?;
+    Some((&line[..end], value))
+}
+
+/// The `grpc_server_handled_total` series of one member that are not 0 in
+/// some snapshot of the recording.
+pub fn grpc_nonzero<'a>(texts: impl Iterator<Item = &'a str>) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for t in texts {
+        for line in t.lines().filter(|l| l.starts_with(GRPC_HANDLED)) {
+            if let Some((series, v)) = split_sample(line) {
+                if v.parse::<f64>() != Ok(0.0) {
+                    out.insert(series.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Keeps the lines of the kept families (HELP, TYPE and samples), verbatim.
+/// Of `grpc_server_handled_total` it keeps the series in `grpc_keep` (not 0
+/// somewhere in the recording), every `grpc_method="Range"` series (etcd
+/// exposes Range with every code) and every `grpc_code="OK"` series (every
+/// method): a sum of rates over any selection of codes, or of methods, is
+/// unchanged and still reads 0 rather than absent. Only a selection of one
+/// method other than Range *and* one code other than OK can come out empty.
+pub fn filter(text: &str, grpc_keep: &HashSet<String>) -> String {
+    let mut out = String::with_capacity(text.len() / 8);
+    for line in text.lines() {
+        let t = line.trim_start();
+        let name = if let Some(rest) = t.strip_prefix('#') {
+            let rest = rest.trim_start();
+            match rest.strip_prefix("HELP").or_else(|| rest.strip_prefix("TYPE")) {
+                Some(r) => r.split_whitespace().next().unwrap_or(""),
+                None => continue,
+            }
+        } else {
+            t.split(['{', ' ', '\t']).next().unwrap_or("")
+        };
+        if !name.is_empty() && kept(name) {
+            if name == GRPC_HANDLED && !t.starts_with('#') {
+                let keep = line.contains("grpc_code=\"OK\"")
+                    || line.contains("grpc_method=\"Range\"")
+                    || split_sample(line).is_some_and(|(series, _)| grpc_keep.contains(series));
+                if !keep {
+                    continue;
+                }
+            }
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn gz_best(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut gz = GzEncoder::new(fs::File::create(path)?, flate2::Compression::best());
+    gz.write_all(bytes)?;
+    gz.finish()?.flush()
+}
+
+fn read_maybe_gz(path: &Path) -> std::io::Result<String> {
+    let raw = fs::read(path)?;
+    let mut s = String::new();
+    if raw.starts_with(&[0x1f, 0x8b]) {
+        GzDecoder::new(&raw[..]).read_to_string(&mut s)?;
+    } else {
+        s = String::from_utf8_lossy(&raw).into_owned();
+    }
+    Ok(s)
+}
+
+/// Copies `from` (a capture directory) to `to`, filtering every snapshot.
+fn copy_recording(from: &Path, to: &Path) -> Result<u64, LabError> {
+    let mut bytes = 0u64;
+    fs::create_dir_all(to)?;
+    for e in fs::read_dir(from)? {
+        let e = e?;
+        let p = e.path();
+        let name = e.file_name();
+        if e.file_type()?.is_dir() {
+            let dest = to.join(&name);
+            fs::create_dir_all(&dest)?;
+            let mut snapshots = Vec::new();
+            for f in fs::read_dir(&p)? {
+                let f = f?.path();
+                let fname = f
+                    .file_name()
+                    .map(|n| n.to_string_lossy().to_string())
+                    .unwrap_or_default();
+                if fname.ends_with(".prom.gz") || fname.ends_with(".prom") {
+                    let text =
+                        read_maybe_gz(&f).map_err(|e| LabError::msg(format!("`{}`: {e}", f.display())))?;
+                    snapshots.push((fname, text));
+                } else {
+                    fs::copy(&f, dest.join(&fname))?;
+                    bytes += fs::metadata(dest.join(&fname))?.len();
+                }
+            }
+            let grpc_keep = grpc_nonzero(snapshots.iter().map(|(_, t)| t.as_str()));
+            for (fname, text) in &snapshots {
+                let out = dest.join(fname.trim_end_matches(".gz").to_string() + ".gz");
+                gz_best(&out, filter(text, &grpc_keep).as_bytes())?;
+                bytes += fs::metadata(&out)?.len();
+            }
+        } else if name != ".manifest.yaml.tmp" {
+            fs::copy(&p, to.join(&name))?;
+            bytes += fs::metadata(to.join(&name))?.len();
+        }
+    }
+    Ok(bytes)
+}
+
+fn write_truth(run: &Path, truth: &Truth) -> Result<(), LabError> {
+    let text = serde_json::to_string_pretty(truth).map_err(|e| LabError::msg(e.to_string()))?;
+    fs::write(run.join(TRUTH_FILE), text + "\n")?;
+    Ok(())
+}
+
+/// Judges `run` with `bin` and writes its `known_failure`: what failed, or
+/// nothing when it passes.
+fn mark_one(bin: &Path, run: &Path) -> Result<Truth, LabError> {
+    let (r, _) = verdicts::diagnose_and_judge(bin, run)?;
+    let mut truth = Truth::read(&run.join(TRUTH_FILE))?;
+    truth.known_failure = (!r.pass).then(|| r.judgement.failures().join("; "));
+    write_truth(run, &truth)?;
+    Ok(truth)
+}
+
+/// `lab mark`: rewrites the `known_failure` of every run under `dirs`.
+pub fn mark(dirs: &[PathBuf], bin: &Path) -> Result<i32, LabError> {
+    for run in verdicts::find_runs(dirs)? {
+        let before = Truth::read(&run.join(TRUTH_FILE))?.known_failure;
+        let after = mark_one(bin, &run)?.known_failure;
+        let change = match (&before, &after) {
+            (None, None) => "passes".to_string(),
+            (Some(_), None) => "passes now: known_failure removed".to_string(),
+            (b, Some(a)) if b.as_deref() == Some(a.as_str()) => format!("known failure: {a}"),
+            (_, Some(a)) => format!("known failure now: {a}"),
+        };
+        println!("{}: {change}", run.display());
+    }
+    Ok(0)
+}
+
+pub fn run(runs: &[PathBuf], to: &Path, judge_with: Option<PathBuf>) -> Result<i32, LabError> {
+    let runs = verdicts::find_runs(runs)?;
+    let mut total = 0u64;
+    for run in &runs {
+        let name = run
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .ok_or_else(|| LabError::msg(format!("`{}`: no name", run.display())))?;
+        let dest = to.join(&name);
+        if dest.exists() {
+            return Err(LabError::msg(format!(
+                "`{}`: exists; remove it first to export again",
+                dest.display()
+            )));
+        }
+        let bytes = copy_recording(&run.join(RECORDING_DIR), &dest.join(RECORDING_DIR))?;
+        let mut truth = Truth::read(&run.join(TRUTH_FILE))?;
+        truth.known_failure = None;
+        write_truth(&dest, &truth)?;
+        if let Some(bin) = &judge_with {
+            truth = mark_one(bin, &dest)?;
+        }
+        println!(
+            "{name}: {} KiB{}",
+            bytes / 1024,
+            truth
+                .known_failure
+                .as_deref()
+                .map(|k| format!(" (known failure: {k})"))
+                .unwrap_or_default()
+        );
+        total += bytes;
+    }
+    println!(
+        "{} runs, {} KiB in all, in {}",
+        runs.len(),
+        total / 1024,
+        to.display()
+    );
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_series_zero_throughout_are_dropped_but_every_code_and_method_stays() {
+        let a = "grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Alarm\"} 0\ngrpc_server_handled_total{grpc_code=\"OutOfRange\",grpc_method=\"Range\"} 0\ngrpc_server_handled_total{grpc_code=\"Unavailable\",grpc_method=\"Alarm\"} 0\ngrpc_server_handled_total{grpc_code=\"Unavailable\",grpc_method=\"Put\"} 0\n";
+        let b = "grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Alarm\"} 0\ngrpc_server_handled_total{grpc_code=\"OutOfRange\",grpc_method=\"Range\"} 0\ngrpc_server_handled_total{grpc_code=\"Unavailable\",grpc_method=\"Alarm\"} 0\ngrpc_server_handled_total{grpc_code=\"Unavailable\",grpc_method=\"Put\"} 3\n";
+        let keep = grpc_nonzero([a, b].into_iter());
+        let want = "grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Alarm\"} 0\ngrpc_server_handled_total{grpc_code=\"OutOfRange\",grpc_method=\"Range\"} 0\ngrpc_server_handled_total{grpc_code=\"Unavailable\",grpc_method=\"Put\"} 0\n";
+        assert_eq!(filter(a, &keep), want);
+    }
+
+    #[test]
+    fn filter_keeps_whole_families() {
+        let text = "# HELP etcd_disk_wal_fsync_duration_seconds x\n# TYPE etcd_disk_wal_fsync_duration_seconds histogram\netcd_disk_wal_fsync_duration_seconds_bucket{le=\"0.001\"} 1\netcd_disk_wal_fsync_duration_seconds_sum 0.1\n# HELP go_goroutines g\n# TYPE go_goroutines gauge\ngo_goroutines 12\netcd_server_has_leader 1\netcd_server_has_leader_extra 1\n";
+        assert_eq!(
+            filter(text, &HashSet::new()),
+            "# HELP etcd_disk_wal_fsync_duration_seconds x\n# TYPE etcd_disk_wal_fsync_duration_seconds histogram\netcd_disk_wal_fsync_duration_seconds_bucket{le=\"0.001\"} 1\netcd_disk_wal_fsync_duration_seconds_sum 0.1\netcd_server_has_leader 1\n"
+        );
+    }
+}

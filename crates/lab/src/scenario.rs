@@ -1,0 +1,480 @@
+//! The scenarios: what is done to a cluster, when, and the verdict cptriage
+//! should give. Each run starts a fresh 3-member cluster, drives load, records
+//! it with `cptriage record`, injects its fault after a healthy lead-in and
+//! logs the injection (wall clock) as ground truth.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cptriage_lab::truth::{Event, Expect, Truth, RECORDING_DIR, TRUTH_FILE};
+
+use crate::cluster::{Cluster, ClusterSpec, EtcdBin, Wrapped};
+use crate::load::{self, Gateway, Load, LoadSpec};
+use crate::log::Log;
+use crate::noise::{cores, Neighbours, NoiseSpec};
+use crate::util::{now_ms, LabError};
+
+/// Every scenario, in run order, with what it does.
+pub const SCENARIOS: &[(&str, &str)] = &[
+    (
+        "healthy-noisy",
+        "no fault; CPU-bound and fsync-heavy neighbour processes on the same cores",
+    ),
+    (
+        "fsync-slow-leader",
+        "every fdatasync/fsync of the leader delayed (strace), to the end",
+    ),
+    (
+        "fsync-slow-follower",
+        "every fdatasync/fsync of one follower delayed (strace), to the end",
+    ),
+    ("sigstop-leader", "the leader stopped (SIGSTOP), to the end"),
+    (
+        "sigkill-leader",
+        "the leader killed (SIGKILL), restarted after the fault period",
+    ),
+    (
+        "quorum-loss",
+        "two of three members stopped (SIGSTOP), resumed after the fault period",
+    ),
+    (
+        "nospace",
+        "the backend filled to its small quota (--quota-backend-bytes): NOSPACE alarm, to the end",
+    ),
+    (
+        "compaction-defrag",
+        "not a fault: a large history compacted and every member defragmented",
+    ),
+];
+
+pub fn is_scenario(name: &str) -> bool {
+    SCENARIOS.iter().any(|(n, _)| *n == name)
+}
+
+/// How runs are timed and loaded.
+#[derive(Clone, Debug)]
+pub struct RunOpts {
+    pub cptriage: PathBuf,
+    pub interval: Duration,
+    /// Healthy recording before the injection.
+    pub lead_in: Duration,
+    /// How long a fault lasts before it is undone (or the recording goes on).
+    pub fault: Duration,
+    /// Recording after the fault period.
+    pub tail: Duration,
+    /// Length of a healthy-noisy recording.
+    pub healthy: Duration,
+    /// Load before the recording starts.
+    pub warmup: Duration,
+    pub fsync_delay: Duration,
+    pub quota_bytes: u64,
+    pub load: LoadSpec,
+    pub noise: NoiseSpec,
+    /// Where member data directories go (removed after each run).
+    pub scratch: PathBuf,
+}
+
+impl RunOpts {
+    /// The recording length of a scenario.
+    pub fn recording(&self, scenario: &str) -> Duration {
+        if scenario == "healthy-noisy" {
+            self.healthy
+        } else {
+            self.lead_in + self.fault + self.tail
+        }
+    }
+}
+
+/// The truth being gathered during a run.
+struct Gather {
+    log: Log,
+    events: Vec<Event>,
+}
+
+impl Gather {
+    fn event(&mut self, what: &str) -> i64 {
+        let at = self.log.say(what);
+        self.events.push(Event {
+            at_ms: at,
+            what: what.to_string(),
+        });
+        at
+    }
+
+    fn event_at(&mut self, at: i64, what: &str) {
+        self.log.say_at(at, what);
+        self.events.push(Event {
+            at_ms: at,
+            what: what.to_string(),
+        });
+    }
+}
+
+/// Sleeps until `t`.
+fn sleep_until(t: Instant) {
+    let now = Instant::now();
+    if t > now {
+        std::thread::sleep(t - now);
+    }
+}
+
+/// Waits for a leader among the running members (the fault needs one).
+fn leader(c: &Cluster, g: &mut Gather) -> Result<usize, LabError> {
+    c.wait_leader(Duration::from_secs(20)).ok_or_else(|| {
+        g.event("no leader within 20 s");
+        LabError::msg("no leader to inject the fault into")
+    })
+}
+
+/// Runs one scenario into `run_dir` and writes its ground truth there.
+pub fn run(
+    opts: &RunOpts,
+    bin: &EtcdBin,
+    scenario: &str,
+    run_dir: &Path,
+    log: &Log,
+) -> Result<Truth, LabError> {
+    fs::create_dir_all(run_dir)?;
+    log.add_file(&run_dir.join("lab.log"))?;
+    let res = run_inner(opts, bin, scenario, run_dir, log);
+    if let Err(e) = &res {
+        log.say(&format!("run failed: {e}"));
+    }
+    log.pop_file();
+    res
+}
+
+fn run_inner(
+    opts: &RunOpts,
+    bin: &EtcdBin,
+    scenario: &str,
+    run_dir: &Path,
+    log: &Log,
+) -> Result<Truth, LabError> {
+    let mut g = Gather {
+        log: log.clone(),
+        events: Vec::new(),
+    };
+    let rec_len = opts.recording(scenario);
+    // Every process ends by itself at the latest this long after now.
+    let life = opts.warmup + rec_len + Duration::from_secs(300);
+    g.event(&format!(
+        "run {scenario} on etcd {} ({}): warm-up {:?}, recording {:?} every {:?}",
+        bin.version,
+        bin.path.display(),
+        opts.warmup,
+        rec_len,
+        opts.interval
+    ));
+    let nospace = scenario == "nospace";
+    let scratch = opts.scratch.join(
+        run_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_else(|| "run".into()),
+    );
+    let mut cluster = Cluster::start(
+        &ClusterSpec {
+            bin,
+            members: 3,
+            quota_bytes: nospace.then_some(opts.quota_bytes),
+            data_dir: scratch.join("data"),
+            log_dir: run_dir.join("etcd"),
+            life,
+        },
+        log,
+    )?;
+    let l0 = leader(&cluster, &mut g)?;
+    g.event(&format!("cluster up, leader m{l0}"));
+    let neighbours = if scenario == "healthy-noisy" {
+        Some(Neighbours::start(
+            &opts.noise,
+            &scratch.join("noise"),
+            opts.warmup + rec_len,
+            log,
+        )?)
+    } else {
+        None
+    };
+    let urls = cluster.client_urls();
+    if scenario == "compaction-defrag" {
+        let t = Instant::now();
+        let n = load::prefill(&urls, 20_000, 2_000, 1024);
+        g.event(&format!(
+            "history written: {n} puts of 1 KiB over 2000 keys in {:.0?}",
+            t.elapsed()
+        ));
+    }
+    let mut load = Load::start(urls.clone(), &opts.load, Instant::now() + life);
+    g.event(&format!(
+        "load started: {} puts/s ({} B values over {} keys), {} gets/s (half linearizable), one watch per member",
+        opts.load.puts_per_s, opts.load.value_bytes, opts.load.keys, opts.load.gets_per_s
+    ));
+    std::thread::sleep(opts.warmup);
+
+    let rec_dir = run_dir.join(RECORDING_DIR);
+    let mut rec = record(opts, &cluster, &rec_dir, rec_len, run_dir)?;
+    let rec_from = now_ms();
+    let t0 = Instant::now();
+    g.event_at(rec_from, &format!("recording started: {}", rec_dir.display()));
+
+    let inject_at = t0 + opts.lead_in;
+    let fault_end = inject_at + opts.fault;
+    let rec_end = t0 + rec_len;
+    let mut members: Vec<String> = Vec::new();
+    let mut injected: Option<i64> = None;
+    let mut cleared: Option<i64> = None;
+    let mut strace: Option<Wrapped> = None;
+    let mut stopped: Vec<usize> = Vec::new();
+    let fault_text;
+    let expect;
+    let degraded = |sub: &str| Expect {
+        status: "degraded".into(),
+        axis: Some("etcd".into()),
+        sub_axis: Some(sub.into()),
+    };
+    let healthy = Expect {
+        status: "healthy".into(),
+        axis: None,
+        sub_axis: None,
+    };
+    let conditions = match &neighbours {
+        Some(_) => format!("{}; {}", load_text(&opts.load), opts.noise.describe(cores())),
+        None => load_text(&opts.load),
+    };
+    match scenario {
+        "healthy-noisy" => {
+            fault_text = "none".to_string();
+            expect = healthy;
+        }
+        "fsync-slow-leader" | "fsync-slow-follower" => {
+            sleep_until(inject_at);
+            let l = leader(&cluster, &mut g)?;
+            let target = if scenario == "fsync-slow-leader" {
+                l
+            } else {
+                (0..3).find(|&i| i != l).unwrap_or(0)
+            };
+            let role = if target == l { "leader" } else { "follower" };
+            let before = now_ms();
+            let s = cluster.delay_fsync(target, opts.fsync_delay, life)?;
+            // The delay applies from strace's attach; attaching -f to every
+            // thread takes a moment, so give it until the next call returns.
+            std::thread::sleep(Duration::from_millis(200));
+            injected = Some(before);
+            g.event_at(
+                before,
+                &format!(
+                    "INJECT: strace delays every fdatasync/fsync of m{target} ({role}, pid {}) by {:?}",
+                    cluster.pid(target).unwrap_or(0),
+                    opts.fsync_delay
+                ),
+            );
+            strace = Some(s);
+            members.push(format!("m{target}"));
+            fault_text = format!(
+                "fdatasync/fsync of m{target} ({role}) delayed by {} ms (strace inject delay_enter) from the injection to the end of the recording",
+                opts.fsync_delay.as_millis()
+            );
+            expect = degraded("disk");
+        }
+        "sigstop-leader" => {
+            sleep_until(inject_at);
+            let l = leader(&cluster, &mut g)?;
+            let at = cluster.signal(l, "STOP")?;
+            injected = Some(at);
+            stopped.push(l);
+            g.event_at(at, &format!("INJECT: SIGSTOP to m{l} (leader)"));
+            members.push(format!("m{l}"));
+            fault_text =
+                format!("m{l} (leader) stopped with SIGSTOP from the injection to the end of the recording");
+            expect = degraded("raft");
+        }
+        "sigkill-leader" => {
+            sleep_until(inject_at);
+            let l = leader(&cluster, &mut g)?;
+            let at = cluster.kill(l)?;
+            injected = Some(at);
+            g.event_at(at, &format!("INJECT: SIGKILL to m{l} (leader)"));
+            members.push(format!("m{l}"));
+            sleep_until(fault_end);
+            cluster.start_member(l, false)?;
+            let at = g.event(&format!("CLEAR: m{l} restarted with its data"));
+            cleared = Some(at);
+            if cluster.wait_healthy(l, Duration::from_secs(30)) {
+                g.event(&format!("m{l} healthy again"));
+            } else {
+                g.event(&format!("m{l} not healthy within 30 s of its restart"));
+            }
+            fault_text = format!(
+                "m{l} (leader) killed with SIGKILL, restarted with its data {} s later",
+                opts.fault.as_secs()
+            );
+            expect = degraded("raft");
+        }
+        "quorum-loss" => {
+            sleep_until(inject_at);
+            let l = leader(&cluster, &mut g)?;
+            let f = (0..3).find(|&i| i != l).unwrap_or(0);
+            let at = cluster.signal(l, "STOP")?;
+            cluster.signal(f, "STOP")?;
+            stopped.extend([l, f]);
+            injected = Some(at);
+            g.event_at(
+                at,
+                &format!("INJECT: SIGSTOP to m{l} (leader) and m{f}: no quorum"),
+            );
+            let mut ms = vec![format!("m{l}"), format!("m{f}")];
+            ms.sort();
+            members = ms;
+            sleep_until(fault_end);
+            cluster.signal(l, "CONT")?;
+            cluster.signal(f, "CONT")?;
+            stopped.clear();
+            cleared = Some(g.event(&format!("CLEAR: SIGCONT to m{l} and m{f}")));
+            match cluster.wait_leader(Duration::from_secs(30)) {
+                Some(n) => g.event(&format!("leader again: m{n}")),
+                None => g.event("no leader within 30 s of the resume"),
+            };
+            fault_text = format!(
+                "m{l} (leader) and m{f} stopped with SIGSTOP (quorum lost) for {} s, then resumed",
+                opts.fault.as_secs()
+            );
+            expect = degraded("raft");
+        }
+        "nospace" => {
+            sleep_until(inject_at);
+            let at = g.event(&format!(
+                "INJECT: filling the backend (quota {} MiB) with 256 KiB values",
+                opts.quota_bytes >> 20
+            ));
+            injected = Some(at);
+            match load::fill_until_nospace(&urls, 256 << 10, (opts.quota_bytes as usize) * 4)? {
+                Some(t) => g.event_at(
+                    t,
+                    &format!("first NOSPACE answer after {:.1} s", (t - at) as f64 / 1000.0),
+                ),
+                None => {
+                    g.event("no NOSPACE answer after writing 4× the quota");
+                }
+            }
+            fault_text = format!(
+                "backend quota of {} MiB filled with large values at the injection: NOSPACE alarm to the end",
+                opts.quota_bytes >> 20
+            );
+            expect = degraded("quota");
+        }
+        "compaction-defrag" => {
+            sleep_until(inject_at);
+            let gw = Gateway::new(Duration::from_secs(60));
+            let rev = gw.revision(&urls[0]).map_err(LabError::msg)?;
+            let at = g.event(&format!("compaction at revision {rev} (physical)"));
+            injected = Some(at);
+            if let Err(e) = gw.compact(&urls[0], rev) {
+                g.event(&format!("compaction failed: {e}"));
+            } else {
+                g.event("compaction done");
+            }
+            for (i, u) in urls.iter().enumerate() {
+                g.event(&format!("defragment m{i}"));
+                match gw.defragment(u) {
+                    Ok(_) => g.event(&format!("defragment m{i} done")),
+                    Err(e) => g.event(&format!("defragment m{i} failed: {e}")),
+                };
+            }
+            fault_text =
+                format!("not a fault: compaction of {rev} revisions and a defragment of every member");
+            expect = healthy;
+        }
+        other => return Err(LabError::msg(format!("unknown scenario `{other}`"))),
+    }
+
+    sleep_until(rec_end);
+    let st = wait_child(&mut rec, Duration::from_secs(120));
+    let rec_to = now_ms();
+    g.event(&format!("recording ended ({st})"));
+    load.stop();
+    g.event(&format!("load: {}", load.counters.line()));
+    if let Some(mut s) = strace.take() {
+        s.stop();
+    }
+    for i in stopped {
+        let _ = cluster.signal(i, "CONT");
+    }
+    drop(neighbours);
+    drop(cluster);
+    let _ = fs::remove_dir_all(&scratch);
+    let truth = Truth {
+        scenario: scenario.to_string(),
+        etcd_version: bin.version.clone(),
+        fault: fault_text,
+        single_member: members.len() == 1 && scenario != "nospace",
+        members,
+        injected_at_ms: injected,
+        cleared_at_ms: cleared,
+        recording_from_ms: rec_from,
+        recording_to_ms: rec_to,
+        interval_seconds: opts.interval.as_secs_f64(),
+        conditions,
+        expect,
+        events: g.events,
+        known_failure: None,
+    };
+    let text = serde_json::to_string_pretty(&truth).map_err(|e| LabError::msg(e.to_string()))?;
+    fs::write(run_dir.join(TRUTH_FILE), text + "\n")?;
+    Ok(truth)
+}
+
+fn load_text(l: &LoadSpec) -> String {
+    format!(
+        "load {} puts/s of {} B over {} keys, {} gets/s, a watch per member",
+        l.puts_per_s, l.value_bytes, l.keys, l.gets_per_s
+    )
+}
+
+/// Starts `cptriage record` of the members (named m0, m1, m2, plain metrics ports).
+fn record(
+    opts: &RunOpts,
+    c: &Cluster,
+    out: &Path,
+    len: Duration,
+    run_dir: &Path,
+) -> Result<std::process::Child, LabError> {
+    let logf = fs::File::create(run_dir.join("record.log"))?;
+    let mut cmd = Command::new(&opts.cptriage);
+    cmd.arg("record")
+        .arg("--out")
+        .arg(out)
+        .args(["--no-apiserver", "--etcd"]);
+    for i in 0..c.members.len() {
+        cmd.arg(format!("m{i}={}", c.metrics_url(i)));
+    }
+    cmd.arg("--interval")
+        .arg(format!("{}ms", opts.interval.as_millis()))
+        .arg("--duration")
+        .arg(format!("{}s", len.as_secs()))
+        .args(["--timeout", "3s"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(logf.try_clone()?))
+        .stderr(Stdio::from(logf));
+    cmd.spawn()
+        .map_err(|e| LabError::msg(format!("`{}`: cannot run: {e}", opts.cptriage.display())))
+}
+
+/// Waits for a child at most `extra` past now; kills it after that.
+fn wait_child(child: &mut std::process::Child, extra: Duration) -> String {
+    let deadline = Instant::now() + extra;
+    loop {
+        match child.try_wait() {
+            Ok(Some(st)) => return st.to_string(),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(200)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return "killed: did not finish in time".into();
+            }
+        }
+    }
+}

@@ -1,0 +1,399 @@
+//! Diagnosing recordings with a `cptriage` binary (`diagnose --dump DIR -o
+//! json`), judging each verdict against its ground truth, and the confusion
+//! table and results file.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use serde::Serialize;
+use serde_json::Value;
+
+use cptriage_lab::judge::{judge, Judgement, Outcome, CRITERIA};
+use cptriage_lab::truth::{Truth, RECORDING_DIR, TRUTH_FILE};
+
+use crate::util::LabError;
+
+/// One judged run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Result1 {
+    /// The run directory (holding `truth.json` and `recording/`).
+    pub run: PathBuf,
+    pub scenario: String,
+    pub etcd_version: String,
+    pub expect: cptriage_lab::truth::Expect,
+    pub members: Vec<String>,
+    pub injected_at_ms: Option<i64>,
+    pub exit_code: Option<i32>,
+    /// `diagnose` failed to produce a verdict: its stderr.
+    pub error: Option<String>,
+    pub judgement: Judgement,
+    pub pass: bool,
+    pub known_failure: Option<String>,
+}
+
+/// The cptriage binary that judged, for the results file.
+#[derive(Clone, Debug, Serialize)]
+pub struct Judge {
+    pub path: PathBuf,
+    pub version: String,
+    /// `git describe --always --dirty` of the repository the binary was built from, when known.
+    pub commit: Option<String>,
+}
+
+impl Judge {
+    pub fn of(path: &Path, repo: &Path) -> Result<Judge, LabError> {
+        if !path.exists() {
+            return Err(LabError::msg(format!(
+                "`{}`: no cptriage binary (build it with `cargo build --release`, or give --cptriage PATH)",
+                path.display()
+            )));
+        }
+        let version = Command::new(path)
+            .arg("--version")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .map_err(|e| LabError::msg(format!("`{}`: cannot run: {e}", path.display())))?;
+        let commit = Command::new("git")
+            .arg("-C")
+            .arg(repo)
+            .args(["describe", "--always", "--dirty"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+        Ok(Judge {
+            path: path.to_path_buf(),
+            version,
+            commit,
+        })
+    }
+}
+
+/// The results file.
+#[derive(Debug, Serialize)]
+pub struct Results<'a> {
+    pub schema: &'static str,
+    pub cptriage: &'a Judge,
+    pub onset_window_seconds: [f64; 2],
+    pub results: &'a [Result1],
+}
+
+/// Finds run directories (holding `truth.json`) under each path, sorted.
+pub fn find_runs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LabError> {
+    fn walk(p: &Path, out: &mut Vec<PathBuf>, depth: usize) -> std::io::Result<()> {
+        if p.join(TRUTH_FILE).is_file() {
+            out.push(p.to_path_buf());
+            return Ok(());
+        }
+        if depth == 0 {
+            return Ok(());
+        }
+        for e in std::fs::read_dir(p)? {
+            let e = e?;
+            if e.file_type()?.is_dir() {
+                walk(&e.path(), out, depth - 1)?;
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for p in paths {
+        if !p.exists() {
+            return Err(LabError::msg(format!("`{}`: no such directory", p.display())));
+        }
+        walk(p, &mut out, 3).map_err(|e| LabError::msg(format!("`{}`: {e}", p.display())))?;
+    }
+    out.sort();
+    out.dedup();
+    if out.is_empty() {
+        return Err(LabError::msg(format!(
+            "no run (a directory with {TRUTH_FILE}) under {}",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(out)
+}
+
+/// Runs `cptriage diagnose` on a run's recording and judges it.
+pub fn diagnose_and_judge(cptriage: &Path, run: &Path) -> Result<(Result1, Option<Value>), LabError> {
+    let truth = Truth::read(&run.join(TRUTH_FILE))?;
+    let rec = run.join(RECORDING_DIR);
+    let out = Command::new(cptriage)
+        .arg("diagnose")
+        .arg("--dump")
+        .arg(&rec)
+        .args(["-o", "json"])
+        .output()
+        .map_err(|e| LabError::msg(format!("`{}`: cannot run: {e}", cptriage.display())))?;
+    let verdict: Option<Value> = serde_json::from_slice(&out.stdout).ok();
+    let error = verdict.is_none().then(|| {
+        let e = String::from_utf8_lossy(&out.stderr);
+        format!("no JSON verdict (exit {:?}): {}", out.status.code(), e.trim())
+    });
+    let judgement = judge(&truth, verdict.as_ref().unwrap_or(&Value::Null));
+    Ok((
+        Result1 {
+            run: run.to_path_buf(),
+            scenario: truth.scenario.clone(),
+            etcd_version: truth.etcd_version.clone(),
+            expect: truth.expect.clone(),
+            members: truth.members.clone(),
+            injected_at_ms: truth.injected_at_ms,
+            exit_code: out.status.code(),
+            error,
+            pass: judgement.pass(),
+            judgement,
+            known_failure: truth.known_failure.clone(),
+        },
+        verdict,
+    ))
+}
+
+/// Diagnoses and judges every run, `jobs` at a time, in run order.
+pub fn judge_all(cptriage: &Path, runs: &[PathBuf], jobs: usize) -> Result<Vec<Result1>, LabError> {
+    let next = Mutex::new(0usize);
+    let slots: Mutex<Vec<Option<Result<Result1, LabError>>>> =
+        Mutex::new((0..runs.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..jobs.max(1) {
+            s.spawn(|| loop {
+                let i = {
+                    let mut n = next.lock().unwrap_or_else(|e| e.into_inner());
+                    let i = *n;
+                    *n += 1;
+                    i
+                };
+                if i >= runs.len() {
+                    break;
+                }
+                let r = diagnose_and_judge(cptriage, &runs[i]).map(|(r, _)| r);
+                slots.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+            });
+        }
+    });
+    slots
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(LabError::msg("run not judged"))))
+        .collect()
+}
+
+fn expected_text(r: &Result1) -> String {
+    let e = &r.expect;
+    let mut s = e.status.clone();
+    if let (Some(a), Some(sa)) = (&e.axis, &e.sub_axis) {
+        let _ = write!(s, " {a}/{sa}");
+    }
+    if !r.members.is_empty() {
+        let _ = write!(s, " {}", r.members.join(","));
+    }
+    s
+}
+
+fn got_text(r: &Result1) -> String {
+    if r.error.is_some() {
+        return "error".into();
+    }
+    let g = &r.judgement.got;
+    let mut s = g.status.clone().unwrap_or_else(|| "-".into());
+    if let Some(a) = &g.axis {
+        let _ = write!(s, " {a}");
+        if let Some(sa) = &g.sub_axis {
+            let _ = write!(s, "/{sa}");
+        }
+    }
+    if !g.instances.is_empty() {
+        let _ = write!(s, " {}", g.instances.join(","));
+    }
+    s
+}
+
+fn cell(j: &Judgement, criterion: &str) -> String {
+    match j.check(criterion) {
+        Some(c) => match c.outcome {
+            Outcome::Pass => match criterion {
+                "onset" => format!("ok {}", c.got),
+                _ => "ok".into(),
+            },
+            Outcome::Fail => format!("FAIL {}", c.got),
+            Outcome::NotApplicable => "-".into(),
+        },
+        None => "?".into(),
+    }
+}
+
+/// The run's short name: its directory name.
+fn run_name(r: &Result1) -> String {
+    r.run
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default()
+}
+
+/// The confusion table: one row per run, a column per criterion, then totals
+/// per scenario and etcd version.
+pub fn table(results: &[Result1]) -> String {
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    let mut header = vec!["scenario", "etcd", "run", "expected", "got"];
+    header.extend(CRITERIA);
+    header.push("result");
+    t.set_header(header);
+    for r in results {
+        let mut row = vec![
+            r.scenario.clone(),
+            r.etcd_version.clone(),
+            run_name(r),
+            expected_text(r),
+            got_text(r),
+        ];
+        row.extend(CRITERIA.iter().map(|c| cell(&r.judgement, c)));
+        row.push(
+            match (r.pass, &r.known_failure) {
+                (true, Some(_)) => "PASS (listed as known failure)",
+                (true, None) => "PASS",
+                (false, Some(_)) => "FAIL (known)",
+                (false, None) => "FAIL",
+            }
+            .into(),
+        );
+        t.add_row(row);
+    }
+    let mut out = t.to_string();
+    out.push('\n');
+    // Totals per scenario × version.
+    let mut keys: Vec<(String, String)> = results
+        .iter()
+        .map(|r| (r.scenario.clone(), r.etcd_version.clone()))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let mut s = Table::new();
+    s.load_style(UTF8_FULL_CONDENSED);
+    let mut header = vec!["scenario", "etcd", "runs", "pass"];
+    header.extend(CRITERIA);
+    s.set_header(header);
+    for (sc, v) in &keys {
+        let rs: Vec<&Result1> = results
+            .iter()
+            .filter(|r| &r.scenario == sc && &r.etcd_version == v)
+            .collect();
+        let mut row = vec![
+            sc.clone(),
+            v.clone(),
+            rs.len().to_string(),
+            rs.iter().filter(|r| r.pass).count().to_string(),
+        ];
+        for c in CRITERIA {
+            let judged: Vec<_> = rs
+                .iter()
+                .filter_map(|r| r.judgement.check(c))
+                .filter(|k| k.outcome != Outcome::NotApplicable)
+                .collect();
+            row.push(if judged.is_empty() {
+                "-".into()
+            } else {
+                format!(
+                    "{}/{}",
+                    judged.iter().filter(|k| k.outcome == Outcome::Pass).count(),
+                    judged.len()
+                )
+            });
+        }
+        s.add_row(row);
+    }
+    out.push_str(&s.to_string());
+    out.push('\n');
+    out.push_str(&matrix(results));
+    let pass = results.iter().filter(|r| r.pass).count();
+    let healthy: Vec<&Result1> = results.iter().filter(|r| r.expect.status == "healthy").collect();
+    let false_alarms = healthy
+        .iter()
+        .filter(|r| r.judgement.got.status.as_deref() == Some("degraded"))
+        .count();
+    let _ = write!(
+        out,
+        "\n{pass}/{} runs pass; false alarms (degraded on a healthy run): {false_alarms}/{}",
+        results.len(),
+        healthy.len()
+    );
+    for r in results.iter().filter(|r| r.error.is_some()) {
+        let _ = write!(out, "\n{}: {}", r.run.display(), r.error.as_deref().unwrap_or(""));
+    }
+    out.push('\n');
+    out
+}
+
+/// A verdict class: `healthy`, `inconclusive`, or `<axis>/<sub-axis>`.
+fn class(status: Option<&str>, axis: Option<&str>, sub: Option<&str>) -> String {
+    match (status, axis) {
+        (Some(st @ ("degraded" | "recovered")), Some(a)) => {
+            let prefix = if st == "recovered" { "recovered " } else { "" };
+            match sub {
+                Some(s) => format!("{prefix}{a}/{s}"),
+                None => format!("{prefix}{a}"),
+            }
+        }
+        (Some(s), _) => s.to_string(),
+        (None, _) => "error".into(),
+    }
+}
+
+/// The confusion matrix: expected verdict class (rows) × the class cptriage
+/// answered (columns), counting runs.
+fn matrix(results: &[Result1]) -> String {
+    let pairs: Vec<(String, String)> = results
+        .iter()
+        .map(|r| {
+            let e = &r.expect;
+            let g = &r.judgement.got;
+            (
+                class(Some(&e.status), e.axis.as_deref(), e.sub_axis.as_deref()),
+                class(g.status.as_deref(), g.axis.as_deref(), g.sub_axis.as_deref()),
+            )
+        })
+        .collect();
+    let mut rows: Vec<&String> = pairs.iter().map(|(e, _)| e).collect();
+    rows.sort();
+    rows.dedup();
+    let mut cols: Vec<&String> = pairs.iter().map(|(_, g)| g).collect();
+    cols.sort();
+    cols.dedup();
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    let mut header = vec!["expected \\ got".to_string()];
+    header.extend(cols.iter().map(|c| c.to_string()));
+    t.set_header(header);
+    for r in &rows {
+        let mut row = vec![r.to_string()];
+        for c in &cols {
+            let n = pairs.iter().filter(|(e, g)| e == *r && g == *c).count();
+            row.push(if n == 0 { ".".into() } else { n.to_string() });
+        }
+        t.add_row(row);
+    }
+    t.to_string()
+}
+
+/// Writes the results file (JSON).
+pub fn write_results(path: &Path, judge: &Judge, results: &[Result1]) -> Result<(), LabError> {
+    let doc = Results {
+        schema: "cptriage-lab/results/v1",
+        cptriage: judge,
+        onset_window_seconds: [
+            cptriage_lab::judge::ONSET_EARLIEST_S,
+            cptriage_lab::judge::ONSET_LATEST_S,
+        ],
+        results,
+    };
+    let text = serde_json::to_string_pretty(&doc).map_err(|e| LabError::msg(e.to_string()))?;
+    std::fs::write(path, text + "\n").map_err(|e| LabError::msg(format!("`{}`: {e}", path.display())))
+}
