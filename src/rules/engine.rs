@@ -21,7 +21,7 @@ use super::load::RuleSet;
 use super::model::Direction;
 use super::promql;
 use super::report::{Availability, BaselineKind, Gap, GapKind, Report, SourceInfo};
-use super::verdict::{self, AssessInput, BaselinePlan, SignalInput, Skip};
+use super::verdict::{self, median, AssessInput, BaselinePlan, SignalInput, Skip};
 use crate::eval::{self, EvalOptions};
 use crate::source::{Dataset, Role, Target};
 use crate::store::{Millis, Series};
@@ -191,20 +191,6 @@ fn per_instance(series: &[Series], steps: &[Millis], below: bool) -> BTreeMap<St
         }
     }
     out
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.retain(|x| x.is_finite());
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
 }
 
 fn source_info(t: &Target, interval: Option<Millis>, from: Millis, to: Millis, range: Millis) -> SourceInfo {
