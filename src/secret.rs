@@ -16,6 +16,27 @@
 //!   words, for text shown from files (rule file lines) and from servers.
 
 use std::borrow::Cow;
+use std::fmt;
+
+/// A credential (token or private key): never printed, not even by `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(Vec<u8>);
+
+impl Secret {
+    pub fn new(bytes: impl Into<Vec<u8>>) -> Secret {
+        Secret(bytes.into())
+    }
+    /// The secret bytes (only for putting them on the wire).
+    pub fn expose(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
 
 /// What replaces a secret.
 pub const REDACTED: &str = "<redacted>";

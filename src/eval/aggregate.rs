@@ -7,7 +7,9 @@ use std::collections::HashMap;
 use promql_parser::parser::{AggregateExpr, Expr, LabelModifier};
 
 use super::functions::for_each_row;
-use super::{eval, eval_scalar, eval_vector, format_go_float, kahan_inc, rt, Ctx, EvalError, Row, Val};
+use super::{
+    eval, eval_scalar, eval_vector, format_go_float, kahan_inc, quantile, rt, Ctx, EvalError, Row, Val,
+};
 use crate::store::{Labels, METRIC_NAME};
 
 /// The output labels of a group: `by` keeps the listed labels, `without` drops
@@ -237,32 +239,6 @@ impl Acc {
             AccOp::Stddev => (self.value / self.count).sqrt(),
         })
     }
-}
-
-/// Prometheus's `quantile()` over plain values (sorts `vals`).
-pub(crate) fn quantile(q: f64, vals: &mut [f64]) -> f64 {
-    if vals.is_empty() || q.is_nan() {
-        return f64::NAN;
-    }
-    if q < 0.0 {
-        return f64::NEG_INFINITY;
-    }
-    if q > 1.0 {
-        return f64::INFINITY;
-    }
-    // NaN sorts first, as Go's vectorByValueHeap.
-    vals.sort_by(|a, b| match (a.is_nan(), b.is_nan()) {
-        (true, true) => std::cmp::Ordering::Equal,
-        (true, false) => std::cmp::Ordering::Less,
-        (false, true) => std::cmp::Ordering::Greater,
-        _ => a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal),
-    });
-    let n = vals.len() as f64;
-    let rank = q * (n - 1.0);
-    let lower = rank.floor().max(0.0);
-    let upper = (lower + 1.0).min(n - 1.0);
-    let weight = rank - rank.floor();
-    vals[lower as usize] * (1.0 - weight) + vals[upper as usize] * weight
 }
 
 fn topk(

@@ -8,12 +8,11 @@ use chrono::{DateTime, Datelike, Timelike};
 use promql_parser::label::MatchOp;
 use promql_parser::parser::{Call, Expr};
 
-use super::aggregate::quantile;
 use super::histogram::{eval_histogram_fraction, eval_histogram_quantile};
 use super::selector::{for_each_instant_row, instant_points, range_input, RangeInput};
 use super::{
-    eval_scalar, eval_vector, kahan_inc, merge_same_labels, rt, same_labelset, unparen, Ctx, EvalError, Row,
-    Val,
+    eval_scalar, eval_vector, kahan_inc, merge_same_labels, quantile, rt, same_labelset, unparen, Ctx,
+    EvalError, Row, Val,
 };
 use crate::store::{Labels, Millis, Sample, METRIC_NAME};
 

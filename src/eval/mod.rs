@@ -414,3 +414,29 @@ pub(crate) fn format_go_float(f: f64) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// Prometheus's `quantile()` over plain values (sorts `vals`).
+pub(crate) fn quantile(q: f64, vals: &mut [f64]) -> f64 {
+    if vals.is_empty() || q.is_nan() {
+        return f64::NAN;
+    }
+    if q < 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if q > 1.0 {
+        return f64::INFINITY;
+    }
+    // NaN sorts first, as Go's vectorByValueHeap.
+    vals.sort_by(|a, b| match (a.is_nan(), b.is_nan()) {
+        (true, true) => std::cmp::Ordering::Equal,
+        (true, false) => std::cmp::Ordering::Less,
+        (false, true) => std::cmp::Ordering::Greater,
+        _ => a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal),
+    });
+    let n = vals.len() as f64;
+    let rank = q * (n - 1.0);
+    let lower = rank.floor().max(0.0);
+    let upper = (lower + 1.0).min(n - 1.0);
+    let weight = rank - rank.floor();
+    vals[lower as usize] * (1.0 - weight) + vals[upper as usize] * weight
+}

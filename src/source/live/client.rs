@@ -12,7 +12,7 @@ use reqwest::blocking::Client;
 use reqwest::header::{HeaderValue, ACCEPT, AUTHORIZATION};
 use serde::Serialize;
 
-use super::kubeconfig::Secret;
+use crate::secret::Secret;
 
 /// Default largest `/metrics` body read from one target (after gzip
 /// decoding; `--max-body`): far above the largest real apiserver exposition.

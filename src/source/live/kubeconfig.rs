@@ -11,7 +11,6 @@
 //! message of this module contains a token or a key.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -21,6 +20,7 @@ use base64::Engine;
 use serde::Deserialize;
 
 use crate::limits::read_capped;
+pub use crate::secret::Secret;
 
 /// The in-cluster service account directory.
 pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -32,26 +32,6 @@ pub const IN_CLUSTER_NAME: &str = "kubernetes.default.svc";
 const EXEC_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest exec plugin output read.
 const EXEC_MAX_OUTPUT: u64 = 1 << 20;
-
-/// A credential (token or private key): never printed.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(Vec<u8>);
-
-impl Secret {
-    pub fn new(bytes: impl Into<Vec<u8>>) -> Secret {
-        Secret(bytes.into())
-    }
-    /// The secret bytes (only for putting them on the wire).
-    pub fn expose(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(<redacted>)")
-    }
-}
 
 /// How cptriage proves its identity to the apiserver.
 #[derive(Clone, Debug, Default)]

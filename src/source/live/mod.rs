@@ -10,7 +10,7 @@
 //! with its own timeout, so a round takes about one timeout at worst.
 //!
 //! Credentials never leave the request: they are held in
-//! [`kubeconfig::Secret`], sent as sensitive headers or TLS identities, and
+//! [`Secret`](crate::secret::Secret), sent as sensitive headers or TLS identities, and
 //! appear in no URL, message, capture or manifest.
 
 pub mod client;
@@ -33,8 +33,9 @@ use crate::source::manifest::{ManifestTarget, ScrapeFailure};
 use crate::source::{Dataset, Role};
 use crate::store::Millis;
 
+pub use crate::secret::Secret;
 pub use client::{BodyLimits, Budget, ClientSpec, FailureKind, FetchError};
-pub use kubeconfig::{ApiAccess, KubeconfigOptions, Secret};
+pub use kubeconfig::{ApiAccess, KubeconfigOptions};
 pub use scrape::scrape_rounds;
 
 /// At most this many targets are scraped.

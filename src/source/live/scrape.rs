@@ -12,11 +12,11 @@ use reqwest::blocking::Client;
 use super::client::{self, FailureKind, FetchError, MAX_HEALTH_BODY};
 use super::discover;
 use super::filter;
-use super::kubeconfig::Secret;
 use super::{
     ApiAccess, HealthResult, LiveConfig, LiveEvent, LiveResult, ReplicaSwitch, RoundStat, TargetFailure,
     TargetSpec,
 };
+use crate::secret::Secret;
 use crate::source::dump::MemorySnapshot;
 use crate::source::expfmt::{self, SampleRef};
 use crate::source::manifest::{ManifestTarget, ScrapeFailure};

@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::kubeconfig::Secret;
+use crate::secret::Secret;
 
 /// A new token and its expiry, or why none could be had.
 pub type RefreshResult = Result<(Secret, Option<SystemTime>), String>;
