@@ -78,17 +78,24 @@ pub struct LiveArgs {
     pub insecure_skip_tls_verify: bool,
     /// An etcd member: `[NAME=]URL`, the client URL (e.g. `https://10.0.0.1:2379`,
     /// with `--etcd-cacert/--etcd-cert/--etcd-key`) or a plain metrics port
-    /// (kubeadm: `http://127.0.0.1:2381`). Named `etcd-<host>` by default. Repeatable.
-    #[arg(long, value_name = "[NAME=]URL", num_args = 1.., help_heading = "etcd")]
+    /// (kubeadm: `http://127.0.0.1:2381`); `HOST:PORT` as etcdctl takes it
+    /// (https when TLS files are given). Named `etcd-<host>` by default.
+    /// Repeatable, or comma-separated (`--endpoints`, as etcdctl). When no
+    /// member is given, live scraping reads `ETCDCTL_ENDPOINTS` (and
+    /// `ETCDCTL_CACERT`, `ETCDCTL_CERT`, `ETCDCTL_KEY`), as etcdctl does.
+    #[arg(long, alias = "endpoints", value_delimiter = ',', value_name = "[NAME=]URL", num_args = 1.., help_heading = "etcd")]
     pub etcd: Vec<String>,
     /// CA that signed the etcd server certificates (kubeadm: /etc/kubernetes/pki/etcd/ca.crt).
-    #[arg(long, value_name = "FILE", help_heading = "etcd")]
+    /// Also `--cacert`, as etcdctl.
+    #[arg(long, alias = "cacert", value_name = "FILE", help_heading = "etcd")]
     pub etcd_cacert: Option<std::path::PathBuf>,
     /// etcd client certificate (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.crt).
-    #[arg(long, value_name = "FILE", requires = "etcd_key", help_heading = "etcd")]
+    /// Also `--cert`, as etcdctl.
+    #[arg(long, alias = "cert", value_name = "FILE", requires = "etcd_key", help_heading = "etcd")]
     pub etcd_cert: Option<std::path::PathBuf>,
     /// etcd client key (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key).
-    #[arg(long, value_name = "FILE", requires = "etcd_cert", help_heading = "etcd")]
+    /// Also `--key`, as etcdctl.
+    #[arg(long, alias = "key", value_name = "FILE", requires = "etcd_cert", help_heading = "etcd")]
     pub etcd_key: Option<std::path::PathBuf>,
     /// A kube-controller-manager: `[NAME=]URL` (e.g. `https://127.0.0.1:10257`),
     /// scraped with the kubeconfig's credentials. Repeatable.

@@ -44,6 +44,7 @@ pub fn prepare_live(
             "`--interval` and `--timeout` must be greater than zero".into(),
         ));
     }
+    let a = &with_etcdctl_env(a, err)?;
     let kopts = KubeconfigOptions::from_env(a.kubeconfig.clone(), a.context.clone());
     let explicit = a.kubeconfig.is_some() || a.context.is_some();
     let others = !a.etcd.is_empty() || !a.controller.is_empty();
@@ -65,6 +66,10 @@ pub fn prepare_live(
             }
         }
     } else {
+        writeln!(
+            err,
+            "warning: apiserver not scraped: no kubeconfig (KUBECONFIG, ~/.kube/config) and not in a pod; give --kubeconfig, or --no-apiserver to say so"
+        )?;
         None
     };
     let topts = TargetOptions {
@@ -91,6 +96,37 @@ pub fn prepare_live(
         limits: body_limits,
     };
     Ok((cfg, plan))
+}
+
+/// The live flags with etcdctl's environment filled in where no flag was
+/// given: `ETCDCTL_ENDPOINTS` (comma-separated) when no `--etcd` member is,
+/// and `ETCDCTL_CACERT`, `ETCDCTL_CERT`, `ETCDCTL_KEY` for the TLS files.
+/// Read only when scraping live, so that an etcdctl shell does not change
+/// what `diagnose --dump` does.
+fn with_etcdctl_env(a: &LiveArgs, err: &mut dyn Write) -> Result<LiveArgs, CliError> {
+    let mut a = a.clone();
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    if a.etcd.is_empty() {
+        if let Some(v) = var("ETCDCTL_ENDPOINTS") {
+            a.etcd = v.split(',').map(|e| e.trim().to_string()).filter(|e| !e.is_empty()).collect();
+            writeln!(err, "etcd members from ETCDCTL_ENDPOINTS ({})", a.etcd.len())?;
+        }
+    }
+    for (slot, k) in [
+        (&mut a.etcd_cacert, "ETCDCTL_CACERT"),
+        (&mut a.etcd_cert, "ETCDCTL_CERT"),
+        (&mut a.etcd_key, "ETCDCTL_KEY"),
+    ] {
+        if slot.is_none() {
+            *slot = var(k).map(std::path::PathBuf::from);
+        }
+    }
+    if a.etcd_cert.is_some() != a.etcd_key.is_some() {
+        return Err(CliError::Usage(
+            "an etcd client certificate needs its key, and the key its certificate (--etcd-cert/--cert/ETCDCTL_CERT with --etcd-key/--key/ETCDCTL_KEY)".into(),
+        ));
+    }
+    Ok(a)
 }
 
 /// A size flag (`512MiB`).

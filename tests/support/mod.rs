@@ -55,6 +55,10 @@ pub fn cptriage(args: &[&str], env: &[(&str, &str)]) -> Output {
         .env_remove("http_proxy")
         .env_remove("NO_PROXY")
         .env_remove("no_proxy")
+        .env_remove("ETCDCTL_ENDPOINTS")
+        .env_remove("ETCDCTL_CACERT")
+        .env_remove("ETCDCTL_CERT")
+        .env_remove("ETCDCTL_KEY")
         .env("HOME", "/nonexistent-home-for-cptriage-tests");
     for (k, v) in env {
         c.env(k, v);

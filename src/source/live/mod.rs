@@ -300,11 +300,27 @@ fn sanitize(s: &str) -> String {
         .to_string()
 }
 
-/// Splits `[NAME=]URL`.
-fn split_named(arg: &str, warnings: &mut Vec<String>) -> Result<(Option<String>, reqwest::Url), LiveError> {
+/// Splits `[NAME=]URL`. A `HOST:PORT` without a scheme (as etcdctl's
+/// `--endpoints` takes it) gets `default_scheme`, and a note says so.
+fn split_named(
+    arg: &str,
+    default_scheme: &str,
+    warnings: &mut Vec<String>,
+) -> Result<(Option<String>, reqwest::Url), LiveError> {
     let (name, url) = match arg.split_once('=') {
         Some((n, u)) if !n.contains("://") && !n.contains('/') => (Some(n.to_string()), u),
         _ => (None, arg),
+    };
+    let with_scheme;
+    let url = if !url.contains("://") && !url.is_empty() {
+        with_scheme = format!("{default_scheme}://{url}");
+        warnings.push(format!(
+            "`{}` has no scheme: using {default_scheme}:// (write http:// or https:// to choose)",
+            client::redact_url(url)
+        ));
+        with_scheme.as_str()
+    } else {
+        url
     };
     let url = reqwest::Url::parse(url).map_err(|e| LiveError::BadUrl {
         url: client::redact_url(url),
@@ -402,8 +418,14 @@ pub fn plan_targets(o: &TargetOptions) -> Result<Plan, LiveError> {
             proxy_url: None,
         }
     };
+    // etcdctl's rule for an endpoint without a scheme: TLS when TLS files are given.
+    let etcd_scheme = if o.etcd_tls.ca.is_some() || o.etcd_tls.cert.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     for arg in &o.etcd {
-        let (name, url) = split_named(arg, &mut plan.warnings)?;
+        let (name, url) = split_named(arg, etcd_scheme, &mut plan.warnings)?;
         let metrics = if url.path() == "/" || url.path().is_empty() {
             with_path(&url, "/metrics")
         } else {
@@ -433,7 +455,7 @@ pub fn plan_targets(o: &TargetOptions) -> Result<Plan, LiveError> {
         });
     }
     for arg in &o.controllers {
-        let (name, url) = split_named(arg, &mut plan.warnings)?;
+        let (name, url) = split_named(arg, "https", &mut plan.warnings)?;
         let metrics = if url.path() == "/" {
             with_path(&url, "/metrics")
         } else {
