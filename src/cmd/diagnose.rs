@@ -7,7 +7,7 @@ use crate::cli::{DiagnoseArgs, DumpArgs, PromArgs, ReportFormat};
 use crate::cmd::{load_dumps, load_rules};
 use crate::error::CliError;
 use crate::exit::ExitCode;
-use crate::report::{json, markdown, table};
+use crate::report::{json, markdown, page, table};
 use crate::rules::engine::{self, BaselineSpec, Options};
 use crate::rules::report::Report;
 use crate::rules::report::Status;
@@ -109,14 +109,16 @@ fn run_local(
         engine::EngineError::NoData => CliError::Data(e.to_string()),
         _ => CliError::Usage(e.to_string()),
     })?;
-    render(&report, a.output, out)
+    render(&report, a, out)
 }
 
-fn render(report: &Report, format: ReportFormat, out: &mut dyn Write) -> Result<ExitCode, CliError> {
-    match format {
-        ReportFormat::Table => table::render(report, out)?,
-        ReportFormat::Json => json::render(report, out)?,
-        ReportFormat::Markdown => markdown::render(report, out)?,
+fn render(report: &Report, a: &DiagnoseArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
+    let opts = || crate::cmd::screen_opts(a.color);
+    match (a.output, a.wide) {
+        (_, true) | (ReportFormat::Wide, _) => table::render(report, &opts(), out)?,
+        (ReportFormat::Table, _) => out.write_all(page::first_page(report, &opts()).as_bytes())?,
+        (ReportFormat::Json, _) => json::render(report, out)?,
+        (ReportFormat::Markdown, _) => markdown::render(report, out)?,
     }
     Ok(match report.status {
         Status::Healthy => ExitCode::Ok,
@@ -217,7 +219,7 @@ fn run_prometheus(
             failed.len()
         ));
     }
-    render(&report, a.output, out)
+    render(&report, a, out)
 }
 
 fn prom_error(e: PromError) -> CliError {
