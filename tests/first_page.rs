@@ -261,3 +261,24 @@ fn the_cli_follows_columns_color_and_no_color() {
     let never = run_on_tty(&format!("diagnose --dump {DEMO} --color never"), &[]).unwrap();
     assert!(!never.contains("\x1b["), "colour with --color never:\n{never}");
 }
+
+/// The README's first example is what `diagnose` prints for the shipped
+/// capture at 80 columns.
+#[test]
+fn the_readme_shows_the_first_page() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let section = readme
+        .split("## What the main job prints")
+        .nth(1)
+        .expect("README section");
+    let example = section
+        .split("```text\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("README example");
+    let page = run(&["diagnose", "--dump", DEMO], &[("COLUMNS", "80")]);
+    assert_eq!(
+        example, page,
+        "README.md's example is stale: paste the output of `COLUMNS=80 cptriage diagnose --dump {DEMO}`"
+    );
+}
