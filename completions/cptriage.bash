@@ -285,11 +285,11 @@ _cptriage() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json markdown" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json markdown html" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table json markdown" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json markdown html" -- "${cur}"))
                     return 0
                     ;;
                 *)

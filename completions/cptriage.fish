@@ -37,10 +37,10 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l dump -d '
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l save -d 'With `--live`: also write the rounds as a capture directory (as `record` does), to diagnose the same rounds again later with `--dump DIR`' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l kubeconfig -d 'Kubeconfig file (default: `KUBECONFIG`, a colon-separated list, else `~/.kube/config`, else the in-cluster service account)' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l context -d 'Kubeconfig context (default: the current context)' -r
-complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd -d 'An etcd member: `[NAME=]URL`, the client URL (e.g. `https://10.0.0.1:2379`, with `--etcd-cacert/--etcd-cert/--etcd-key`) or a plain metrics port (kubeadm: `http://127.0.0.1:2381`). Named `etcd-<host>` by default. Repeatable' -r
-complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd-cacert -d 'CA that signed the etcd server certificates (kubeadm: /etc/kubernetes/pki/etcd/ca.crt)' -r -F
-complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd-cert -d 'etcd client certificate (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.crt)' -r -F
-complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd-key -d 'etcd client key (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd -d 'An etcd member: `[NAME=]URL`, the client URL (e.g. `https://10.0.0.1:2379`, with `--etcd-cacert/--etcd-cert/--etcd-key`) or a plain metrics port (kubeadm: `http://127.0.0.1:2381`); `HOST:PORT` as etcdctl takes it (https when TLS files are given). Named `etcd-<host>` by default. Repeatable, or comma-separated (`--endpoints`, as etcdctl). When no member is given, live scraping reads `ETCDCTL_ENDPOINTS` (and `ETCDCTL_CACERT`, `ETCDCTL_CERT`, `ETCDCTL_KEY`), as etcdctl does' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd-cacert -d 'CA that signed the etcd server certificates (kubeadm: /etc/kubernetes/pki/etcd/ca.crt). Also `--cacert`, as etcdctl' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd-cert -d 'etcd client certificate (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.crt). Also `--cert`, as etcdctl' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd-key -d 'etcd client key (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key). Also `--key`, as etcdctl' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l controller -d 'A kube-controller-manager: `[NAME=]URL` (e.g. `https://127.0.0.1:10257`), scraped with the kubeconfig\'s credentials. Repeatable' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l interval -d 'Time between scrape rounds' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l duration -d 'How long to scrape (at least two rounds are taken)' -r
@@ -73,7 +73,8 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l baseline-
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l debounce -d 'Consecutive lit steps that make an onset' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -s o -l output -d 'Output format' -r -f -a "table\t'Tables for a terminal'
 json\t'The `cptriage/verdict/v1` JSON document for scripts'
-markdown\t'Markdown for incident documents'"
+markdown\t'Markdown for incident documents'
+html\t'One self-contained HTML page (inline CSS and SVG, nothing fetched) with the verdict and a timeline plot, for an incident channel: `-o html > incident.html`'"
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l live -d 'Scrape the live control plane now (apiserver replicas from the kubeconfig, `--etcd` members, `--controller`s) for `--duration`, then diagnose'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l no-apiserver -d 'Do not scrape the apiserver (only `--etcd`/`--controller`)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l no-discovery -d 'Scrape only the kubeconfig\'s server address instead of every replica listed by the default/kubernetes EndpointSlice'
@@ -142,10 +143,10 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand query" -s V -l version
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l out -d 'The capture directory to create (must not exist or be empty)' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l kubeconfig -d 'Kubeconfig file (default: `KUBECONFIG`, a colon-separated list, else `~/.kube/config`, else the in-cluster service account)' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l context -d 'Kubeconfig context (default: the current context)' -r
-complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l etcd -d 'An etcd member: `[NAME=]URL`, the client URL (e.g. `https://10.0.0.1:2379`, with `--etcd-cacert/--etcd-cert/--etcd-key`) or a plain metrics port (kubeadm: `http://127.0.0.1:2381`). Named `etcd-<host>` by default. Repeatable' -r
-complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l etcd-cacert -d 'CA that signed the etcd server certificates (kubeadm: /etc/kubernetes/pki/etcd/ca.crt)' -r -F
-complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l etcd-cert -d 'etcd client certificate (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.crt)' -r -F
-complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l etcd-key -d 'etcd client key (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l etcd -d 'An etcd member: `[NAME=]URL`, the client URL (e.g. `https://10.0.0.1:2379`, with `--etcd-cacert/--etcd-cert/--etcd-key`) or a plain metrics port (kubeadm: `http://127.0.0.1:2381`); `HOST:PORT` as etcdctl takes it (https when TLS files are given). Named `etcd-<host>` by default. Repeatable, or comma-separated (`--endpoints`, as etcdctl). When no member is given, live scraping reads `ETCDCTL_ENDPOINTS` (and `ETCDCTL_CACERT`, `ETCDCTL_CERT`, `ETCDCTL_KEY`), as etcdctl does' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l etcd-cacert -d 'CA that signed the etcd server certificates (kubeadm: /etc/kubernetes/pki/etcd/ca.crt). Also `--cacert`, as etcdctl' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l etcd-cert -d 'etcd client certificate (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.crt). Also `--cert`, as etcdctl' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l etcd-key -d 'etcd client key (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key). Also `--key`, as etcdctl' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l controller -d 'A kube-controller-manager: `[NAME=]URL` (e.g. `https://127.0.0.1:10257`), scraped with the kubeconfig\'s credentials. Repeatable' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l interval -d 'Time between scrape rounds' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l duration -d 'How long to scrape (at least two rounds are taken)' -r

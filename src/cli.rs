@@ -91,11 +91,23 @@ pub struct LiveArgs {
     pub etcd_cacert: Option<std::path::PathBuf>,
     /// etcd client certificate (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.crt).
     /// Also `--cert`, as etcdctl.
-    #[arg(long, alias = "cert", value_name = "FILE", requires = "etcd_key", help_heading = "etcd")]
+    #[arg(
+        long,
+        alias = "cert",
+        value_name = "FILE",
+        requires = "etcd_key",
+        help_heading = "etcd"
+    )]
     pub etcd_cert: Option<std::path::PathBuf>,
     /// etcd client key (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key).
     /// Also `--key`, as etcdctl.
-    #[arg(long, alias = "key", value_name = "FILE", requires = "etcd_cert", help_heading = "etcd")]
+    #[arg(
+        long,
+        alias = "key",
+        value_name = "FILE",
+        requires = "etcd_cert",
+        help_heading = "etcd"
+    )]
     pub etcd_key: Option<std::path::PathBuf>,
     /// A kube-controller-manager: `[NAME=]URL` (e.g. `https://127.0.0.1:10257`),
     /// scraped with the kubeconfig's credentials. Repeatable.
@@ -386,6 +398,10 @@ pub enum ReportFormat {
     Json,
     /// Markdown for incident documents.
     Markdown,
+    /// One self-contained HTML page (inline CSS and SVG, nothing fetched)
+    /// with the verdict and a timeline plot, for an incident channel:
+    /// `-o html > incident.html`.
+    Html,
 }
 
 #[derive(Debug, Args)]

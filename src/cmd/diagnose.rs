@@ -7,7 +7,7 @@ use crate::cli::{DiagnoseArgs, DumpArgs, PromArgs, ReportFormat};
 use crate::cmd::{load_dumps, load_rules};
 use crate::error::CliError;
 use crate::exit::ExitCode;
-use crate::report::{json, markdown, table};
+use crate::report::{html, json, markdown, table};
 use crate::rules::engine::{self, BaselineSpec, Options};
 use crate::rules::report::Report;
 use crate::rules::report::Status;
@@ -117,6 +117,7 @@ fn render(report: &Report, format: ReportFormat, out: &mut dyn Write) -> Result<
         ReportFormat::Table => table::render(report, out)?,
         ReportFormat::Json => json::render(report, out)?,
         ReportFormat::Markdown => markdown::render(report, out)?,
+        ReportFormat::Html => html::render(report, out)?,
     }
     Ok(match report.status {
         Status::Healthy => ExitCode::Ok,
