@@ -670,3 +670,54 @@ fn diagnose_writes_html_to_stdout() {
     assert!(page.contains("data-status=\"degraded\""));
     assert!(page.contains("class=\"onset\""));
 }
+
+#[test]
+fn a_recovered_incident_marks_its_recovery() {
+    let name = "etcd-raft-member-down";
+    let (_, r, page) = render(name);
+    assert_eq!(r.status, Status::Recovered);
+    let rc = r.verdict.root_cause.clone().unwrap();
+    let rec = rc.recovered.expect("recovered root cause");
+    let dir = tempfile::tempdir().unwrap();
+    let got = probe(dir.path(), name, &page);
+    assert!(got["h1"].as_str().unwrap().starts_with("RECOVERED"));
+    check_markers(name, &r, &got);
+    check_panels(name, &r, &got);
+    let markers = got["markers"].as_array().unwrap();
+    assert!(
+        markers
+            .iter()
+            .any(|m| m["kind"] == "recovery" && m["role"] == "root-cause" && m["t"].as_i64() == Some(rec)),
+        "{name}: no recovery marker at {rec}: {markers:?}"
+    );
+    let facts = got["facts"].as_str().unwrap();
+    let recovered = facts.split("Recovered").nth(1).unwrap_or("");
+    assert!(recovered.trim_start().starts_with("yes"), "{facts}");
+    assert!(
+        !rc.unreachable.is_empty(),
+        "{name}: the member that stopped is named"
+    );
+    for u in &rc.unreachable {
+        let band = got["bands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| {
+                b["role"] == "unreachable" && b["axis"] == format!("{} not answering", u.target).as_str()
+            })
+            .unwrap_or_else(|| panic!("{name}: no band for {}", u.target));
+        assert_eq!(band["lit"][0]["from"].as_i64(), Some(u.from), "{band}");
+        assert!(
+            f(&band["lit"][0]["right"]) > f(&band["lit"][0]["left"]) + 20.0,
+            "{name}: {} not drawn: {band}",
+            u.target
+        );
+        assert!(
+            facts.contains(&format!("{} stopped answering", u.target)),
+            "{name}: {} not named: {facts}",
+            u.target
+        );
+    }
+    let px = screenshot(dir.path(), name, &page);
+    non_trivial(name, &px);
+}

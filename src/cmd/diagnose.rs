@@ -42,8 +42,8 @@ pub fn run(a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
     };
     match result {
         // Scripts always get a verdict: unusable data is `inconclusive`, with
-        // the failures as warnings.
-        Err(CliError::Data(msg)) if a.output == ReportFormat::Json => {
+        // the failures as warnings (so does the HTML page, which says why).
+        Err(CliError::Data(msg)) if matches!(a.output, ReportFormat::Json | ReportFormat::Html) => {
             let mut lines = msg.lines();
             let reason = lines.next().unwrap_or("no usable data").trim_end_matches(':');
             let failures = lines
@@ -52,7 +52,11 @@ pub fn run(a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
                 .collect();
             let now = chrono::Utc::now().timestamp_millis() / 1000 * 1000;
             let report = Report::unusable(&rules, reason, failures, now, a.debounce as usize);
-            json::render(&report, out)?;
+            if a.output == ReportFormat::Html {
+                html::render(&report, out)?;
+            } else {
+                json::render(&report, out)?;
+            }
             Err(CliError::Data(msg))
         }
         r => r,

@@ -79,6 +79,7 @@ figure{margin:8px 0}figcaption{color:var(--dim);font-size:12.5px}
 svg.timeline{max-width:100%;height:auto;border:1px solid var(--line);border-radius:4px;background:#fff}
 .note{color:var(--dim);font-size:12.5px}
 ol.walk li{margin-bottom:6px}
+details{margin:4px 0 12px}summary{cursor:pointer;color:var(--dim)}
 footer{margin-top:32px;color:var(--dim);font-size:12px}
 "#;
 
@@ -372,15 +373,38 @@ fn evidence(h: &mut String, r: &Report) {
         if let Some(l) = &a.localisation {
             let _ = writeln!(h, "<p>{}</p>", esc(l));
         }
-        h.push_str(
-            "<table class=\"evidence\">\n<tr><th>signal</th><th>value</th><th>threshold</th><th>baseline</th><th>per instance</th></tr>\n",
-        );
-        for e in &a.evidence {
-            evidence_row(h, e);
+        // The signals that lit first; the rest (clear, context only, not
+        // exposed) folded away.
+        let lit_in_window =
+            |e: &&Evidence| e.lit == Some(true) || e.instance_lit.values().any(|v| v.contains(&Some(true)));
+        let (mut first, mut rest): (Vec<&Evidence>, Vec<&Evidence>) =
+            a.evidence.iter().partition(lit_in_window);
+        if first.is_empty() {
+            std::mem::swap(&mut first, &mut rest);
         }
-        h.push_str("</table>\n");
+        evidence_table(h, &first);
+        if !rest.is_empty() {
+            let _ = writeln!(
+                h,
+                "<details><summary>{} more signal(s) of <code>{}</code>: not lit, context only, or not exposed</summary>",
+                rest.len(),
+                esc(&axis_label(a))
+            );
+            evidence_table(h, &rest);
+            h.push_str("</details>\n");
+        }
     }
     h.push_str("</section>\n");
+}
+
+fn evidence_table(h: &mut String, rows: &[&Evidence]) {
+    h.push_str(
+        "<table class=\"evidence\">\n<tr><th>signal</th><th>value</th><th>threshold</th><th>baseline</th><th>per instance</th></tr>\n",
+    );
+    for e in rows {
+        evidence_row(h, e);
+    }
+    h.push_str("</table>\n");
 }
 
 fn evidence_row(h: &mut String, e: &Evidence) {
@@ -574,6 +598,24 @@ fn sources(h: &mut String, r: &Report) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unusable_data_is_an_inconclusive_page_without_a_timeline() {
+        let rules = crate::rules::load::RuleSet::default_rules().expect("shipped rules");
+        let r = Report::unusable(
+            &rules,
+            "every scrape failed",
+            vec!["apiserver-0: <refused> & gone".into()],
+            1_767_225_600_000,
+            2,
+        );
+        let page = document(&r);
+        assert!(page.contains("data-status=\"inconclusive\""));
+        assert!(page.contains("<h1><span class=\"badge\">INCONCLUSIVE</span>every scrape failed</h1>"));
+        assert!(page.contains("id=\"no-timeline\""));
+        assert!(!page.contains("<svg"));
+        assert!(page.contains("apiserver-0: &lt;refused&gt; &amp; gone"));
+    }
 
     #[test]
     fn escapes_markup_and_quotes() {

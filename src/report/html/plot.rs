@@ -46,6 +46,7 @@ fn role_colour(role: &str) -> &'static str {
         "tie" => "#8e24aa",
         "downstream" => "#ef6c00",
         "symptom" => "#37474f",
+        "unreachable" => "#6d4c41",
         _ => "#757575",
     }
 }
@@ -54,7 +55,15 @@ struct Band<'a> {
     label: String,
     title: String,
     role: &'static str,
-    states: &'a [StepState],
+    states: BandStates<'a>,
+}
+
+enum BandStates<'a> {
+    /// One state per step.
+    Steps(&'a [StepState]),
+    /// A target that stopped answering: from its first failed scrape until it
+    /// answered again (or the end of the window).
+    Span(Millis, Option<Millis>),
 }
 
 struct Panel<'a> {
@@ -133,15 +142,25 @@ fn bands(r: &Report) -> Vec<Band<'_>> {
             label: super::axis_label(a),
             title: a.title.clone(),
             role,
-            states: &a.timeline,
+            states: BandStates::Steps(&a.timeline),
         })
         .collect();
+    if let Some(rc) = &r.verdict.root_cause {
+        for u in &rc.unreachable {
+            out.push(Band {
+                label: format!("{} not answering", u.target),
+                title: format!("{} stopped answering (no snapshot or a failed scrape)", u.target),
+                role: "unreachable",
+                states: BandStates::Span(u.from, u.until),
+            });
+        }
+    }
     if let Some(s) = &r.symptom {
         out.push(Band {
             label: "clients affected".into(),
             title: s.question.clone(),
             role: "symptom",
-            states: &s.timeline,
+            states: BandStates::Steps(&s.timeline),
         });
     }
     out
@@ -215,8 +234,8 @@ fn markers(r: &Report) -> Vec<Marker> {
             },
         });
     }
-    // In time order; at the same time the root cause is drawn last (on top).
-    m.sort_by_key(|k| (k.t, k.role == "root-cause"));
+    // In time order, the root cause first at the same time (its label on top).
+    m.sort_by_key(|k| (k.t, k.role != "root-cause"));
     m
 }
 
@@ -409,7 +428,7 @@ pub(super) fn figure(h: &mut String, r: &Report) {
             "root-cause" => "root cause",
             "tie" => "tie",
             "downstream" => "downstream",
-            "symptom" => "",
+            "symptom" | "unreachable" => "",
             _ => "also lit",
         };
         let _ = writeln!(
@@ -432,12 +451,25 @@ pub(super) fn figure(h: &mut String, r: &Report) {
             n(X1 - X0),
             n(BAND_H)
         );
+        let states = match b.states {
+            BandStates::Steps(s) => s,
+            BandStates::Span(t0, t1) => {
+                let (t0, t1) = (t0.clamp(from, to), t1.unwrap_or(to).clamp(from, to));
+                let (a, e) = (x(t0), x(t1));
+                let _ = writeln!(
+                    h,
+                    "<rect class=\"lit\" data-from=\"{}\" data-to=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{colour}\" fill-opacity=\"0.75\"/>\n</g>",
+                    t0, t1, n(a), n(y), n((e - a).max(1.5)), n(BAND_H)
+                );
+                continue;
+            }
+        };
         // Runs of lit and unknown steps.
         let mut i = 0;
-        while i < b.states.len().min(steps.len()) {
-            let s = b.states[i];
+        while i < states.len().min(steps.len()) {
+            let s = states[i];
             let mut j = i;
-            while j + 1 < b.states.len().min(steps.len()) && b.states[j + 1] == s {
+            while j + 1 < states.len().min(steps.len()) && states[j + 1] == s {
                 j += 1;
             }
             let (cls, fill) = match s {
@@ -476,7 +508,10 @@ pub(super) fn figure(h: &mut String, r: &Report) {
     }
 
     // Onset and recovery markers, over everything.
-    for (m, (row, right)) in markers.iter().zip(&placed) {
+    // The root cause's lines last, over the others at the same time.
+    let mut order: Vec<(&Marker, &(usize, bool))> = markers.iter().zip(&placed).collect();
+    order.sort_by_key(|(m, _)| m.role == "root-cause");
+    for (m, (row, right)) in order {
         let mx = x(m.t);
         let colour = role_colour(m.role);
         let ly = 10.0 + *row as f64 * LABEL_ROW + 10.0;
