@@ -21,7 +21,17 @@ use crate::source::Role;
 use crate::store::Millis;
 use crate::timefmt::{format_time, parse_duration, parse_time};
 
-pub fn run(a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
+pub fn run(mut a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
+    // `diagnose DIR` is `diagnose --dump DIR`.
+    a.dump.append(&mut a.paths);
+    if a.dump.is_empty() && !a.live && a.prom.prometheus.is_none() {
+        return Err(CliError::Usage(
+            "no metrics to diagnose: give a capture (`cptriage diagnose DIR` or `--dump PATH`), \
+             scrape now with `--live` (with a kubeconfig and/or `--etcd URL`), or query \
+             `--prometheus URL`"
+                .into(),
+        ));
+    }
     if !a.live {
         if let Some(flag) = live_flag_given(&a.live_args) {
             return Err(CliError::Usage(format!(
@@ -101,10 +111,27 @@ fn run_local(
         (_, _, Some(b)) => BaselineSpec::Dataset(b),
         _ => BaselineSpec::WindowStart,
     };
+    let to = a.to.as_deref().map(parse_time).transpose()?;
+    let from = match (&a.from, since(a)?) {
+        (Some(f), _) => Some(parse_time(f)?),
+        // The last DURATION of the data (or before `--to`).
+        (None, Some(d)) => {
+            let end = match to {
+                Some(t) => t,
+                None => {
+                    ds.window()
+                        .ok_or_else(|| CliError::Data("no snapshot in the input".into()))?
+                        .1
+                }
+            };
+            Some(end - d)
+        }
+        (None, None) => None,
+    };
     let opts = Options {
         at: a.at.as_deref().map(parse_time).transpose()?,
-        from: a.from.as_deref().map(parse_time).transpose()?,
-        to: a.to.as_deref().map(parse_time).transpose()?,
+        from,
+        to,
         step,
         baseline,
         debounce: a.debounce as usize,
@@ -129,6 +156,14 @@ fn render(report: &Report, format: ReportFormat, out: &mut dyn Write) -> Result<
         Status::Recovered => ExitCode::Recovered,
         Status::Inconclusive => ExitCode::Data,
     })
+}
+
+/// `--since DURATION`, positive.
+fn since(a: &DiagnoseArgs) -> Result<Option<Millis>, CliError> {
+    match a.since.as_deref().map(parse_duration).transpose()? {
+        Some(d) if d <= 0 => Err(CliError::Usage("`--since` must be greater than zero".into())),
+        d => Ok(d),
+    }
 }
 
 /// Default length of the window diagnosed over Prometheus when `--from` is not given.
@@ -160,7 +195,7 @@ fn run_prometheus(
     };
     let from = match a.from.as_deref().map(parse_time).transpose()? {
         Some(f) => f,
-        None => to - PROMETHEUS_DEFAULT_WINDOW,
+        None => to - since(a)?.unwrap_or(PROMETHEUS_DEFAULT_WINDOW),
     };
     if to < from {
         return Err(CliError::Usage("`--to` is before `--from`".into()));
@@ -415,14 +450,14 @@ fn live_dataset(
         writeln!(err, "warning: {w}")?;
     }
     let mut rec = out_dir.map(|d| Recorder::start(d, &cfg)).transpose()?;
-    let bar = record::progress_bar(&cfg);
+    let mut progress = record::Progress::new(&cfg);
     let res = crate::source::live::scrape_rounds(&cfg, &mut |ev| {
         if let Some(r) = rec.as_mut() {
             r.on_event(&ev);
         }
-        record::progress(&bar, &ev, err);
+        progress.on_event(&ev, err);
     });
-    bar.finish_and_clear();
+    progress.finish();
     if let (Some(r), Some(dir)) = (rec, a.save.as_deref()) {
         r.finish(&cfg, &res)?;
         writeln!(err, "rounds saved to {}", dir.display())?;
@@ -435,8 +470,12 @@ fn live_dataset(
             .collect();
         reasons.sort();
         reasons.dedup();
+        let when = match &res.stopped_early {
+            Some(why) => format!(" (stopped after the first round: {why})"),
+            None => String::new(),
+        };
         return Err(CliError::Data(format!(
-            "every scrape failed:\n  {}",
+            "every scrape failed{when}:\n  {}",
             reasons.join("\n  ")
         )));
     }

@@ -180,6 +180,10 @@ pub struct LiveResult {
     pub unverified_tls: Vec<String>,
     /// Number of successful scrapes (also counted when snapshots are not retained).
     pub scraped: usize,
+    /// Why the rounds stopped before the last one: every target failed the
+    /// first round in a way a retry does not fix (nothing listening, no route,
+    /// TLS or credentials refused).
+    pub stopped_early: Option<String>,
 }
 
 impl LiveResult {
