@@ -699,27 +699,15 @@ fn panel(h: &mut String, r: &Report, p: &Panel, y: f64, x: &dyn Fn(Millis) -> f6
     for (i, (inst, vals)) in series.iter().enumerate() {
         let c = PALETTE[i % PALETTE.len()];
         let lit = e.instance_lit.get(*inst);
+        // +Inf (everything in the last bucket) is drawn at the top, -Inf at
+        // the bottom; NaN (nothing observed) is a gap.
         let pt = |k: usize| -> Option<(f64, f64)> {
-            let v = vals.get(k).copied().flatten().filter(|v| v.is_finite())?;
+            let v = vals.get(k).copied().flatten().filter(|v| !v.is_nan())?;
             Some((x(*steps.get(k)?), yv(v)))
         };
         let path = |keep: &dyn Fn(usize) -> bool| -> String {
-            let mut d = String::new();
-            let mut open = false;
-            for k in 0..vals.len().min(steps.len()) {
-                match pt(k).filter(|_| keep(k)) {
-                    Some((px, py)) => {
-                        let _ = write!(d, "{}{} {} ", if open { "L" } else { "M" }, n(px), n(py));
-                        if !open {
-                            // A lone point still shows (round caps).
-                            d.push_str("l 0.1 0 ");
-                        }
-                        open = true;
-                    }
-                    None => open = false,
-                }
-            }
-            d
+            let points = (0..vals.len().min(steps.len())).map(|k| pt(k).filter(|_| keep(k)));
+            polyline(points)
         };
         let lit_d = path(&|k| lit.and_then(|l| l.get(k).copied().flatten()) == Some(true));
         if !lit_d.is_empty() {
@@ -727,23 +715,92 @@ fn panel(h: &mut String, r: &Report, p: &Panel, y: f64, x: &dyn Fn(Millis) -> f6
                 h,
                 "<path class=\"lit-run\" data-instance=\"{}\" d=\"{}\" fill=\"none\" stroke=\"{LIT}\" stroke-opacity=\"0.35\" stroke-width=\"8\" stroke-linecap=\"round\" stroke-linejoin=\"round\"/>",
                 esc(inst),
-                lit_d.trim_end()
+                lit_d
             );
         }
         let _ = writeln!(
             h,
             "<path class=\"series\" data-instance=\"{}\" d=\"{}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"1.8\" stroke-linecap=\"round\" stroke-linejoin=\"round\"><title>{}</title></path>",
             esc(inst),
-            path(&|_| true).trim_end(),
+            path(&|_| true),
             esc(&format!("{inst} — {}", e.description))
         );
     }
     h.push_str("</g>\n");
 }
 
+/// SVG path data of a line through `points` (`None` breaks it). Points that
+/// fall in the same pixel column are reduced to the first, lowest, highest and
+/// last of the column, so that a long window draws the same picture with at
+/// most four points per pixel.
+fn polyline(points: impl Iterator<Item = Option<(f64, f64)>>) -> String {
+    let mut d = String::new();
+    let mut col: Vec<(f64, f64)> = Vec::new();
+    let mut open = false;
+    let flush = |col: &mut Vec<(f64, f64)>, d: &mut String, open: &mut bool| {
+        if col.is_empty() {
+            return;
+        }
+        let first = col[0];
+        let last = col[col.len() - 1];
+        let lo = col
+            .iter()
+            .copied()
+            .fold(first, |a, p| if p.1 > a.1 { p } else { a });
+        let hi = col
+            .iter()
+            .copied()
+            .fold(first, |a, p| if p.1 < a.1 { p } else { a });
+        let mut keep = vec![first];
+        let (a, b) = if lo.0 <= hi.0 { (lo, hi) } else { (hi, lo) };
+        for p in [a, b, last] {
+            if keep.last() != Some(&p) {
+                keep.push(p);
+            }
+        }
+        for (px, py) in keep {
+            let _ = write!(d, "{}{} {} ", if *open { "L" } else { "M" }, n(px), n(py));
+            if !*open {
+                // A lone point still shows (round caps).
+                d.push_str("l 0.1 0 ");
+            }
+            *open = true;
+        }
+        col.clear();
+    };
+    for p in points {
+        match p {
+            Some(p) => {
+                if col.first().is_some_and(|c| c.0.floor() != p.0.floor()) {
+                    flush(&mut col, &mut d, &mut open);
+                }
+                col.push(p);
+            }
+            None => {
+                flush(&mut col, &mut d, &mut open);
+                open = false;
+            }
+        }
+    }
+    flush(&mut col, &mut d, &mut open);
+    d.trim_end().to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn polylines_break_at_gaps_and_reduce_each_pixel_column() {
+        let d = polyline([Some((1.0, 5.0)), Some((2.0, 6.0)), None, Some((4.0, 1.0))].into_iter());
+        assert_eq!(d, "M1 5 l 0.1 0 L2 6 M4 1 l 0.1 0");
+        // 1000 points in one column: first, extremes, last.
+        let pts = (0..1000).map(|i| Some((10.0 + i as f64 / 1000.0, ((i * 37) % 101) as f64)));
+        let d = polyline(pts);
+        assert!(d.starts_with("M10 0 l 0.1 0 L"), "{d}");
+        assert_eq!(d.matches(['M', 'L']).count(), 3, "{d}");
+        assert!(d.contains(" 100 L") && d.ends_with(" 98"), "{d}");
+    }
 
     #[test]
     fn ticks_are_few_and_round() {
