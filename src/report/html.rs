@@ -154,11 +154,15 @@ fn verdict(h: &mut String, r: &Report, headline: &str) {
     };
     let _ = write!(
         h,
-        "<header class=\"verdict\">\n<h1><span class=\"badge\">{}</span>{}</h1>\n<p class=\"summary\">{}</p>\n<dl class=\"facts\">\n",
+        "<header class=\"verdict\">\n<h1><span class=\"badge\">{}</span>{}</h1>\n",
         esc(&status.to_uppercase()),
-        esc(rest),
-        esc(&r.verdict.summary)
+        esc(rest)
     );
+    // With a root cause the facts below say what the summary says, one per line.
+    if r.verdict.root_cause.is_none() {
+        let _ = writeln!(h, "<p class=\"summary\">{}</p>", esc(&r.verdict.summary));
+    }
+    h.push_str("<dl class=\"facts\">\n");
     let fact = |h: &mut String, k: &str, id: &str, v: &str| {
         let _ = writeln!(h, "<dt>{k}</dt><dd id=\"{id}\">{v}</dd>");
     };
@@ -215,7 +219,7 @@ fn verdict(h: &mut String, r: &Report, headline: &str) {
             ),
             (Some(t), None) => format!("<span class=\"clear\">yes</span>, at {}", esc(&format_time(t))),
             (None, _) => format!(
-                "<span class=\"lit\">no</span> — still lit at {}",
+                "<span class=\"lit\">no</span> — still failing at {}",
                 esc(&format_time(w.at))
             ),
         };
@@ -351,7 +355,7 @@ fn role_text(role: &str) -> &'static str {
         "root-cause" => "root cause",
         "tie" => "tie",
         "downstream" => "downstream",
-        _ => "also lit",
+        _ => "also failing",
     }
 }
 
@@ -386,7 +390,7 @@ fn evidence(h: &mut String, r: &Report) {
         if !rest.is_empty() {
             let _ = writeln!(
                 h,
-                "<details><summary>{} more signal(s) of <code>{}</code>: not lit, context only, or not exposed</summary>",
+                "<details><summary>{} more signal(s) of <code>{}</code>: under the threshold, context only, or not exposed</summary>",
                 rest.len(),
                 esc(&axis_label(a))
             );

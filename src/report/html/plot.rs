@@ -429,7 +429,7 @@ pub(super) fn figure(h: &mut String, r: &Report) {
             "tie" => "tie",
             "downstream" => "downstream",
             "symptom" | "unreachable" => "",
-            _ => "also lit",
+            _ => "also failing",
         };
         let _ = writeln!(
             h,
