@@ -289,11 +289,11 @@ _cptriage() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json markdown" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json markdown html" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json markdown" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json markdown html" -- "${cur}"))
                     return 0
                     ;;
                 --color)

@@ -75,7 +75,8 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l debounce 
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -s o -l output -d 'Output format: `table` is the first page (fits the terminal), `wide` every table and the tree walk' -r -f -a "table\t'The first page for a terminal: verdict, cause, what followed, deciding signals, next steps (fits the terminal\'s width)'
 wide\t'Every table for a terminal: axes, evidence, the tree walk, sources'
 json\t'The `cptriage/verdict/v1` JSON document for scripts'
-markdown\t'Markdown for incident documents'"
+markdown\t'Markdown for incident documents'
+html\t'One self-contained HTML page (inline CSS and SVG, nothing fetched) with the verdict and a timeline plot, for an incident channel: `-o html > incident.html`'"
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l color -d 'Colour the terminal report: `auto` colours a terminal unless `NO_COLOR` is set (or `TERM=dumb`), never a pipe' -r -f -a "auto\t'On a terminal, unless `NO_COLOR` is set or `TERM=dumb`'
 always\t'Always, even into a pipe'
 never\t'Never'"

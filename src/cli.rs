@@ -96,6 +96,8 @@ Examples:
   cptriage diagnose --prometheus http://prometheus:9090 --selector '{cluster=\"prod\"}' --since 1h
   # An incident window, with a healthy capture as the baseline
   cptriage diagnose ./incident --baseline-dump ./last-week --from 2026-01-01T03:00:00Z --to now
+  # One self-contained page with a timeline plot, for the incident channel
+  cptriage diagnose ./capture -o html > incident.html
 
 Exit codes: 0 healthy, 1 degraded (an axis named), 2 usage error, 3 unusable or inconclusive,
 4 recovered.";
@@ -533,6 +535,10 @@ pub enum ReportFormat {
     Json,
     /// Markdown for incident documents.
     Markdown,
+    /// One self-contained HTML page (inline CSS and SVG, nothing fetched)
+    /// with the verdict and a timeline plot, for an incident channel:
+    /// `-o html > incident.html`.
+    Html,
 }
 
 #[derive(Debug, Args)]
