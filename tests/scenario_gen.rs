@@ -573,6 +573,7 @@ scenario_tests! {
     joint_5xx_only => "joint-5xx-only",
     bitter_zone_etcd_first => "bitter-zone-etcd-first",
     bitter_zone_apf_only => "bitter-zone-apf-only",
+    etcd_leader_heartbeats_late => "etcd-leader-heartbeats-late",
 }
 
 // ---------------------------------------------------------------------------

@@ -177,6 +177,7 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(out)?;
         writeln!(out, "Falsifier (for the incident record)")?;
         writeln!(out, "  {f}")?;
+        measured_falsifier(r, out)?;
     }
     if !r.gaps.is_empty() {
         writeln!(out)?;
@@ -227,4 +228,34 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The falsifier with the measured numbers and the ADR sentence: what the
+/// root cause rests on, the alternatives cleared, one line each.
+fn measured_falsifier(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    let Some(f) = &r.falsification else {
+        return Ok(());
+    };
+    let root = r.verdict.root_cause.as_ref().map(|rc| rc.leaf.as_str());
+    for e in r
+        .axes
+        .iter()
+        .filter(|a| Some(a.leaf.as_str()) == root)
+        .flat_map(|a| a.evidence.iter())
+        .filter(|e| e.lit == Some(true))
+    {
+        for c in &e.contributors {
+            writeln!(out, "  who:      {}: {}", e.signal, c.text())?;
+        }
+        if let Some(n) = &e.contributors_note {
+            writeln!(out, "  who:      {}: {n}", e.signal)?;
+        }
+    }
+    for m in &f.deciding {
+        writeln!(out, "  measured: {}", m.text())?;
+    }
+    for m in &f.cleared {
+        writeln!(out, "  cleared:  {}: {}", m.axis, m.text())?;
+    }
+    writeln!(out, "  ADR: {}", f.adr)
 }
