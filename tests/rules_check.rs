@@ -151,10 +151,11 @@ fn default_tree_has_every_axis_of_the_design() {
         "joint",
         "write-timeouts",
         "stale-reads",
-        "conflict-rollback",
+        "storage/conflict-rollback",
         "duplicate-events",
         "node-status",
         "etcd/commit-stall",
+        "etcd/leader",
     ] {
         assert!(axes.contains(a), "missing axis {a}");
     }
@@ -181,7 +182,8 @@ fn default_tree_has_every_axis_of_the_design() {
             "node-status",
         ]
         .contains(&l.axis.as_str())
-            || l.sub_axis.as_deref() == Some("compaction");
+            || l.sub_axis.as_deref() == Some("compaction")
+            || l.sub_axis.as_deref() == Some("conflict-rollback");
         let sev = format!("{}", l.severity);
         if eventual {
             assert!(sev == "P2" || sev == "P3", "{} {sev}", l.id);

@@ -327,9 +327,11 @@ fn attribution_signals_exposed_by_the_real_captures() {
         "etcd_is_leader",
         "etcd_db_fragmentation",
         "events_object_share",
+        "stored_objects",
     ];
     let mut exposed: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     let mut values: BTreeMap<(&str, String), Option<f64>> = BTreeMap::new();
+    let mut largest: BTreeMap<String, (String, f64)> = BTreeMap::new();
     let mut n = 0;
     for (fname, f) in realcap::files() {
         let role = if fname.starts_with("etcd_") {
@@ -358,6 +360,11 @@ fn attribution_signals_exposed_by_the_real_captures() {
                 };
                 exposed.entry(s).or_default().push(tag);
                 values.insert((s, short.clone()), e.value);
+                if s == "stored_objects" {
+                    if let Some(c) = e.contributors.first() {
+                        largest.insert(short.clone(), (c.labels["resource"].clone(), c.value.unwrap()));
+                    }
+                }
             }
         }
         n += 1;
@@ -386,6 +393,7 @@ fn attribution_signals_exposed_by_the_real_captures() {
     // Object counts: apiserver_storage_objects from 1.21, etcd_object_counts
     // before (the third expression); 1.34+ still expose the first.
     assert_eq!(count("events_object_share"), 18);
+    assert_eq!(count("stored_objects"), 18);
     assert!(
         exposed["events_object_share"].contains(&"apiserver_datadog_v1.10.11 (alternative 2)".to_string())
     );
@@ -409,6 +417,14 @@ fn attribution_signals_exposed_by_the_real_captures() {
     assert!((ev - 133.0 / 364.0).abs() < 1e-9, "{ev}");
     let ev = values[&("events_object_share", "apiserver_datadog_v1.10.11".to_string())].unwrap();
     assert!((ev - 222.0 / 1319.0).abs() < 1e-9, "{ev}");
+    // What fills etcd: the largest resource by stored objects, per version
+    // (1.10 reads etcd_object_counts, 1.33 apiserver_storage_objects).
+    assert_eq!(largest["apiserver_nri_v1.33.0"], ("events".to_string(), 133.0));
+    assert_eq!(largest["apiserver_datadog_v1.10.11"], ("pods".to_string(), 299.0));
+    assert_eq!(
+        values[&("stored_objects", "apiserver_nri_v1.33.0".to_string())],
+        Some(364.0)
+    );
     // Only the leader reads 1; the multi-member capture is a follower.
     assert_eq!(
         values[&("etcd_is_leader", "etcd_nri_v3.5.21_k8s1.33".to_string())],

@@ -178,3 +178,30 @@ fn the_409_storm_names_its_resources_and_verbs() {
         .unwrap_or("")
         .contains("2 smaller contributors"));
 }
+
+/// A follower down: the members' failed sends all go to one peer, named by
+/// its member id (`To`), and the member that stopped answering is the cause.
+#[test]
+fn a_follower_down_is_the_peer_the_others_cannot_reach() {
+    let rules = RuleSet::default_rules().expect("shipped rules load");
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scenarios/etcd-raft-member-down.yaml");
+    let (_, r) = diagnose(&p, &rules);
+    let rc = r.verdict.root_cause.as_ref().expect("root cause");
+    assert_eq!(
+        (rc.leaf.as_str(), rc.instances.clone()),
+        ("etcd-raft", vec!["etcd-2".to_string()])
+    );
+    let ev = r
+        .axes
+        .iter()
+        .find(|a| a.leaf == "etcd-raft")
+        .and_then(|a| a.evidence.iter().find(|e| e.signal == "etcd_peer_send_failures"))
+        .expect("peer send failures evidence");
+    assert_eq!(ev.contributors.len(), 1, "{:?}", ev.contributors);
+    let c = &ev.contributors[0];
+    assert_eq!(c.labels["To"], "8e9e05c52164694d");
+    assert_eq!(c.share, Some(1.0));
+    // Both surviving members fail to send to it (1/s each while it is down;
+    // the reference step is the episode's last, as the failures fade out).
+    assert!(c.value.unwrap() > 0.5 && c.value.unwrap() <= 2.0, "{c:?}");
+}

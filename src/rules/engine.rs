@@ -18,7 +18,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::load::RuleSet;
-use super::model::Direction;
+use super::model::{Across, Direction};
 use super::promql;
 use super::report::{Availability, BaselineKind, Gap, GapKind, Report, SourceInfo};
 use super::verdict::{self, median, AssessInput, BaselinePlan, BreakdownInput, SignalInput, Skip};
@@ -724,7 +724,11 @@ fn eval_breakdowns(rules: &RuleSet, signals: &mut [SignalInput], ctx: &Ctx) {
                         if p.v.is_nan() {
                             continue;
                         }
-                        row[i] = Some(row[i].unwrap_or(0.0) + p.v);
+                        row[i] = Some(match (row[i], b.across) {
+                            (None, _) => p.v,
+                            (Some(o), Across::Sum) => o + p.v,
+                            (Some(o), Across::Max) => o.max(p.v),
+                        });
                     }
                 }
                 let absent: Vec<&str> =

@@ -111,6 +111,7 @@ pub struct Signal {
 pub struct Breakdown {
     pub by: Vec<String>,
     pub unit: super::model::Unit,
+    pub across: super::model::Across,
     pub exprs: Vec<String>,
     pub reads: Vec<Reads>,
 }
@@ -844,6 +845,7 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
         Breakdown {
             by: b.by.clone(),
             unit: b.unit,
+            across: b.across,
             exprs,
             reads,
         }

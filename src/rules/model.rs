@@ -193,9 +193,22 @@ pub struct BreakdownDef {
     /// The unit of the breakdown's values (e.g. `per-second` for the rate of
     /// the requests a ratio signal counts).
     pub unit: Unit,
+    /// How instances combine: `sum` (rates, the default) or `max` (gauges
+    /// of shared state every replica reports, such as object counts).
+    #[serde(default)]
+    pub across: Across,
     pub expr: String,
     #[serde(default)]
     pub alternatives: Vec<String>,
+}
+
+/// How a breakdown combines the instances' values of one contributor.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Across {
+    #[default]
+    Sum,
+    Max,
 }
 
 /// How long a signal must stay lit (see [`SignalDef::persistence`]).

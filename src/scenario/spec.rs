@@ -143,6 +143,10 @@ pub const AXES: &[&str] = &[
     "watch-cache",
     "storage",
     "joint",
+    "write-timeouts",
+    "stale-reads",
+    "duplicate-events",
+    "node-status",
 ];
 
 /// What a validated move does.
