@@ -7,6 +7,8 @@
 #[path = "common/scenarios.rs"]
 mod scenarios;
 
+use std::path::Path;
+
 use cptriage::rules::load::RuleSet;
 use scenarios::diagnose;
 
