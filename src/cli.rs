@@ -91,11 +91,23 @@ pub struct LiveArgs {
     pub etcd_cacert: Option<std::path::PathBuf>,
     /// etcd client certificate (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.crt).
     /// Also `--cert`, as etcdctl.
-    #[arg(long, alias = "cert", value_name = "FILE", requires = "etcd_key", help_heading = "etcd")]
+    #[arg(
+        long,
+        alias = "cert",
+        value_name = "FILE",
+        requires = "etcd_key",
+        help_heading = "etcd"
+    )]
     pub etcd_cert: Option<std::path::PathBuf>,
     /// etcd client key (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key).
     /// Also `--key`, as etcdctl.
-    #[arg(long, alias = "key", value_name = "FILE", requires = "etcd_cert", help_heading = "etcd")]
+    #[arg(
+        long,
+        alias = "key",
+        value_name = "FILE",
+        requires = "etcd_cert",
+        help_heading = "etcd"
+    )]
     pub etcd_key: Option<std::path::PathBuf>,
     /// A kube-controller-manager: `[NAME=]URL` (e.g. `https://127.0.0.1:10257`),
     /// scraped with the kubeconfig's credentials. Repeatable.
@@ -202,8 +214,15 @@ pub struct DiagnoseArgs {
     /// Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]`
     /// files, or single files, each optionally prefixed `NAME=` or `role:NAME=`
     /// (role: apiserver, etcd, controller). Repeatable.
-    #[arg(long = "dump", value_name = "PATH", num_args = 1.., required_unless_present_any = ["live", "prometheus"])]
+    #[arg(long = "dump", value_name = "PATH", num_args = 1.., required_unless_present_any = ["live", "prometheus", "audit"])]
     pub dump: Vec<String>,
+    /// kube-apiserver audit logs (`audit.k8s.io/v1` events, one JSON object
+    /// per line, plain or gzip): files or directories of them. Alone, or
+    /// beside `--dump`, `--live` or `--prometheus`: the latency of slow
+    /// requests split by layer, and who gets 401/403/429, become evidence
+    /// over the same steps as the metrics. Repeatable.
+    #[arg(long, value_name = "PATH", num_args = 1.., help_heading = "Audit logs")]
+    pub audit: Vec<PathBuf>,
     /// Scrape the live control plane now (apiserver replicas from the kubeconfig,
     /// `--etcd` members, `--controller`s) for `--duration`, then diagnose.
     #[arg(long, conflicts_with_all = ["dump", "prometheus"])]

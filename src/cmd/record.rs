@@ -108,7 +108,11 @@ fn with_etcdctl_env(a: &LiveArgs, err: &mut dyn Write) -> Result<LiveArgs, CliEr
     let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
     if a.etcd.is_empty() {
         if let Some(v) = var("ETCDCTL_ENDPOINTS") {
-            a.etcd = v.split(',').map(|e| e.trim().to_string()).filter(|e| !e.is_empty()).collect();
+            a.etcd = v
+                .split(',')
+                .map(|e| e.trim().to_string())
+                .filter(|e| !e.is_empty())
+                .collect();
             writeln!(err, "etcd members from ETCDCTL_ENDPOINTS ({})", a.etcd.len())?;
         }
     }

@@ -185,6 +185,7 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             writeln!(out, "  - {}: {}", g.subject, g.message)?;
         }
     }
+    super::audit::render_text(r, out)?;
     writeln!(out)?;
     writeln!(out, "Sources")?;
     let mut t = new_table(&[

@@ -50,6 +50,8 @@ pub enum SignalRole {
     Apiserver,
     Etcd,
     Controller,
+    /// Audit logs (`--audit`), as counters ([`crate::source::audit::names`]).
+    Audit,
 }
 
 impl SignalRole {
@@ -58,6 +60,7 @@ impl SignalRole {
             SignalRole::Apiserver => "apiserver",
             SignalRole::Etcd => "etcd",
             SignalRole::Controller => "controller",
+            SignalRole::Audit => "audit",
         }
     }
 
@@ -67,6 +70,7 @@ impl SignalRole {
             SignalRole::Apiserver => crate::source::Role::Apiserver,
             SignalRole::Etcd => crate::source::Role::Etcd,
             SignalRole::Controller => crate::source::Role::Controller,
+            SignalRole::Audit => crate::source::Role::Audit,
         }
     }
 }

@@ -69,6 +69,10 @@ pub struct Report {
     pub rules: RulesInfo,
     /// Which parts of the control plane the data shows, and which were judged.
     pub scope: ScopeInfo,
+    /// What the audit logs (`--audit`) held: counts, bad lines, the layer
+    /// split of slow requests, the slowest requests, the most denied clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<crate::source::audit::AuditSummary>,
 }
 
 /// The parts of the control plane (roles) the data covers.
@@ -498,6 +502,7 @@ impl Report {
                 leaves: rules.leaves.len(),
             },
             scope: ScopeInfo::default(),
+            audit: None,
         }
     }
 }

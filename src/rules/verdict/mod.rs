@@ -481,6 +481,7 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
             leaves: rules.leaves.len(),
         },
         scope,
+        audit: None,
     }
 }
 
