@@ -92,6 +92,9 @@ pub fn render_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     let Some(a) = &r.audit else { return Ok(()) };
     writeln!(out)?;
     writeln!(out, "Audit logs")?;
+    for c in &r.verdict.corroboration {
+        writeln!(out, "  - {}: {}", c.kind.as_str(), c.text)?;
+    }
     for l in lines(a) {
         writeln!(out, "  - {l}")?;
     }
@@ -103,6 +106,9 @@ pub fn render_markdown(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     let Some(a) = &r.audit else { return Ok(()) };
     writeln!(out, "### Audit logs")?;
     writeln!(out)?;
+    for c in &r.verdict.corroboration {
+        writeln!(out, "- **{}**: {}", c.kind.as_str(), c.text.replace('|', "\\|"))?;
+    }
     for l in lines(a) {
         writeln!(out, "- {}", l.replace('|', "\\|"))?;
     }

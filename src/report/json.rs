@@ -69,6 +69,8 @@ struct Verdict<'a> {
     rules: J,
     #[serde(skip_serializing_if = "Option::is_none")]
     audit: Option<J>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    corroboration: Vec<J>,
 }
 
 /// The audit-log summary (`--audit`): counts, bad lines, the layer split of
@@ -314,6 +316,18 @@ pub fn document(r: &Report) -> J {
             "nodes": r.rules.nodes, "leaves": r.rules.leaves,
         }),
         audit: r.audit.as_ref().map(audit_json),
+        corroboration: r
+            .verdict
+            .corroboration
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "kind": c.kind.as_str(), "axis": c.axis, "signal": c.signal,
+                    "other_axis": c.other_axis, "from": ot(c.from), "value": num(c.value),
+                    "text": c.text,
+                })
+            })
+            .collect(),
     };
     to_json(&doc)
 }

@@ -113,6 +113,53 @@ pub struct Verdict {
     /// Episodes of earlier, separate incidents in the window (the verdict is
     /// about the incident lit at the assessment time, or the latest one).
     pub earlier: Vec<Episode>,
+    /// What audit logs (`--audit`) say about the root cause: they confirm it,
+    /// contradict it (point at another axis), do not confirm it, or cannot tell.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub corroboration: Vec<Corroboration>,
+}
+
+/// How audit logs bear on an axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CorroborationKind {
+    /// The axis's audit signal is lit during its episode.
+    Confirms,
+    /// Another axis's audit signal is lit instead.
+    Contradicts,
+    /// Read, and not lit.
+    DoesNotConfirm,
+    /// Not readable (no latency annotations, too few slow requests).
+    CannotTell,
+}
+
+impl CorroborationKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CorroborationKind::Confirms => "confirms",
+            CorroborationKind::Contradicts => "contradicts",
+            CorroborationKind::DoesNotConfirm => "does-not-confirm",
+            CorroborationKind::CannotTell => "cannot-tell",
+        }
+    }
+}
+
+/// One statement of audit logs about the root cause.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Corroboration {
+    pub kind: CorroborationKind,
+    /// The axis judged (`etcd/disk`).
+    pub axis: String,
+    /// The audit signal the statement rests on.
+    pub signal: String,
+    /// The axis the audit logs point at instead (contradicts).
+    pub other_axis: Option<String>,
+    /// First lit step of `signal` during the episode.
+    pub from: Option<Millis>,
+    /// Its largest value there.
+    pub value: Option<f64>,
+    /// The sentence for people.
+    pub text: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

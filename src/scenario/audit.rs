@@ -266,7 +266,9 @@ impl AuditGen {
                 }
             }
             if long {
-                secs = 300.0 + rng.f() * 60.0;
+                // Watches end within the log (its last rotation).
+                let left = (self.start + self.duration) as f64 / 1e3 - arrival_us as f64 / 1e6;
+                secs = (60.0 + rng.f() * 60.0).min(left.max(0.001));
             }
             let end_us = arrival_us + (secs * 1e6) as i64;
             let annotate =

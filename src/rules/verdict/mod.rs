@@ -39,6 +39,7 @@
 //!   role's scope question answered "no" from signals that were read.
 
 mod axes;
+mod corroborate;
 mod decide;
 mod evidence;
 mod judge;
@@ -410,6 +411,13 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
             unreachable,
             affected,
         });
+        verdict.corroboration =
+            corroborate::corroborate(rules, input, &judged, verdict.root_cause.as_ref(), at);
+        for c in &verdict.corroboration {
+            if c.kind == crate::rules::report::CorroborationKind::Contradicts {
+                warnings.push(c.text.clone());
+            }
+        }
         if walk_end != ax.leaf && walk_end != crate::rules::HEALTHY {
             warnings.push(format!(
                 "the tree walk at {} ends at `{walk_end}`, but {name} lit first: the walk shows the state at that time, the verdict follows the onsets",
