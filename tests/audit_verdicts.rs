@@ -271,3 +271,94 @@ fn audit_beside_metrics_confirms_or_disagrees_per_axis() {
         }
     }
 }
+
+fn cptriage(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_cptriage"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run cptriage")
+}
+
+#[test]
+fn cli_audit_alone_and_beside_a_dump_json_valid_exit_codes() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/verdict-v1.schema.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let p = log(dir.path(), AuditFault::EtcdSlow, 6, T0 + 105_000);
+    let ps = p.to_str().unwrap();
+    // Alone: etcd named from the audit logs, exit 1.
+    let out = cptriage(&["diagnose", "--audit", ps, "-o", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(doc["root_cause"]["axis"], "etcd");
+    assert!(doc["audit"]["slow_requests"].as_u64().unwrap() > 100);
+    assert_eq!(doc["corroboration"][0]["kind"], "confirms");
+    // Beside the shipped capture (etcd disk slow from 00:01:45): confirmed.
+    let out = cptriage(&[
+        "diagnose",
+        "--dump",
+        "testdata/captures/bitter-zone-etcd-first",
+        "--audit",
+        ps,
+        "-o",
+        "json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(validator.iter_errors(&doc).next().is_none());
+    assert_eq!(doc["root_cause"]["sub_axis"], "disk");
+    assert_eq!(
+        doc["corroboration"][0]["kind"], "confirms",
+        "{}",
+        doc["corroboration"]
+    );
+    assert!(doc["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["role"] == "audit"));
+    // The text rendering shows the audit section.
+    let out = cptriage(&[
+        "diagnose",
+        "--dump",
+        "testdata/captures/bitter-zone-etcd-first",
+        "--audit",
+        ps,
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Audit logs") && text.contains("confirms: the audit logs confirm etcd/disk"),
+        "{text}"
+    );
+    // A path that does not exist: usage error; nothing readable: unusable data.
+    let out = cptriage(&["diagnose", "--audit", "/nonexistent/audit.log"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/audit.log"));
+    let g = dir.path().join("garbage.log");
+    std::fs::write(&g, "not json\n{\"kind\":\n").unwrap();
+    let out = cptriage(&["diagnose", "--audit", g.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(out.status.code(), Some(3));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["status"], "inconclusive");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("garbage.log:1"));
+}
