@@ -321,7 +321,7 @@ fn bad_lines_are_named_by_file_and_line_and_the_rest_is_analysed() {
     }
     text.push_str(&String::from_utf8_lossy(&good));
     let p = write(dir.path(), "mixed.log", text.as_bytes(), false);
-    let ds = load(&[p.clone()]);
+    let ds = load(std::slice::from_ref(&p));
     let sum = ds.audit.as_ref().unwrap();
     assert_eq!(sum.bad_lines, cases.len() as u64, "{:#?}", sum.bad_examples);
     for (i, (what, _, msg)) in cases.iter().enumerate() {
