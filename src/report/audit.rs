@@ -1,7 +1,8 @@
-//! The audit-log part of the text and Markdown renderings (`--audit`): what
-//! the logs held, the layer split of slow requests, the slowest requests and
-//! the most denied clients. Rendering only: every number comes from the
-//! report's [`AuditSummary`].
+//! Evidence beyond the tree in the text and Markdown renderings: the
+//! advisories that hold (a Kine backend, events on the shared etcd), and what
+//! audit logs (`--audit`) held: the layer split of slow requests, the slowest
+//! requests, the most denied clients, and whether they confirm the root
+//! cause. Rendering only: every number comes from the report.
 
 use std::io::Write;
 
@@ -87,8 +88,45 @@ pub fn lines(a: &AuditSummary) -> Vec<String> {
     out
 }
 
-/// The audit section of the terminal rendering, when the report has one.
+/// Lines of one advisory (title first).
+fn advisory_lines(a: &crate::rules::report::AdvisoryReport) -> Vec<String> {
+    let mut out = vec![format!(
+        "[{}] {} (since {}{})",
+        a.id,
+        a.title,
+        format_time(a.since),
+        if a.holds_at_end {
+            ""
+        } else {
+            ", not at the end of the window"
+        }
+    )];
+    for e in &a.evidence {
+        out.push(format!(
+            "evidence: {} = {} (threshold {})",
+            e.description, e.value_text, e.threshold
+        ));
+    }
+    if !a.not_applicable.is_empty() {
+        out.push(format!("not applicable: {}", a.not_applicable.join(", ")));
+    }
+    out.push(format!("advice (ADR): {}", a.advice));
+    out.push(format!("falsifier: {}", a.falsifier));
+    out
+}
+
+/// The advisories and audit sections of the terminal rendering, when the
+/// report has them.
 pub fn render_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    if !r.advisories.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "Advisories")?;
+        for a in &r.advisories {
+            for (i, l) in advisory_lines(a).into_iter().enumerate() {
+                writeln!(out, "  {} {l}", if i == 0 { "-" } else { " " })?;
+            }
+        }
+    }
     let Some(a) = &r.audit else { return Ok(()) };
     writeln!(out)?;
     writeln!(out, "Audit logs")?;
@@ -101,8 +139,24 @@ pub fn render_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The audit section of the Markdown rendering, when the report has one.
+/// The advisories and audit sections of the Markdown rendering, when the
+/// report has them.
 pub fn render_markdown(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    if !r.advisories.is_empty() {
+        writeln!(out, "### Advisories")?;
+        writeln!(out)?;
+        for a in &r.advisories {
+            for (i, l) in advisory_lines(a).into_iter().enumerate() {
+                let l = l.replace('|', "\\|");
+                if i == 0 {
+                    writeln!(out, "- **{l}**")?;
+                } else {
+                    writeln!(out, "  - {l}")?;
+                }
+            }
+        }
+        writeln!(out)?;
+    }
     let Some(a) = &r.audit else { return Ok(()) };
     writeln!(out, "### Audit logs")?;
     writeln!(out)?;

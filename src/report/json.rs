@@ -71,6 +71,8 @@ struct Verdict<'a> {
     audit: Option<J>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     corroboration: Vec<J>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    advisories: Vec<J>,
 }
 
 /// The audit-log summary (`--audit`): counts, bad lines, the layer split of
@@ -316,6 +318,21 @@ pub fn document(r: &Report) -> J {
             "nodes": r.rules.nodes, "leaves": r.rules.leaves,
         }),
         audit: r.audit.as_ref().map(audit_json),
+        advisories: r
+            .advisories
+            .iter()
+            .map(|a| {
+                serde_json::json!({
+                    "id": a.id, "title": a.title, "since": t(a.since), "holds_at_end": a.holds_at_end,
+                    "advice": a.advice, "falsifier": a.falsifier,
+                    "evidence": a.evidence.iter().map(|e| serde_json::json!({
+                        "signal": e.signal, "description": e.description, "value": num(e.value),
+                        "value_text": e.value_text, "threshold": e.threshold,
+                    })).collect::<Vec<_>>(),
+                    "not_applicable": a.not_applicable, "reason": a.reason,
+                })
+            })
+            .collect(),
         corroboration: r
             .verdict
             .corroboration

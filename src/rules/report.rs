@@ -73,6 +73,38 @@ pub struct Report {
     /// split of slow requests, the slowest requests, the most denied clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit: Option<crate::source::audit::AuditSummary>,
+    /// Advisories that hold in the window (`advisories:` of the rules).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub advisories: Vec<AdvisoryReport>,
+}
+
+/// An advisory that holds: a property of the control plane, not a failing axis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AdvisoryReport {
+    pub id: String,
+    pub title: String,
+    /// First step at which it holds.
+    pub since: Millis,
+    /// Whether it still holds at the assessment time.
+    pub holds_at_end: bool,
+    /// The ADR-ready sentence.
+    pub advice: String,
+    pub falsifier: String,
+    pub evidence: Vec<AdvisoryEvidence>,
+    /// Leaves that do not apply while it holds.
+    pub not_applicable: Vec<String>,
+    pub reason: Option<String>,
+}
+
+/// One signal behind an advisory, at the last step it held.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AdvisoryEvidence {
+    pub signal: String,
+    pub description: String,
+    pub value: Option<f64>,
+    /// The value with its unit, or why there is none.
+    pub value_text: String,
+    pub threshold: String,
 }
 
 /// The parts of the control plane (roles) the data covers.
@@ -550,6 +582,7 @@ impl Report {
             },
             scope: ScopeInfo::default(),
             audit: None,
+            advisories: Vec::new(),
         }
     }
 }

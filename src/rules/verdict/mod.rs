@@ -38,6 +38,7 @@
 //!   time, recovered when all had recovered; healthy only when every observed
 //!   role's scope question answered "no" from signals that were read.
 
+mod advise;
 mod axes;
 mod corroborate;
 mod decide;
@@ -291,6 +292,8 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         single,
     };
     let mut axes = axes::leaf_reports(rules, input, &frame, &mut warnings, &mut gaps);
+    let advisories = advise::advisories(rules, input, &judged, at);
+    advise::mark_not_applicable(&advisories, &mut axes, &mut gaps);
 
     // 5. Root cause, downstream, ties; who stopped answering.
     let (mut verdict, root_axis) = decide::root_cause(rules, input, &mut axes, &sel, single);
@@ -490,6 +493,7 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         },
         scope,
         audit: None,
+        advisories,
     }
 }
 
