@@ -362,3 +362,45 @@ fn cli_audit_alone_and_beside_a_dump_json_valid_exit_codes() {
     assert_eq!(doc["status"], "inconclusive");
     assert!(String::from_utf8_lossy(&out.stderr).contains("garbage.log:1"));
 }
+
+/// A "remote" evaluator (as Prometheus is) that records what it is asked:
+/// it evaluates over the same store, so verdicts can be compared.
+struct Remote {
+    asked: Mutex<Vec<String>>,
+}
+
+impl engine::SignalEvaluator for Remote {
+    fn instantiate(&self, text: &str, window: i64, role: cptriage::source::Role) -> Result<promql_parser::parser::Expr, String> {
+        engine::LocalStore.instantiate(text, window, role)
+    }
+    fn range(&self, data: &Dataset, queries: &[engine::RangeQuery]) -> Vec<Result<Vec<cptriage::store::Series>, String>> {
+        let mut asked = self.asked.lock().unwrap();
+        for q in queries {
+            asked.push(q.expr.to_string());
+        }
+        engine::LocalStore.range(data, queries)
+    }
+}
+
+/// Beside `--prometheus`, audit signals are evaluated over the local store
+/// (their counters are in no Prometheus), everything else remotely.
+#[test]
+fn beside_a_remote_source_audit_signals_stay_local() {
+    let rules = rules();
+    let dir = tempfile::tempdir().unwrap();
+    let (mut ds, onset) = scenario_ds("etcd-disk-slow-one-member.yaml", &rules);
+    let minutes = (ds.window().unwrap().1 - T0) / 60_000 + 1;
+    add_audit(&mut ds, &log(dir.path(), AuditFault::EtcdSlow, minutes, onset));
+    let remote = Remote {
+        asked: Mutex::new(Vec::new()),
+    };
+    let routed = engine::LocalRole::new(&remote, cptriage::source::Role::Audit);
+    let r = engine::diagnose_with(&rules, &ds, &routed, &Options::default()).unwrap();
+    let asked = remote.asked.lock().unwrap();
+    assert!(!asked.is_empty());
+    assert!(asked.iter().all(|e| !e.contains("cptriage_audit")), "audit queries went remote");
+    assert!(asked.iter().any(|e| e.contains("etcd_disk_wal_fsync")));
+    let local = engine::diagnose(&rules, &ds, &Options::default()).unwrap();
+    assert_eq!(r.verdict, local.verdict);
+    assert_eq!(r.verdict.corroboration[0].kind, CorroborationKind::Confirms);
+}
