@@ -207,3 +207,36 @@ fn tree_shows_the_advisories_with_advice_and_falsifier() {
         "audit signals appear in the tree's conditions"
     );
 }
+
+#[test]
+fn already_split_shows_each_members_database_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = Vec::new();
+    for (role, name, file) in [
+        ("apiserver", "api", "apiserver_datadog_v1.19.7.prom"),
+        ("etcd", "etcd-main", "etcd_nri_v3.4.13_k8s1.19.prom"),
+        ("etcd", "etcd-events", "etcd_nri_v3.4.3_k8s1.17.prom"),
+    ] {
+        let p = dir.path().join(file);
+        std::fs::write(&p, realcap::read(file)).unwrap();
+        args.push(DumpArg::parse(&format!("{role}:{name}={}", p.display())).unwrap());
+    }
+    let rules = RuleSet::default_rules().unwrap();
+    let ds = dump::load(&args, &Keep::Names(rules.referenced_metrics())).unwrap();
+    let r = engine::diagnose(&rules, &ds, &Options::default()).unwrap();
+    let a = r
+        .advisories
+        .iter()
+        .find(|a| a.id == "events-already-split")
+        .expect("already split");
+    let sizes = a
+        .evidence
+        .iter()
+        .find(|e| e.signal == "etcd_member_db_size")
+        .unwrap();
+    assert!(
+        sizes.value_text.contains("etcd-main ") && sizes.value_text.contains("etcd-events "),
+        "{}",
+        sizes.value_text
+    );
+}

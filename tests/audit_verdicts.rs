@@ -370,10 +370,19 @@ struct Remote {
 }
 
 impl engine::SignalEvaluator for Remote {
-    fn instantiate(&self, text: &str, window: i64, role: cptriage::source::Role) -> Result<promql_parser::parser::Expr, String> {
+    fn instantiate(
+        &self,
+        text: &str,
+        window: i64,
+        role: cptriage::source::Role,
+    ) -> Result<promql_parser::parser::Expr, String> {
         engine::LocalStore.instantiate(text, window, role)
     }
-    fn range(&self, data: &Dataset, queries: &[engine::RangeQuery]) -> Vec<Result<Vec<cptriage::store::Series>, String>> {
+    fn range(
+        &self,
+        data: &Dataset,
+        queries: &[engine::RangeQuery],
+    ) -> Vec<Result<Vec<cptriage::store::Series>, String>> {
         let mut asked = self.asked.lock().unwrap();
         for q in queries {
             asked.push(q.expr.to_string());
@@ -398,7 +407,10 @@ fn beside_a_remote_source_audit_signals_stay_local() {
     let r = engine::diagnose_with(&rules, &ds, &routed, &Options::default()).unwrap();
     let asked = remote.asked.lock().unwrap();
     assert!(!asked.is_empty());
-    assert!(asked.iter().all(|e| !e.contains("cptriage_audit")), "audit queries went remote");
+    assert!(
+        asked.iter().all(|e| !e.contains("cptriage_audit")),
+        "audit queries went remote"
+    );
     assert!(asked.iter().any(|e| e.contains("etcd_disk_wal_fsync")));
     let local = engine::diagnose(&rules, &ds, &Options::default()).unwrap();
     assert_eq!(r.verdict, local.verdict);

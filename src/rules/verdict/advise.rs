@@ -59,7 +59,31 @@ pub(super) fn advisories(
             .filter_map(|s| rules.signal(s))
             .map(|k| {
                 let def = &rules.signals[k].def;
-                let v = value_at(input, k, last);
+                // At the last step it held, else the latest in the window (a
+                // member scraped at another time than the apiserver).
+                let when = if value_at(input, k, last).is_some() {
+                    last
+                } else {
+                    at
+                };
+                let v = value_at(input, k, when);
+                // Several instances (etcd members, apiserver replicas): each
+                // one's value, so members can be told apart.
+                let per: Vec<String> = input
+                    .signals
+                    .get(k)
+                    .map(|s| {
+                        s.values
+                            .iter()
+                            .filter_map(|(inst, row)| {
+                                (0..=when)
+                                    .rev()
+                                    .find_map(|j| row.get(j).copied().flatten().filter(|v| !v.is_nan()))
+                                    .map(|v| format!("{inst} {}", def.unit.format(v)))
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
                 AdvisoryEvidence {
                     signal: def.id.clone(),
                     description: def.description.clone(),
@@ -72,7 +96,13 @@ pub(super) fn advisories(
                                 .and_then(|s| s.note.clone())
                                 .unwrap_or_else(|| "no value".into())
                         },
-                        |v| def.unit.format(v),
+                        |v| {
+                            if per.len() > 1 {
+                                per.join(", ")
+                            } else {
+                                def.unit.format(v)
+                            }
+                        },
                     ),
                     threshold: def.threshold.text(def.unit),
                 }
