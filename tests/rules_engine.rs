@@ -154,6 +154,7 @@ impl Sim {
             store: self.store,
             targets: self.targets,
             warnings: Vec::new(),
+            audit: None,
         }
     }
 }
@@ -697,6 +698,7 @@ fn live_scrape_of_six_rounds_at_five_seconds_gets_a_20s_window_and_rates() {
         store,
         targets: vec![target],
         warnings: Vec::new(),
+        audit: None,
     };
     let r = diagnose(&mini(), &data, &Options::default()).expect("diagnose");
     assert_eq!(r.window.step, 5_000);
