@@ -235,3 +235,25 @@ fn apf_alone_is_falsifiable_by_the_etcd_latency_it_cleared() {
         .statement
         .ends_with(rules.leaves[rules.leaf("apf").unwrap()].falsifier.trim()));
 }
+
+/// Which member led when: the leader-loss scenario's leadership moves from
+/// etcd-0 to nobody at 4m, then to etcd-1 at 5m, and the raft evidence says so.
+#[test]
+fn the_raft_evidence_says_which_member_led_when() {
+    let rules = RuleSet::default_rules().expect("shipped rules load");
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scenarios/etcd-raft-leader-loss.yaml");
+    let (_, r) = diagnose(&p, &rules);
+    let ev = r
+        .axes
+        .iter()
+        .find(|a| a.leaf == "etcd-raft")
+        .and_then(|a| a.evidence.iter().find(|e| e.signal == "etcd_is_leader"))
+        .expect("leader evidence");
+    assert!(ev.context, "shown, not deciding");
+    assert_eq!(
+        ev.note.as_deref(),
+        Some(
+            "lit over the window: etcd-0 from 2026-01-01T00:00:00Z, none from 2026-01-01T00:04:00Z, etcd-1 from 2026-01-01T00:05:00Z"
+        )
+    );
+}
