@@ -156,7 +156,24 @@ fn demo_capture_names_etcd_disk_as_root_cause_with_apf_downstream() {
 
 #[test]
 fn table_and_markdown_show_verdict_falsifier_and_next_steps() {
+    // The first page: the verdict, the cause and what followed, next steps,
+    // and the warning that a top-down walk would stop at APF.
     let out = cptriage(&["diagnose", "--dump", DEMO]);
+    assert_eq!(out.status.code(), Some(1));
+    let t = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "DEGRADED P1  etcd disk is slow",
+        "  cause  ",
+        "etcd/disk",
+        "then ",
+        "apf",
+        "Next steps",
+        "stops at apf",
+    ] {
+        assert!(t.contains(want), "first page lacks {want:?}:\n{t}");
+    }
+    // The wide report keeps the tables, the walk, the falsifier and the sources.
+    let out = cptriage(&["diagnose", "--dump", DEMO, "-o", "wide"]);
     assert_eq!(out.status.code(), Some(1));
     let t = String::from_utf8_lossy(&out.stdout);
     for want in [
@@ -165,24 +182,32 @@ fn table_and_markdown_show_verdict_falsifier_and_next_steps() {
         "Next steps",
         "Falsifier",
         "Sources",
-        "apf lit",
+        "then: apf",
     ] {
-        assert!(t.contains(want), "table lacks {want:?}:\n{t}");
+        assert!(t.contains(want), "wide report lacks {want:?}:\n{t}");
     }
     let out = cptriage(&["diagnose", "--dump", DEMO, "-o", "markdown"]);
     let m = String::from_utf8_lossy(&out.stdout);
     assert!(m.starts_with("## cptriage verdict: degraded"), "{m}");
     assert!(m.contains("- **Root cause:** `etcd/disk`"), "{m}");
     assert!(m.contains("### Falsifier"), "{m}");
+    // The Markdown carries the warnings (here: the walk stops at APF although
+    // etcd/disk began first).
+    let warnings = m
+        .split("### Warnings")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no warnings section:\n{m}"));
+    assert!(warnings.contains("ends at `apf`"), "{m}");
     // The falsifier filled in with the measured numbers, and the ADR sentence,
-    // in all three renderings.
+    // in all three renderings (the wide table wraps at the terminal's width).
+    let t = t.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         t.contains(
             "measured: share of WAL fsyncs slower than 64 ms 100% on etcd-0 (threshold > 10%, baseline 0%)"
         ),
         "{t}"
     );
-    assert!(t.contains("cleared:  storage: "), "{t}");
+    assert!(t.contains("cleared: storage: "), "{t}");
     assert!(
         t.contains("ADR: Decision: attribute the incident from 2026-01-01T00:01:45Z to etcd/disk"),
         "{t}"

@@ -336,6 +336,15 @@ pub struct Evidence {
     pub series: Vec<Option<f64>>,
     /// Values per instance per step.
     pub instance_series: BTreeMap<String, Vec<Option<f64>>>,
+    /// Judged state per instance per step (`Some(true)` lit, after the
+    /// persistence, warm-up and observation rules; `None` not judged): what a
+    /// plot of `instance_series` marks as lit.
+    #[serde(default)]
+    pub instance_lit: BTreeMap<String, Vec<Option<bool>>>,
+    /// The threshold as lines in the signal's unit: the absolute part for every
+    /// instance, the relative part per instance from its baseline.
+    #[serde(default)]
+    pub threshold_lines: Vec<ThresholdLine>,
     pub localisation: Option<String>,
     pub note: Option<String>,
     /// The value is the since-process-start form (a single snapshot): counts
@@ -392,6 +401,18 @@ impl Contributor {
         }
         s
     }
+}
+
+/// One line of a signal's threshold on a plot of its values.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ThresholdLine {
+    /// The instance whose baseline the line derives from (a relative
+    /// threshold); `None` for the absolute part, which holds for every instance.
+    pub instance: Option<String>,
+    /// The value the signal is compared with, in the signal's unit.
+    pub value: f64,
+    /// Lit above the line (`true`) or below it.
+    pub above: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

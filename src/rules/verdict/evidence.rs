@@ -149,6 +149,8 @@ pub(super) fn evidence(
         instances,
         series,
         instance_series: input.values.clone(),
+        instance_lit: j.lit.clone(),
+        threshold_lines: super::judge::threshold_lines(&def.threshold, &j.baseline),
         localisation,
         note: (!notes.is_empty()).then(|| notes.join("; ")),
         since_start: sig.since_start,
