@@ -3,7 +3,9 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use crate::store::Millis;
+/// Milliseconds since the Unix epoch, as Prometheus timestamps are (the
+/// store's time unit; defined here, at the bottom of the stairs).
+pub type Millis = i64;
 
 /// A time or duration that could not be read.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -123,6 +125,25 @@ pub fn format_duration(ms: Millis) -> String {
     } else {
         out
     }
+}
+
+/// Unix seconds with millisecond precision only when needed (`1767225600`,
+/// `1767225600.5` → `1767225600.500`), as the Prometheus HTTP API writes and
+/// reads timestamps.
+pub fn format_timestamp(t: Millis) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let mut t = t;
+    if t < 0 {
+        s.push('-');
+        t = -t;
+    }
+    let _ = write!(s, "{}", t / 1000);
+    let frac = t % 1000;
+    if frac != 0 {
+        let _ = write!(s, ".{frac:03}");
+    }
+    s
 }
 
 /// RFC 3339 UTC with millisecond precision only when needed.

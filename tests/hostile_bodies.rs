@@ -360,8 +360,8 @@ fn live_slow_loris_stops_at_the_timeout() {
     assert!(r.elapsed < Duration::from_secs(15), "{}", r.text());
     assert!(
         r.stderr
-            .contains("e0: the response took longer than 2s to arrive; refused (see --timeout) (round 1")
-            || r.stderr.contains("e0: timed out after 2s (round 1"),
+            .contains("e0: the response took longer than 2s to arrive; refused (see --timeout)")
+            || r.stderr.contains("e0: timed out after 2s"),
         "{}",
         r.text()
     );

@@ -28,22 +28,7 @@ pub fn format_value(v: f64) -> String {
     }
 }
 
-/// Prometheus's timestamp encoding: seconds, then `.` and three digits when the
-/// millisecond part is not zero.
-pub fn format_timestamp(t: Millis) -> String {
-    let mut s = String::new();
-    let mut t = t;
-    if t < 0 {
-        s.push('-');
-        t = -t;
-    }
-    let _ = write!(s, "{}", t / 1000);
-    let frac = t % 1000;
-    if frac != 0 {
-        let _ = write!(s, ".{frac:03}");
-    }
-    s
-}
+pub use crate::timefmt::format_timestamp;
 
 fn metric_json(l: &Labels) -> String {
     let mut m = serde_json::Map::new();

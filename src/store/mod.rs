@@ -13,8 +13,7 @@ use hashbrown::HashTable;
 pub use labels::{Label, Labels, Str, METRIC_NAME};
 pub use points::{Points, PointsIter};
 
-/// Milliseconds since the Unix epoch, as Prometheus timestamps are.
-pub type Millis = i64;
+pub use crate::timefmt::Millis;
 
 /// Bit pattern of Prometheus's staleness marker (a special NaN).
 pub const STALE_NAN_BITS: u64 = 0x7ff0_0000_0000_0002;

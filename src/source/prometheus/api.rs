@@ -13,7 +13,7 @@ use serde::de::{DeserializeSeed, IgnoredAny};
 
 use super::decode::{self, Envelope, EnvelopeSeed, QueryDataSeed};
 use crate::eval::Value;
-use crate::report::promapi::format_timestamp;
+use crate::timefmt::format_timestamp;
 use crate::secret::KnownSecrets;
 use crate::source::live::client::{self, BodyError, FailureKind, FetchError};
 use crate::source::live::{ClientSpec, Secret};
