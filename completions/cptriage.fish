@@ -43,7 +43,7 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd-cert
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd-key -d 'etcd client key (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key). Also `--key`, as etcdctl' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l controller -d 'A kube-controller-manager: `[NAME=]URL` (e.g. `https://127.0.0.1:10257`), scraped with the kubeconfig\'s credentials. Repeatable' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l interval -d 'Time between scrape rounds' -r
-complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l duration -d 'How long to scrape (at least two rounds are taken)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l duration -d 'How long to scrape (at least two rounds are taken). Default: 30s; with `--watch`, until Ctrl-C' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l timeout -d 'Timeout of each request, including reading its whole body' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l max-body-total -d 'Most memory the scrapes of one round may hold together (response text being parsed and the families kept); a scrape that would go over it fails as too large and the others go on' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus -d 'Query a Prometheus-compatible HTTP API (Prometheus, Thanos Query, Mimir at `…/prometheus`) instead of reading dumps' -r
@@ -77,6 +77,7 @@ json\t'The `cptriage/verdict/v1` JSON document for scripts'
 markdown\t'Markdown for incident documents'
 html\t'One self-contained HTML page (inline CSS and SVG, nothing fetched) with the verdict and a timeline plot, for an incident channel: `-o html > incident.html`'"
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l live -d 'Scrape the live control plane now (apiserver replicas from the kubeconfig, `--etcd` members, `--controller`s) for `--duration`, then diagnose'
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l watch -d 'With `--live`: keep scraping every `--interval` and redraw the verdict after each round, as `top` does, until Ctrl-C (or `--duration`); then print the final report (and keep the `--save` capture)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l no-apiserver -d 'Do not scrape the apiserver (only `--etcd`/`--controller`)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l no-discovery -d 'Scrape only the kubeconfig\'s server address instead of every replica listed by the default/kubernetes EndpointSlice'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l insecure-skip-tls-verify -d 'Do not verify the apiserver\'s certificate (reported loudly)'
@@ -150,7 +151,7 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l etcd-cert -
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l etcd-key -d 'etcd client key (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key). Also `--key`, as etcdctl' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l controller -d 'A kube-controller-manager: `[NAME=]URL` (e.g. `https://127.0.0.1:10257`), scraped with the kubeconfig\'s credentials. Repeatable' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l interval -d 'Time between scrape rounds' -r
-complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l duration -d 'How long to scrape (at least two rounds are taken)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l duration -d 'How long to scrape (at least two rounds are taken). Default: 30s; with `--watch`, until Ctrl-C' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l timeout -d 'Timeout of each request, including reading its whole body' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l max-body-total -d 'Most memory the scrapes of one round may hold together (response text being parsed and the families kept); a scrape that would go over it fails as too large and the others go on' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l max-body -d 'Largest metrics text read from one place: one `/metrics` response or one snapshot file, after gzip decoding (`512MiB`, `64MiB`, `1GiB`). Bigger is a per-target error, reported with the rest analysed' -r

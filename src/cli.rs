@@ -90,6 +90,8 @@ Examples:
       --cacert /etc/kubernetes/pki/etcd/ca.crt \\
       --cert /etc/kubernetes/pki/etcd/healthcheck-client.crt \\
       --key /etc/kubernetes/pki/etcd/healthcheck-client.key
+  # Watch a live control plane, redrawn every 15 s until Ctrl-C, keeping the rounds
+  cptriage diagnose --live --watch --interval 15s --save ./incident
   # The last hour of one cluster in Prometheus, Thanos or Mimir
   cptriage diagnose --prometheus http://prometheus:9090 --selector '{cluster=\"prod\"}' --since 1h
   # An incident window, with a healthy capture as the baseline
@@ -212,9 +214,10 @@ pub struct LiveArgs {
     /// Time between scrape rounds.
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     pub interval: String,
-    /// How long to scrape (at least two rounds are taken).
-    #[arg(long, value_name = "DURATION", default_value = "30s")]
-    pub duration: String,
+    /// How long to scrape (at least two rounds are taken). Default: 30s; with
+    /// `--watch`, until Ctrl-C.
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
     /// Timeout of each request, including reading its whole body.
     #[arg(long, value_name = "DURATION", default_value = "4s")]
     pub timeout: String,
@@ -321,6 +324,11 @@ pub struct DiagnoseArgs {
     /// `--etcd` members, `--controller`s) for `--duration`, then diagnose.
     #[arg(long, conflicts_with_all = ["dump", "prometheus"])]
     pub live: bool,
+    /// With `--live`: keep scraping every `--interval` and redraw the verdict
+    /// after each round, as `top` does, until Ctrl-C (or `--duration`); then
+    /// print the final report (and keep the `--save` capture).
+    #[arg(long, requires = "live")]
+    pub watch: bool,
     /// With `--live`: also write the rounds as a capture directory (as `record`
     /// does), to diagnose the same rounds again later with `--dump DIR`.
     #[arg(long, value_name = "DIR", requires = "live")]

@@ -696,6 +696,7 @@ fn in_cluster_service_account() {
         keep: Keep::All,
         retain_snapshots: true,
         limits: Default::default(),
+        stop: None,
     };
     let res = cptriage::source::live::scrape_rounds(&cfg, &mut |_| {});
     assert!(res.failures.is_empty(), "{:?}", res.failures);

@@ -45,7 +45,9 @@ pub fn run(mut a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
         }
     }
     let rules = load_rules(a.rules.as_deref())?;
-    let result = if a.prom.prometheus.is_some() {
+    let result = if a.watch {
+        crate::cmd::watch::run(&a, &rules, out, err)
+    } else if a.prom.prometheus.is_some() {
         run_prometheus(&a, &rules, out, err)
     } else {
         run_local(&a, &rules, out, err)
@@ -91,19 +93,38 @@ fn run_local(
             &mut std::io::sink(),
         )?
     };
-    let baseline_ds = if a.baseline_dump.is_empty() {
-        None
-    } else {
-        let d = DumpArgs {
-            dump: a.baseline_dump.clone(),
-        };
-        Some(load_dumps(&d, &a.limits, &keep, err)?)
+    let baseline_ds = baseline_dataset(a, &keep, err)?;
+    let opts = options(a, &ds, baseline_ds.as_ref())?;
+    let report = judge(rules, &ds, &opts)?;
+    render(&report, a.output, out)
+}
+
+/// `--baseline-dump`, loaded.
+pub(crate) fn baseline_dataset(
+    a: &DiagnoseArgs,
+    keep: &Keep,
+    err: &mut dyn Write,
+) -> Result<Option<crate::source::Dataset>, CliError> {
+    if a.baseline_dump.is_empty() {
+        return Ok(None);
+    }
+    let d = DumpArgs {
+        dump: a.baseline_dump.clone(),
     };
+    Ok(Some(load_dumps(&d, &a.limits, keep, err)?))
+}
+
+/// The window, step and baseline of a local diagnosis from the flags.
+pub(crate) fn options<'a>(
+    a: &DiagnoseArgs,
+    ds: &crate::source::Dataset,
+    baseline_ds: Option<&'a crate::source::Dataset>,
+) -> Result<Options<'a>, CliError> {
     let step = a.step.as_deref().map(parse_duration).transpose()?;
     if step == Some(0) {
         return Err(CliError::Usage("`--step` must be greater than zero".into()));
     }
-    let baseline = match (&a.baseline_from, &a.baseline_to, &baseline_ds) {
+    let baseline = match (&a.baseline_from, &a.baseline_to, baseline_ds) {
         (Some(f), Some(t), _) => BaselineSpec::Range {
             from: parse_time(f)?,
             to: parse_time(t)?,
@@ -128,22 +149,33 @@ fn run_local(
         }
         (None, None) => None,
     };
-    let opts = Options {
+    Ok(Options {
         at: a.at.as_deref().map(parse_time).transpose()?,
         from,
         to,
         step,
         baseline,
         debounce: a.debounce as usize,
-    };
-    let report = engine::diagnose(rules, &ds, &opts).map_err(|e| match e {
-        engine::EngineError::NoData => CliError::Data(e.to_string()),
-        _ => CliError::Usage(e.to_string()),
-    })?;
-    render(&report, a.output, out)
+    })
 }
 
-fn render(report: &Report, format: ReportFormat, out: &mut dyn Write) -> Result<ExitCode, CliError> {
+/// Runs the rules over a dataset.
+pub(crate) fn judge(
+    rules: &RuleSet,
+    ds: &crate::source::Dataset,
+    opts: &Options,
+) -> Result<Report, CliError> {
+    engine::diagnose(rules, ds, opts).map_err(|e| match e {
+        engine::EngineError::NoData => CliError::Data(e.to_string()),
+        _ => CliError::Usage(e.to_string()),
+    })
+}
+
+pub(crate) fn render(
+    report: &Report,
+    format: ReportFormat,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CliError> {
     match format {
         ReportFormat::Table => table::render(report, out)?,
         ReportFormat::Json => json::render(report, out)?,
@@ -412,12 +444,27 @@ fn live_flag_given(l: &crate::cli::LiveArgs) -> Option<&'static str> {
         (l.etcd_key.is_some(), "--etcd-key"),
         (!l.controller.is_empty(), "--controller"),
         (l.interval != "5s", "--interval"),
-        (l.duration != "30s", "--duration"),
+        (l.duration.is_some(), "--duration"),
         (l.timeout != "4s", "--timeout"),
     ]
     .into_iter()
     .find(|(given, _)| *given)
     .map(|(_, flag)| flag)
+}
+
+/// The families live mode keeps from each scrape: what the rules read, and
+/// with `--save` also what `record` keeps.
+pub(crate) fn scrape_keep(a: &DiagnoseArgs, keep: &Keep) -> Result<Keep, CliError> {
+    Ok(match &a.save {
+        Some(_) => match (crate::cmd::record::record_keep(false)?, keep) {
+            (Keep::Names(mut n), Keep::Names(r)) => {
+                n.extend(r.iter().cloned());
+                Keep::Names(n)
+            }
+            _ => Keep::All,
+        },
+        None => keep.clone(),
+    })
 }
 
 /// Scrapes the live targets for the configured rounds and loads the snapshots
@@ -430,18 +477,8 @@ fn live_dataset(
     err: &mut dyn Write,
 ) -> Result<crate::source::Dataset, CliError> {
     use crate::cmd::record::{self, Recorder};
-    let scrape_keep = match &a.save {
-        Some(_) => match (record::record_keep(false)?, keep) {
-            (Keep::Names(mut n), Keep::Names(r)) => {
-                n.extend(r.iter().cloned());
-                Keep::Names(n)
-            }
-            _ => Keep::All,
-        },
-        None => keep.clone(),
-    };
     let out_dir = a.save.as_deref().map(record::OutDir::claim).transpose()?;
-    let (mut cfg, plan) = record::prepare_live(&a.live_args, &a.limits, scrape_keep, err)?;
+    let (mut cfg, plan) = record::prepare_live(&a.live_args, &a.limits, scrape_keep(a, keep)?, err)?;
     cfg.retain_snapshots = true;
     if let Some(d) = &plan.discovery {
         writeln!(err, "apiserver replicas {d}")?;

@@ -37,7 +37,7 @@ pub fn prepare_live(
         )?)),
     };
     let interval = duration_arg("--interval", &a.interval)?;
-    let duration = duration_arg("--duration", &a.duration)?;
+    let duration = duration_arg("--duration", a.duration.as_deref().unwrap_or(DEFAULT_DURATION))?;
     let timeout = duration_arg("--timeout", &a.timeout)?;
     if interval.is_zero() || timeout.is_zero() {
         return Err(CliError::Usage(
@@ -94,6 +94,7 @@ pub fn prepare_live(
         keep,
         retain_snapshots: false,
         limits: body_limits,
+        stop: None,
     };
     Ok((cfg, plan))
 }
@@ -132,6 +133,10 @@ fn with_etcdctl_env(a: &LiveArgs, err: &mut dyn Write) -> Result<LiveArgs, CliEr
     }
     Ok(a)
 }
+
+/// How long live mode scrapes when `--duration` is not given (`--watch`:
+/// until Ctrl-C).
+pub(crate) const DEFAULT_DURATION: &str = "30s";
 
 /// A size flag (`512MiB`).
 pub(crate) fn size_arg(flag: &str, v: &str) -> Result<u64, CliError> {
@@ -450,6 +455,14 @@ impl Progress {
     pub fn new(cfg: &LiveConfig) -> Self {
         Progress {
             bar: progress_bar(cfg),
+            failing: Default::default(),
+        }
+    }
+
+    /// No bar: the warnings only (for a watch, which draws its own page).
+    pub fn hidden() -> Self {
+        Progress {
+            bar: indicatif::ProgressBar::hidden(),
             failing: Default::default(),
         }
     }

@@ -99,6 +99,9 @@ pub struct LiveConfig {
     pub retain_snapshots: bool,
     /// Caps on each `/metrics` body and on what all scrapes hold at once.
     pub limits: client::BodyLimits,
+    /// Set (by Ctrl-C in `--watch`) to end the rounds: the round under way
+    /// finishes, no new one starts.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl LiveConfig {

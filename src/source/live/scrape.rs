@@ -329,9 +329,20 @@ pub fn scrape_rounds(cfg: &LiveConfig, on_event: &mut dyn FnMut(LiveEvent<'_>)) 
             .ok()
             .and_then(|r| cfg.interval.checked_mul(r))
             .and_then(|d| start.checked_add(d));
-        let now = Instant::now();
-        if let Some(due) = due.filter(|d| *d > now) {
-            std::thread::sleep(due - now);
+        let stopped = || {
+            cfg.stop
+                .as_ref()
+                .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+        };
+        // Wait for the round's time in short naps, so that a stop is quick.
+        while let Some(due) = due.filter(|d| *d > Instant::now()) {
+            if stopped() {
+                break;
+            }
+            std::thread::sleep((due - Instant::now()).min(Duration::from_millis(100)));
+        }
+        if stopped() {
+            break;
         }
         let round_start = Instant::now();
         let started = now_ms();
