@@ -81,6 +81,7 @@ svg.timeline{max-width:100%;height:auto;border:1px solid var(--line);border-radi
 ol.walk li{margin-bottom:6px}
 details{margin:4px 0 12px}summary{cursor:pointer;color:var(--dim)}
 footer{margin-top:32px;color:var(--dim);font-size:12px}
+@media print{main{max-width:none;padding:0}header.verdict,figure,tr{break-inside:avoid}}
 "#;
 
 /// Writes the HTML report.
