@@ -72,16 +72,21 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l baseline-
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l baseline-to -d 'End of the explicit baseline range' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l baseline-dump -d 'A separate healthy capture to take the baseline from. Repeatable' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l debounce -d 'Consecutive lit steps that make an onset' -r
-complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -s o -l output -d 'Output format' -r -f -a "table\t'Tables for a terminal'
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -s o -l output -d 'Output format: `table` is the first page (fits the terminal), `wide` every table and the tree walk' -r -f -a "table\t'The first page for a terminal: verdict, cause, what followed, deciding signals, next steps (fits the terminal\'s width)'
+wide\t'Every table for a terminal: axes, evidence, the tree walk, sources'
 json\t'The `cptriage/verdict/v1` JSON document for scripts'
 markdown\t'Markdown for incident documents'
 html\t'One self-contained HTML page (inline CSS and SVG, nothing fetched) with the verdict and a timeline plot, for an incident channel: `-o html > incident.html`'"
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l color -d 'Colour the terminal report: `auto` colours a terminal unless `NO_COLOR` is set (or `TERM=dumb`), never a pipe' -r -f -a "auto\t'On a terminal, unless `NO_COLOR` is set or `TERM=dumb`'
+always\t'Always, even into a pipe'
+never\t'Never'"
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l live -d 'Scrape the live control plane now (apiserver replicas from the kubeconfig, `--etcd` members, `--controller`s) for `--duration`, then diagnose'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l watch -d 'With `--live`: keep scraping every `--interval` and redraw the verdict after each round, as `top` does, until Ctrl-C (or `--duration`); then print the final report (and keep the `--save` capture)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l no-apiserver -d 'Do not scrape the apiserver (only `--etcd`/`--controller`)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l no-discovery -d 'Scrape only the kubeconfig\'s server address instead of every replica listed by the default/kubernetes EndpointSlice'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l insecure-skip-tls-verify -d 'Do not verify the apiserver\'s certificate (reported loudly)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-insecure-skip-tls-verify -d 'Do not verify the server certificate (reported loudly)'
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l wide -d 'Every table and the tree walk (the same as `-o wide`)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -s V -l version -d 'Print version'
 complete -c cptriage -n "__fish_cptriage_using_subcommand tree" -l rules -d 'Rule file (default: the shipped `rules/default.yaml`)' -r -F

@@ -379,9 +379,28 @@ pub struct DiagnoseArgs {
     /// Consecutive lit steps that make an onset.
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     pub debounce: u32,
-    /// Output format.
+    /// Output format: `table` is the first page (fits the terminal), `wide`
+    /// every table and the tree walk.
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Table)]
     pub output: ReportFormat,
+    /// Every table and the tree walk (the same as `-o wide`).
+    #[arg(long, conflicts_with = "output")]
+    pub wide: bool,
+    /// Colour the terminal report: `auto` colours a terminal unless `NO_COLOR`
+    /// is set (or `TERM=dumb`), never a pipe.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+/// When to colour the terminal report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless `NO_COLOR` is set or `TERM=dumb`.
+    Auto,
+    /// Always, even into a pipe.
+    Always,
+    /// Never.
+    Never,
 }
 
 /// A Prometheus-compatible HTTP API as the source (docs/prometheus.md).
@@ -507,8 +526,11 @@ pub struct PromArgs {
 /// Output formats of `diagnose`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
-    /// Tables for a terminal.
+    /// The first page for a terminal: verdict, cause, what followed, deciding
+    /// signals, next steps (fits the terminal's width).
     Table,
+    /// Every table for a terminal: axes, evidence, the tree walk, sources.
+    Wide,
     /// The `cptriage/verdict/v1` JSON document for scripts.
     Json,
     /// Markdown for incident documents.

@@ -156,7 +156,24 @@ fn demo_capture_names_etcd_disk_as_root_cause_with_apf_downstream() {
 
 #[test]
 fn table_and_markdown_show_verdict_falsifier_and_next_steps() {
+    // The first page: the verdict, the cause and what followed, next steps,
+    // and the warning that a top-down walk would stop at APF.
     let out = cptriage(&["diagnose", "--dump", DEMO]);
+    assert_eq!(out.status.code(), Some(1));
+    let t = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "DEGRADED P1  etcd disk is slow",
+        "  cause  ",
+        "etcd/disk",
+        "then ",
+        "apf",
+        "Next steps",
+        "stops at apf",
+    ] {
+        assert!(t.contains(want), "first page lacks {want:?}:\n{t}");
+    }
+    // The wide report keeps the tables, the walk, the falsifier and the sources.
+    let out = cptriage(&["diagnose", "--dump", DEMO, "-o", "wide"]);
     assert_eq!(out.status.code(), Some(1));
     let t = String::from_utf8_lossy(&out.stdout);
     for want in [
@@ -165,15 +182,22 @@ fn table_and_markdown_show_verdict_falsifier_and_next_steps() {
         "Next steps",
         "Falsifier",
         "Sources",
-        "apf lit",
+        "then: apf",
     ] {
-        assert!(t.contains(want), "table lacks {want:?}:\n{t}");
+        assert!(t.contains(want), "wide report lacks {want:?}:\n{t}");
     }
     let out = cptriage(&["diagnose", "--dump", DEMO, "-o", "markdown"]);
     let m = String::from_utf8_lossy(&out.stdout);
     assert!(m.starts_with("## cptriage verdict: degraded"), "{m}");
     assert!(m.contains("- **Root cause:** `etcd/disk`"), "{m}");
     assert!(m.contains("### Falsifier"), "{m}");
+    // The Markdown carries the warnings (here: the walk stops at APF although
+    // etcd/disk began first).
+    let warnings = m
+        .split("### Warnings")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no warnings section:\n{m}"));
+    assert!(warnings.contains("ends at `apf`"), "{m}");
 }
 
 /// Each real capture alone gets an answer within the scope of its data: read

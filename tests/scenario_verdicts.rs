@@ -4,43 +4,11 @@
 //! axis, sub-axis, root-cause onset within one step, the instances the fault is
 //! localised to, and the downstream axes with their onsets.
 
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+#[path = "common/scenarios.rs"]
+mod scenarios;
 
-use cptriage::rules::engine::{self, Options};
 use cptriage::rules::load::RuleSet;
-use cptriage::rules::report::Report;
-use cptriage::scenario::{self, GenOptions, Scenario};
-use cptriage::source::dump::{self, Keep, MemorySnapshot};
-
-fn diagnose(spec_path: &Path, rules: &RuleSet) -> (scenario::Validated, Report) {
-    let spec = scenario::load_spec(spec_path).unwrap_or_else(|e| panic!("{}: {e}", spec_path.display()));
-    let mut sc = Scenario::build(spec.clone(), &GenOptions::default()).expect("build scenario");
-    let names: Vec<(String, cptriage::source::Role)> =
-        sc.targets.iter().map(|t| (t.name.clone(), t.role)).collect();
-    let snaps = Mutex::new(Vec::new());
-    sc.run(2, |s| {
-        let (name, role) = &names[s.target];
-        snaps.lock().unwrap().push(MemorySnapshot {
-            target: name.clone(),
-            role: Some(*role),
-            role_reason: "scenario spec".into(),
-            time: s.time,
-            origin: format!("{}#{}", spec_path.display(), s.step),
-            bytes: Arc::new(s.bytes.to_vec()),
-        });
-        Ok(())
-    })
-    .expect("generate scenario");
-    let ds = dump::load_memory(
-        snaps.into_inner().unwrap(),
-        vec![],
-        &Keep::Names(rules.referenced_metrics()),
-    )
-    .expect("load scenario");
-    let report = engine::diagnose(rules, &ds, &Options::default()).expect("diagnose");
-    (spec, report)
-}
+use scenarios::diagnose;
 
 fn axis_of(axis: &str, sub: &Option<String>) -> String {
     match sub {
@@ -52,13 +20,7 @@ fn axis_of(axis: &str, sub: &Option<String>) -> String {
 #[test]
 fn every_scenario_gets_its_expected_verdict() {
     let rules = RuleSet::default_rules().expect("shipped rules load");
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scenarios");
-    let mut specs: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-        .collect();
-    specs.sort();
+    let specs = scenarios::specs();
     assert!(
         specs.len() >= 16,
         "expected the scenario set, found {}",

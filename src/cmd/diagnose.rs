@@ -7,7 +7,7 @@ use crate::cli::{DiagnoseArgs, DumpArgs, PromArgs, ReportFormat};
 use crate::cmd::{load_dumps, load_rules};
 use crate::error::CliError;
 use crate::exit::ExitCode;
-use crate::report::{html, json, markdown, table};
+use crate::report::{html, json, markdown, page, table};
 use crate::rules::engine::{self, BaselineSpec, Options};
 use crate::rules::report::Report;
 use crate::rules::report::Status;
@@ -96,7 +96,7 @@ fn run_local(
     let baseline_ds = baseline_dataset(a, &keep, err)?;
     let opts = options(a, &ds, baseline_ds.as_ref())?;
     let report = judge(rules, &ds, &opts)?;
-    render(&report, a.output, out)
+    render(&report, a, out)
 }
 
 /// `--baseline-dump`, loaded.
@@ -171,16 +171,14 @@ pub(crate) fn judge(
     })
 }
 
-pub(crate) fn render(
-    report: &Report,
-    format: ReportFormat,
-    out: &mut dyn Write,
-) -> Result<ExitCode, CliError> {
-    match format {
-        ReportFormat::Table => table::render(report, out)?,
-        ReportFormat::Json => json::render(report, out)?,
-        ReportFormat::Markdown => markdown::render(report, out)?,
-        ReportFormat::Html => html::render(report, out)?,
+pub(crate) fn render(report: &Report, a: &DiagnoseArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
+    let opts = || crate::cmd::screen_opts(a.color);
+    match (a.output, a.wide) {
+        (ReportFormat::Json, _) => json::render(report, out)?,
+        (ReportFormat::Markdown, _) => markdown::render(report, out)?,
+        (ReportFormat::Html, _) => html::render(report, out)?,
+        (_, true) | (ReportFormat::Wide, _) => table::render(report, &opts(), out)?,
+        (ReportFormat::Table, _) => out.write_all(page::first_page(report, &opts()).as_bytes())?,
     }
     Ok(match report.status {
         Status::Healthy => ExitCode::Ok,
@@ -289,7 +287,7 @@ fn run_prometheus(
             failed.len()
         ));
     }
-    render(&report, a.output, out)
+    render(&report, a, out)
 }
 
 fn prom_error(e: PromError) -> CliError {

@@ -14,6 +14,7 @@ use crate::cmd::diagnose::{judge, options, render, scrape_keep};
 use crate::cmd::record::{self, Progress, Recorder};
 use crate::error::CliError;
 use crate::exit::ExitCode;
+use crate::report::page::{self, RenderOpts};
 use crate::rules::report::Report;
 use crate::rules::RuleSet;
 use crate::source::dump::Keep;
@@ -75,6 +76,7 @@ pub(crate) fn run(
     } else {
         std::io::stderr().is_terminal()
     };
+    let color = tty && crate::cmd::screen_opts(a.color).color;
     let mut rec = out_dir.map(|d| Recorder::start(d, &cfg)).transpose()?;
     let mut progress = Progress::hidden();
     let mut state = Watch {
@@ -114,7 +116,7 @@ pub(crate) fn run(
                     stat.round + 1,
                     if state.dropped { " (oldest rounds dropped)" } else { "" },
                 );
-                    let text = state.page(&header, terminal_size());
+                    let text = state.page(&header, terminal_size(), color);
                     let sink: &mut dyn Write = if pages_on_stdout { &mut *out } else { &mut *err };
                     let r = if tty {
                         // Home, clear, the page: redrawn in place.
@@ -176,7 +178,7 @@ fn finish(
                     res.rounds.len()
                 )?;
             }
-            render(&report, a.output, out)
+            render(&report, a, out)
         }
         (None, Some(e)) => Err(e),
         (None, None) => Err(CliError::Data("no round was judged".into())),
@@ -236,14 +238,14 @@ impl Watch {
 
     /// The header, the latest warnings, then the first page, cut to the
     /// terminal's height.
-    fn page(&self, header: &str, (width, height): (usize, usize)) -> String {
+    fn page(&self, header: &str, (width, height): (usize, usize), color: bool) -> String {
         let mut lines: Vec<String> = vec![header.to_string()];
         let recent: Vec<&String> = self.warnings.iter().rev().take(WARNING_LINES).collect();
         lines.extend(recent.into_iter().rev().cloned());
         lines.push(String::new());
         let body = match (&self.last, &self.last_error) {
             (_, Some(e)) => format!("no verdict yet: {e}\n"),
-            (Some(r), None) => first_page(r, width),
+            (Some(r), None) => page::first_page(r, &RenderOpts { width, color }),
             (None, None) => "waiting for the first round\n".into(),
         };
         lines.extend(body.lines().map(str::to_string));
@@ -304,11 +306,4 @@ fn terminal_size() -> (usize, usize) {
     let width = env("COLUMNS").or(tty.map(|t| t.0)).unwrap_or(80).max(40);
     let height = env("LINES").or(tty.map(|t| t.1)).unwrap_or(24).max(10);
     (width, height)
-}
-
-/// The page redrawn after each round.
-fn first_page(r: &Report, _width: usize) -> String {
-    let mut buf = Vec::new();
-    let _ = crate::report::table::render(r, &mut buf);
-    String::from_utf8_lossy(&buf).into_owned()
 }

@@ -156,5 +156,13 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             s.time_source
         )?;
     }
+    if !r.warnings.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "### Warnings")?;
+        writeln!(out)?;
+        for w in &r.warnings {
+            writeln!(out, "- {}", w.replace('\n', " "))?;
+        }
+    }
     Ok(())
 }

@@ -102,8 +102,13 @@ impl Unit {
                 format!("{x:.0}")
             } else if a >= 10.0 {
                 trim_num((x * 10.0).round() / 10.0)
-            } else if a >= 0.01 {
+            } else if a >= 1.0 {
                 trim_num((x * 100.0).round() / 100.0)
+            } else if a >= 1e-6 {
+                // Two significant digits as a plain decimal (`0.095`), not `9.54e-2`.
+                let decimals = (-a.log10()).ceil() as usize + 1;
+                let t = format!("{x:.decimals$}");
+                t.trim_end_matches('0').trim_end_matches('.').to_string()
             } else {
                 format!("{x:.2e}")
             }

@@ -709,6 +709,11 @@ mod tests {
         assert_eq!(Unit::Seconds.format(1.2), "1.2 s");
         assert_eq!(Unit::Seconds.format(0.007), "7 ms");
         assert_eq!(Unit::Ratio.format(0.035), "3.5%");
+        // Small values as plain decimals, not `9.54e-4%`.
+        assert_eq!(Unit::Ratio.format(0.000954), "0.095%");
+        assert_eq!(Unit::Count.format(0.001), "0.001");
+        assert_eq!(Unit::Count.format(29.999999999999996), "30");
+        assert_eq!(Unit::Count.format(1e-9), "1.00e-9");
         assert_eq!(Unit::Bytes.format(2.0 * 1024.0 * 1024.0 * 1024.0), "2 GiB");
         assert_eq!(crate::timefmt::format_lag(85_000), "85 s");
         assert_eq!(crate::timefmt::format_lag(125_000), "2m05s");
