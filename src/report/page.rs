@@ -544,8 +544,21 @@ pub fn wrap(prefix: &str, indent: usize, text: &str, width: usize) -> Vec<String
     let mut cur_len = style::visible_len(prefix);
     let mut start_len = cur_len;
     let pad = " ".repeat(indent);
-    for word in text.split_whitespace() {
-        let mut word = word.to_string();
+    // A short option stays with its value (`-o wide` never breaks).
+    let mut words: Vec<String> = Vec::new();
+    let mut glue = false;
+    for w in text.split_whitespace() {
+        match words.last_mut() {
+            Some(last) if glue => {
+                last.push(' ');
+                last.push_str(w);
+            }
+            _ => words.push(w.to_string()),
+        }
+        glue = w.len() == 2 && w.starts_with('-') && w != "--";
+    }
+    for word in words {
+        let mut word = word;
         loop {
             let wl = style::visible_len(&word);
             let sep = usize::from(cur_len > start_len);

@@ -181,6 +181,39 @@ pub struct SignalDef {
     /// not judged (a quantile of a handful of observations is noise).
     #[serde(default)]
     pub observations: Option<ObservationsDef>,
+    /// Who contributes: the signal's numerator by labels (flow schema and
+    /// priority level, resource and verb), shown with the evidence.
+    #[serde(default)]
+    pub breakdown: Option<BreakdownDef>,
+}
+
+/// The contributors to a signal (see [`SignalDef::breakdown`]): an expression
+/// keeping `instance` and the `by` labels, tried like the signal's own
+/// (alternatives in order, the first whose metrics are exposed).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakdownDef {
+    /// The labels that name a contributor, e.g. `[flow_schema, priority_level]`.
+    pub by: Vec<String>,
+    /// The unit of the breakdown's values (e.g. `per-second` for the rate of
+    /// the requests a ratio signal counts).
+    pub unit: Unit,
+    /// How instances combine: `sum` (rates, the default) or `max` (gauges
+    /// of shared state every replica reports, such as object counts).
+    #[serde(default)]
+    pub across: Across,
+    pub expr: String,
+    #[serde(default)]
+    pub alternatives: Vec<String>,
+}
+
+/// How a breakdown combines the instances' values of one contributor.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Across {
+    #[default]
+    Sum,
+    Max,
 }
 
 /// How long a signal must stay lit (see [`SignalDef::persistence`]).

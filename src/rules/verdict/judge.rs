@@ -164,9 +164,11 @@ fn skipped(input: &SignalInput, inst: &str, i: usize) -> bool {
 
 pub(super) fn judge_signal(input: &SignalInput, plan: &Plan) -> Judged {
     let nsteps = plan.steps.len();
-    let t = plan.threshold;
     let mut baseline: BTreeMap<String, f64> = BTreeMap::new();
-    if input.availability == Availability::Evaluated && t.relative.is_some() {
+    // Every signal gets its window-start baseline (evidence and the falsifier
+    // quote it); only relative thresholds judge against it. A separate
+    // baseline range or capture is evaluated for relative signals only.
+    if input.availability == Availability::Evaluated {
         if let Some(b) = &input.baseline {
             baseline = b.clone();
         } else if let Some((s, e)) = plan.baseline_steps {
