@@ -315,8 +315,29 @@ fn next_steps(h: &mut String, r: &Report) {
         }
         h.push_str("</ol>\n");
     }
+    if let Some(fz) = &r.falsification {
+        h.push_str("<h3>What the verdict rests on</h3>\n<ul class=\"rests-on\">\n");
+        for m in &fz.deciding {
+            let _ = writeln!(h, "<li><code>{}</code> {}</li>", esc(&m.axis), esc(&m.text()));
+        }
+        h.push_str("</ul>\n");
+        if !fz.cleared.is_empty() {
+            h.push_str("<h3>Checked and clear</h3>\n<ul class=\"cleared\">\n");
+            for m in &fz.cleared {
+                let _ = writeln!(h, "<li><code>{}</code> {}</li>", esc(&m.axis), esc(&m.text()));
+            }
+            h.push_str("</ul>\n");
+        }
+    }
     if let Some(f) = &r.falsifier {
         let _ = writeln!(h, "<p><strong>This verdict is wrong if:</strong> {}</p>", esc(f));
+    }
+    if let Some(fz) = &r.falsification {
+        let _ = writeln!(
+            h,
+            "<p id=\"adr\"><strong>For the decision record:</strong> {}</p>",
+            esc(&fz.adr)
+        );
     }
     h.push_str("</section>\n");
 }
@@ -451,6 +472,23 @@ fn evidence_row(h: &mut String, e: &Evidence) {
         desc.push_str(" <span class=\"note\">(since the process started)</span>");
     }
     if let Some(n) = &e.note {
+        let _ = write!(desc, "<br><span class=\"note\">{}</span>", esc(n));
+    }
+    if !e.contributors.is_empty() {
+        let c: Vec<String> = e.contributors.iter().take(3).map(|c| esc(&c.text())).collect();
+        let more = e.contributors.len().saturating_sub(3);
+        let _ = write!(
+            desc,
+            "<br><span class=\"contributors\">who contributes: {}{}</span>",
+            c.join("; "),
+            if more > 0 {
+                format!("; {more} more")
+            } else {
+                String::new()
+            }
+        );
+    }
+    if let Some(n) = &e.contributors_note {
         let _ = write!(desc, "<br><span class=\"note\">{}</span>", esc(n));
     }
     let _ = writeln!(
