@@ -55,6 +55,7 @@ body{margin:0;background:var(--bg);color:var(--fg);
 font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
 main{max-width:1240px;margin:0 auto;padding:20px 24px 40px}
 h1{font-size:22px;margin:0 0 6px}
+h3{font-size:15px;margin:16px 0 6px}
 h2{font-size:17px;margin:28px 0 8px;padding-bottom:4px;border-bottom:1px solid var(--line)}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono",monospace;font-size:12.5px}
 .badge{display:inline-block;padding:2px 10px;border-radius:4px;color:#fff;font-size:15px;
