@@ -320,6 +320,13 @@ pub struct DiagnoseArgs {
     /// (role: apiserver, etcd, controller). Repeatable.
     #[arg(long = "dump", value_name = "PATH", num_args = 1..)]
     pub dump: Vec<String>,
+    /// kube-apiserver audit logs (`audit.k8s.io/v1` events, one JSON object
+    /// per line, plain or gzip): files or directories of them. Alone, or
+    /// beside `--dump`, `--live` or `--prometheus`: the latency of slow
+    /// requests split by layer, and who gets 401/403/429, become evidence
+    /// over the same steps as the metrics. Repeatable.
+    #[arg(long, value_name = "PATH", num_args = 1.., help_heading = "Audit logs")]
+    pub audit: Vec<PathBuf>,
     /// Scrape the live control plane now (apiserver replicas from the kubeconfig,
     /// `--etcd` members, `--controller`s) for `--duration`, then diagnose.
     #[arg(long, conflicts_with_all = ["dump", "prometheus"])]

@@ -177,6 +177,7 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         }
     }
     writeln!(out)?;
+    super::audit::render_markdown(r, out)?;
     writeln!(out, "### Sources")?;
     writeln!(out)?;
     writeln!(out, "| target | role | version | snapshots | time from |")?;

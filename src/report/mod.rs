@@ -3,6 +3,7 @@
 //! `query` results (the Prometheus API shape). Renderers take a finished result
 //! and a writer; rendering never evaluates.
 
+pub mod audit;
 pub mod html;
 pub mod json;
 pub mod markdown;

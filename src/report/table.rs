@@ -357,6 +357,7 @@ pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Re
             }
         }
     }
+    super::audit::render_text(r, out)?;
     writeln!(out)?;
     writeln!(out, "Sources")?;
     let mut t = new_table(

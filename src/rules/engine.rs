@@ -372,6 +372,76 @@ impl SignalEvaluator for LocalStore {
     }
 }
 
+/// An evaluator that evaluates the signals of one role over the dataset's own
+/// store and the others with `inner`: audit logs (`--audit`) read beside a
+/// Prometheus source are counters in the local store, not in Prometheus.
+pub struct LocalRole<'a> {
+    pub inner: &'a dyn SignalEvaluator,
+    pub role: Role,
+    /// The instantiated expressions of `role` (by their text).
+    local: std::sync::Mutex<BTreeSet<String>>,
+}
+
+impl<'a> LocalRole<'a> {
+    pub fn new(inner: &'a dyn SignalEvaluator, role: Role) -> Self {
+        LocalRole {
+            inner,
+            role,
+            local: std::sync::Mutex::new(BTreeSet::new()),
+        }
+    }
+}
+
+impl SignalEvaluator for LocalRole<'_> {
+    fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, String> {
+        if role != self.role {
+            return self.inner.instantiate(text, window, role);
+        }
+        let e = LocalStore.instantiate(text, window, role)?;
+        self.local
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(e.to_string());
+        Ok(e)
+    }
+
+    fn range(&self, data: &Dataset, queries: &[RangeQuery]) -> Vec<Result<Vec<Series>, String>> {
+        let local = self.local.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let is_local: Vec<bool> = queries
+            .iter()
+            .map(|q| local.contains(&q.expr.to_string()))
+            .collect();
+        let remote: Vec<RangeQuery> = queries
+            .iter()
+            .zip(&is_local)
+            .filter(|(_, l)| !**l)
+            .map(|(q, _)| *q)
+            .collect();
+        let mut remote_results = if remote.is_empty() {
+            Vec::new()
+        } else {
+            self.inner.range(data, &remote)
+        }
+        .into_iter();
+        queries
+            .iter()
+            .zip(is_local)
+            .map(|(q, l)| {
+                if l {
+                    LocalStore
+                        .range(data, std::slice::from_ref(q))
+                        .pop()
+                        .unwrap_or_else(|| Ok(Vec::new()))
+                } else {
+                    remote_results
+                        .next()
+                        .unwrap_or_else(|| Err("no result from the remote evaluator".into()))
+                }
+            })
+            .collect()
+    }
+}
+
 /// What signal evaluation needs besides the signal.
 struct Ctx<'a> {
     data: &'a Dataset,
@@ -902,6 +972,9 @@ pub fn diagnose_with(
     for (k, s) in signals.iter().enumerate() {
         let id = &rules.signals[k].def.id;
         match s.availability {
+            // Audit logs are optional evidence: without them nothing of the
+            // tree goes unchecked that metrics cover.
+            Availability::RoleAbsent if rules.signals[k].def.role.role() == Role::Audit => {}
             Availability::RoleAbsent => {
                 roles_absent.insert(rules.signals[k].def.role.as_str());
             }
@@ -938,6 +1011,16 @@ pub fn diagnose_with(
         });
     }
 
+    if let Some(a) = &data.audit {
+        for m in &a.gaps {
+            gaps.push(Gap {
+                kind: GapKind::NotExposed,
+                subject: "audit".into(),
+                message: m.clone(),
+            });
+        }
+    }
+
     let input = AssessInput {
         steps: g.steps.clone(),
         step: g.step,
@@ -950,7 +1033,9 @@ pub fn diagnose_with(
         warnings,
         gaps,
     };
-    Ok(verdict::assess(rules, &input))
+    let mut report = verdict::assess(rules, &input);
+    report.audit = data.audit.clone();
+    Ok(report)
 }
 
 /// Evaluates the chosen expressions over a baseline range or dataset and stores

@@ -171,6 +171,8 @@ pub struct RuleSet {
     pub logic: Vec<LeafLogic>,
     /// Per role, the node that judges it by its own metrics (`scopes:`).
     pub scopes: Vec<Scope>,
+    /// Advisories (`advisories:`), in file order.
+    pub advisories: Vec<crate::rules::model::AdvisoryDef>,
     signal_index: HashMap<String, usize>,
     leaf_index: HashMap<String, usize>,
     node_index: HashMap<String, usize>,
@@ -461,6 +463,54 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
             }
         }
     }
+    let mut advisory_ids = BTreeSet::new();
+    for a in &file.advisories {
+        if !advisory_ids.insert(a.id.clone()) {
+            d.push(loc.key(
+                None,
+                "advisories",
+                Level::Error,
+                format!("advisory `{}` is defined twice", a.id),
+            ));
+        }
+        let mut sigs: Vec<String> = a.when.signals().into_iter().map(str::to_string).collect();
+        if let Some(u) = &a.unless {
+            sigs.extend(u.signals().into_iter().map(str::to_string));
+        }
+        sigs.extend(a.evidence.iter().cloned());
+        for s in &sigs {
+            used_signals.insert(s.clone());
+            if !signal_index.contains_key(s) {
+                d.push(loc.token(
+                    ("advisories", &a.id),
+                    s,
+                    Level::Error,
+                    format!("advisory `{}` reads unknown signal `{s}`", a.id),
+                ));
+            }
+        }
+        for l in &a.not_applicable {
+            if !leaf_index.contains_key(l) {
+                d.push(loc.token(
+                    ("advisories", &a.id),
+                    l,
+                    Level::Error,
+                    format!("advisory `{}` marks unknown leaf `{l}` not applicable", a.id),
+                ));
+            }
+        }
+        if !a.not_applicable.is_empty() && a.reason.is_none() {
+            d.push(loc.key(
+                Some(("advisories", &a.id)),
+                "not_applicable",
+                Level::Error,
+                format!(
+                    "advisory `{}` marks leaves not applicable without a `reason`",
+                    a.id
+                ),
+            ));
+        }
+    }
     let mut scopes = Vec::new();
     let mut scoped_roles = BTreeSet::new();
     for sc in &file.scopes {
@@ -569,6 +619,7 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
             signals,
             nodes,
             leaves: file.leaves.clone(),
+            advisories: file.advisories.clone(),
             leaf_order,
             signal_index,
             leaf_index,

@@ -73,6 +73,42 @@ pub struct Report {
     pub rules: RulesInfo,
     /// Which parts of the control plane the data shows, and which were judged.
     pub scope: ScopeInfo,
+    /// What the audit logs (`--audit`) held: counts, bad lines, the layer
+    /// split of slow requests, the slowest requests, the most denied clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<crate::source::audit::AuditSummary>,
+    /// Advisories that hold in the window (`advisories:` of the rules).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub advisories: Vec<AdvisoryReport>,
+}
+
+/// An advisory that holds: a property of the control plane, not a failing axis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AdvisoryReport {
+    pub id: String,
+    pub title: String,
+    /// First step at which it holds.
+    pub since: Millis,
+    /// Whether it still holds at the assessment time.
+    pub holds_at_end: bool,
+    /// The ADR-ready sentence.
+    pub advice: String,
+    pub falsifier: String,
+    pub evidence: Vec<AdvisoryEvidence>,
+    /// Leaves that do not apply while it holds.
+    pub not_applicable: Vec<String>,
+    pub reason: Option<String>,
+}
+
+/// One signal behind an advisory, at the last step it held.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AdvisoryEvidence {
+    pub signal: String,
+    pub description: String,
+    pub value: Option<f64>,
+    /// The value with its unit, or why there is none.
+    pub value_text: String,
+    pub threshold: String,
 }
 
 /// The root cause's falsifier filled in with the measured numbers: what the
@@ -171,6 +207,53 @@ pub struct Verdict {
     /// Episodes of earlier, separate incidents in the window (the verdict is
     /// about the incident lit at the assessment time, or the latest one).
     pub earlier: Vec<Episode>,
+    /// What audit logs (`--audit`) say about the root cause: they confirm it,
+    /// contradict it (point at another axis), do not confirm it, or cannot tell.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub corroboration: Vec<Corroboration>,
+}
+
+/// How audit logs bear on an axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CorroborationKind {
+    /// The axis's audit signal is lit during its episode.
+    Confirms,
+    /// Another axis's audit signal is lit instead.
+    Contradicts,
+    /// Read, and not lit.
+    DoesNotConfirm,
+    /// Not readable (no latency annotations, too few slow requests).
+    CannotTell,
+}
+
+impl CorroborationKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CorroborationKind::Confirms => "confirms",
+            CorroborationKind::Contradicts => "contradicts",
+            CorroborationKind::DoesNotConfirm => "does-not-confirm",
+            CorroborationKind::CannotTell => "cannot-tell",
+        }
+    }
+}
+
+/// One statement of audit logs about the root cause.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Corroboration {
+    pub kind: CorroborationKind,
+    /// The axis judged (`etcd/disk`).
+    pub axis: String,
+    /// The audit signal the statement rests on.
+    pub signal: String,
+    /// The axis the audit logs point at instead (contradicts).
+    pub other_axis: Option<String>,
+    /// First lit step of `signal` during the episode.
+    pub from: Option<Millis>,
+    /// Its largest value there.
+    pub value: Option<f64>,
+    /// The sentence for people.
+    pub text: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -631,6 +714,8 @@ impl Report {
                 leaves: rules.leaves.len(),
             },
             scope: ScopeInfo::default(),
+            audit: None,
+            advisories: Vec::new(),
         }
     }
 }

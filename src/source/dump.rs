@@ -1147,6 +1147,7 @@ fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError> {
         store,
         targets,
         warnings,
+        audit: None,
     })
 }
 

@@ -6,6 +6,7 @@
 //! label, if any, is renamed `exported_instance`, as Prometheus does). Rules select
 //! a role by matching on `role`; per-instance localisation groups by `instance`.
 
+pub mod audit;
 pub mod dump;
 pub mod expfmt;
 pub mod live;
@@ -50,6 +51,8 @@ pub enum Role {
     Apiserver,
     Etcd,
     Controller,
+    /// Audit logs (`--audit`): events turned into counters.
+    Audit,
     Unknown,
 }
 
@@ -59,6 +62,7 @@ impl Role {
             Role::Apiserver => "apiserver",
             Role::Etcd => "etcd",
             Role::Controller => "controller",
+            Role::Audit => "audit",
             Role::Unknown => "unknown",
         }
     }
@@ -140,6 +144,8 @@ pub struct Dataset {
     pub store: Store,
     pub targets: Vec<Target>,
     pub warnings: Vec<SourceWarning>,
+    /// What audit logs (`--audit`) held, when given.
+    pub audit: Option<audit::AuditSummary>,
 }
 
 impl Dataset {

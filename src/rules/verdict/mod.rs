@@ -38,7 +38,9 @@
 //!   time, recovered when all had recovered; healthy only when every observed
 //!   role's scope question answered "no" from signals that were read.
 
+mod advise;
 mod axes;
+mod corroborate;
 mod decide;
 mod evidence;
 mod falsify;
@@ -309,6 +311,8 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         single,
     };
     let mut axes = axes::leaf_reports(rules, input, &frame, &mut warnings, &mut gaps);
+    let advisories = advise::advisories(rules, input, &judged, at);
+    advise::mark_not_applicable(&advisories, &mut axes, &mut gaps);
 
     // 5. Root cause, downstream, ties; who stopped answering.
     let (mut verdict, root_axis) = decide::root_cause(rules, input, &mut axes, &sel, single);
@@ -447,6 +451,13 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
             unreachable,
             affected,
         });
+        verdict.corroboration =
+            corroborate::corroborate(rules, input, &judged, verdict.root_cause.as_ref(), at);
+        for c in &verdict.corroboration {
+            if c.kind == crate::rules::report::CorroborationKind::Contradicts {
+                warnings.push(c.text.clone());
+            }
+        }
         if walk_end != ax.leaf && walk_end != crate::rules::HEALTHY {
             warnings.push(format!(
                 "the tree walk at {} ends at `{walk_end}`, but {name} lit first: the walk shows the state at that time, the verdict follows the onsets",
@@ -519,6 +530,8 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
             leaves: rules.leaves.len(),
         },
         scope,
+        audit: None,
+        advisories,
     }
 }
 
