@@ -117,6 +117,7 @@ pub fn document(r: &Report) -> String {
     plot::figure(&mut h, r);
     h.push_str("</section>\n");
     next_steps(&mut h, r);
+    beyond_the_tree(&mut h, r);
     evidence(&mut h, r);
     walk(&mut h, r);
     axes(&mut h, r);
@@ -341,6 +342,41 @@ fn next_steps(h: &mut String, r: &Report) {
         );
     }
     h.push_str("</section>\n");
+}
+
+/// The advisories that hold and what audit logs (`--audit`) held, when the
+/// report has them (the same lines as the terminal and Markdown renderings).
+fn beyond_the_tree(h: &mut String, r: &Report) {
+    if !r.advisories.is_empty() {
+        h.push_str("<section id=\"advisories\">\n<h2>Advisories</h2>\n<ul>\n");
+        for a in &r.advisories {
+            let lines = super::audit::advisory_lines(a);
+            let (first, rest) = lines
+                .split_first()
+                .map(|(f, r)| (f.as_str(), r))
+                .unwrap_or(("", &[]));
+            let _ = write!(h, "<li><strong>{}</strong>", esc(first));
+            for l in rest {
+                let _ = write!(h, "<br><span class=\"note\">{}</span>", esc(l));
+            }
+            h.push_str("</li>\n");
+        }
+        h.push_str("</ul>\n</section>\n");
+    }
+    let Some(a) = &r.audit else { return };
+    h.push_str("<section id=\"audit\">\n<h2>Audit logs</h2>\n<ul>\n");
+    for c in &r.verdict.corroboration {
+        let _ = writeln!(
+            h,
+            "<li><strong>{}</strong>: {}</li>",
+            esc(c.kind.as_str()),
+            esc(&c.text)
+        );
+    }
+    for l in super::audit::lines(a) {
+        let _ = writeln!(h, "<li>{}</li>", esc(&l));
+    }
+    h.push_str("</ul>\n</section>\n");
 }
 
 /// Lit axes in verdict order: root cause, ties, downstream, then the others.
@@ -659,6 +695,40 @@ mod tests {
         assert!(page.contains("id=\"no-timeline\""));
         assert!(!page.contains("<svg"));
         assert!(page.contains("apiserver-0: &lt;refused&gt; &amp; gone"));
+    }
+
+    #[test]
+    fn advisories_are_shown_escaped() {
+        use crate::rules::report::{AdvisoryEvidence, AdvisoryReport};
+        let rules = crate::rules::load::RuleSet::default_rules().expect("shipped rules");
+        let mut r = Report::unusable(&rules, "test", vec![], 1_767_225_600_000, 2);
+        r.advisories.push(AdvisoryReport {
+            id: "kine".into(),
+            title: "the backend is Kine <sql>".into(),
+            since: 1_767_225_600_000,
+            holds_at_end: true,
+            advice: "size the SQL database".into(),
+            falsifier: "an etcd version is exposed".into(),
+            evidence: vec![AdvisoryEvidence {
+                signal: "s".into(),
+                description: "etcd version".into(),
+                value: None,
+                value_text: "absent".into(),
+                threshold: "absent".into(),
+            }],
+            not_applicable: vec!["etcd/raft".into()],
+            reason: None,
+        });
+        let page = document(&r);
+        assert!(page.contains("<section id=\"advisories\">"));
+        assert!(page.contains(
+            "<strong>[kine] the backend is Kine &lt;sql&gt; (since 2026-01-01T00:00:00Z)</strong>"
+        ));
+        assert!(page.contains("advice (ADR): size the SQL database"));
+        assert!(
+            !page.contains("<section id=\"audit\">"),
+            "no audit section without --audit"
+        );
     }
 
     #[test]
