@@ -516,6 +516,16 @@ fn etcd_disk_slow_one_member_in_a_browser() {
             "{name}: no {section}"
         );
     }
+    // The measured falsifier: what the verdict rests on, and the ADR sentence.
+    let fz = r
+        .falsification
+        .as_ref()
+        .expect("a falsification with a root cause");
+    let text = got["text"].as_str().unwrap();
+    for m in &fz.deciding {
+        assert!(text.contains(&m.text()), "{name}: not shown: {}", m.text());
+    }
+    assert!(text.contains(&fz.adr), "{name}: no ADR sentence");
     let px = screenshot(dir.path(), name, &page);
     non_trivial(name, &px);
     assert!(
@@ -562,6 +572,27 @@ fn bitter_zone_shows_the_root_cause_before_the_downstream_axis() {
         );
         assert!(got["facts"].as_str().unwrap().contains("Downstream"));
     }
+    // Who contributes to the lit signals (the breakdown) is named.
+    let text = got["text"].as_str().unwrap();
+    let mut named = 0;
+    for a in r
+        .axes
+        .iter()
+        .filter(|a| a.state == cptriage::rules::report::AxisState::Lit)
+    {
+        for e in a.evidence.iter().filter(|e| e.lit == Some(true)) {
+            if let Some(c) = e.contributors.first() {
+                assert!(
+                    text.contains(&c.text()),
+                    "{name}: {}: contributor not shown: {}",
+                    e.signal,
+                    c.text()
+                );
+                named += 1;
+            }
+        }
+    }
+    assert!(named > 0, "{name}: expected contributors on a lit signal");
     // The walk's warning (it stops elsewhere) is shown.
     for w in &r.warnings {
         assert!(

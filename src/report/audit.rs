@@ -89,7 +89,7 @@ pub fn lines(a: &AuditSummary) -> Vec<String> {
 }
 
 /// Lines of one advisory (title first).
-fn advisory_lines(a: &crate::rules::report::AdvisoryReport) -> Vec<String> {
+pub(crate) fn advisory_lines(a: &crate::rules::report::AdvisoryReport) -> Vec<String> {
     let mut out = vec![format!(
         "[{}] {} (since {}{})",
         a.id,

@@ -55,6 +55,7 @@ body{margin:0;background:var(--bg);color:var(--fg);
 font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
 main{max-width:1240px;margin:0 auto;padding:20px 24px 40px}
 h1{font-size:22px;margin:0 0 6px}
+h3{font-size:15px;margin:16px 0 6px}
 h2{font-size:17px;margin:28px 0 8px;padding-bottom:4px;border-bottom:1px solid var(--line)}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono",monospace;font-size:12.5px}
 .badge{display:inline-block;padding:2px 10px;border-radius:4px;color:#fff;font-size:15px;
@@ -81,6 +82,7 @@ svg.timeline{max-width:100%;height:auto;border:1px solid var(--line);border-radi
 ol.walk li{margin-bottom:6px}
 details{margin:4px 0 12px}summary{cursor:pointer;color:var(--dim)}
 footer{margin-top:32px;color:var(--dim);font-size:12px}
+@media print{main{max-width:none;padding:0}header.verdict,figure,tr{break-inside:avoid}}
 "#;
 
 /// Writes the HTML report.
@@ -115,6 +117,7 @@ pub fn document(r: &Report) -> String {
     plot::figure(&mut h, r);
     h.push_str("</section>\n");
     next_steps(&mut h, r);
+    beyond_the_tree(&mut h, r);
     evidence(&mut h, r);
     walk(&mut h, r);
     axes(&mut h, r);
@@ -314,10 +317,66 @@ fn next_steps(h: &mut String, r: &Report) {
         }
         h.push_str("</ol>\n");
     }
+    if let Some(fz) = &r.falsification {
+        h.push_str("<h3>What the verdict rests on</h3>\n<ul class=\"rests-on\">\n");
+        for m in &fz.deciding {
+            let _ = writeln!(h, "<li><code>{}</code> {}</li>", esc(&m.axis), esc(&m.text()));
+        }
+        h.push_str("</ul>\n");
+        if !fz.cleared.is_empty() {
+            h.push_str("<h3>Checked and clear</h3>\n<ul class=\"cleared\">\n");
+            for m in &fz.cleared {
+                let _ = writeln!(h, "<li><code>{}</code> {}</li>", esc(&m.axis), esc(&m.text()));
+            }
+            h.push_str("</ul>\n");
+        }
+    }
     if let Some(f) = &r.falsifier {
         let _ = writeln!(h, "<p><strong>This verdict is wrong if:</strong> {}</p>", esc(f));
     }
+    if let Some(fz) = &r.falsification {
+        let _ = writeln!(
+            h,
+            "<p id=\"adr\"><strong>For the decision record:</strong> {}</p>",
+            esc(&fz.adr)
+        );
+    }
     h.push_str("</section>\n");
+}
+
+/// The advisories that hold and what audit logs (`--audit`) held, when the
+/// report has them (the same lines as the terminal and Markdown renderings).
+fn beyond_the_tree(h: &mut String, r: &Report) {
+    if !r.advisories.is_empty() {
+        h.push_str("<section id=\"advisories\">\n<h2>Advisories</h2>\n<ul>\n");
+        for a in &r.advisories {
+            let lines = super::audit::advisory_lines(a);
+            let (first, rest) = lines
+                .split_first()
+                .map(|(f, r)| (f.as_str(), r))
+                .unwrap_or(("", &[]));
+            let _ = write!(h, "<li><strong>{}</strong>", esc(first));
+            for l in rest {
+                let _ = write!(h, "<br><span class=\"note\">{}</span>", esc(l));
+            }
+            h.push_str("</li>\n");
+        }
+        h.push_str("</ul>\n</section>\n");
+    }
+    let Some(a) = &r.audit else { return };
+    h.push_str("<section id=\"audit\">\n<h2>Audit logs</h2>\n<ul>\n");
+    for c in &r.verdict.corroboration {
+        let _ = writeln!(
+            h,
+            "<li><strong>{}</strong>: {}</li>",
+            esc(c.kind.as_str()),
+            esc(&c.text)
+        );
+    }
+    for l in super::audit::lines(a) {
+        let _ = writeln!(h, "<li>{}</li>", esc(&l));
+    }
+    h.push_str("</ul>\n</section>\n");
 }
 
 /// Lit axes in verdict order: root cause, ties, downstream, then the others.
@@ -450,6 +509,23 @@ fn evidence_row(h: &mut String, e: &Evidence) {
         desc.push_str(" <span class=\"note\">(since the process started)</span>");
     }
     if let Some(n) = &e.note {
+        let _ = write!(desc, "<br><span class=\"note\">{}</span>", esc(n));
+    }
+    if !e.contributors.is_empty() {
+        let c: Vec<String> = e.contributors.iter().take(3).map(|c| esc(&c.text())).collect();
+        let more = e.contributors.len().saturating_sub(3);
+        let _ = write!(
+            desc,
+            "<br><span class=\"contributors\">who contributes: {}{}</span>",
+            c.join("; "),
+            if more > 0 {
+                format!("; {more} more")
+            } else {
+                String::new()
+            }
+        );
+    }
+    if let Some(n) = &e.contributors_note {
         let _ = write!(desc, "<br><span class=\"note\">{}</span>", esc(n));
     }
     let _ = writeln!(
@@ -619,6 +695,40 @@ mod tests {
         assert!(page.contains("id=\"no-timeline\""));
         assert!(!page.contains("<svg"));
         assert!(page.contains("apiserver-0: &lt;refused&gt; &amp; gone"));
+    }
+
+    #[test]
+    fn advisories_are_shown_escaped() {
+        use crate::rules::report::{AdvisoryEvidence, AdvisoryReport};
+        let rules = crate::rules::load::RuleSet::default_rules().expect("shipped rules");
+        let mut r = Report::unusable(&rules, "test", vec![], 1_767_225_600_000, 2);
+        r.advisories.push(AdvisoryReport {
+            id: "kine".into(),
+            title: "the backend is Kine <sql>".into(),
+            since: 1_767_225_600_000,
+            holds_at_end: true,
+            advice: "size the SQL database".into(),
+            falsifier: "an etcd version is exposed".into(),
+            evidence: vec![AdvisoryEvidence {
+                signal: "s".into(),
+                description: "etcd version".into(),
+                value: None,
+                value_text: "absent".into(),
+                threshold: "absent".into(),
+            }],
+            not_applicable: vec!["etcd/raft".into()],
+            reason: None,
+        });
+        let page = document(&r);
+        assert!(page.contains("<section id=\"advisories\">"));
+        assert!(page.contains(
+            "<strong>[kine] the backend is Kine &lt;sql&gt; (since 2026-01-01T00:00:00Z)</strong>"
+        ));
+        assert!(page.contains("advice (ADR): size the SQL database"));
+        assert!(
+            !page.contains("<section id=\"audit\">"),
+            "no audit section without --audit"
+        );
     }
 
     #[test]

@@ -594,7 +594,7 @@ fn panel(h: &mut String, r: &Report, p: &Panel, y: f64, x: &dyn Fn(Millis) -> f6
     );
     // Labels left of the panel.
     let mut ly = y + 12.0;
-    for line in wrap(&e.description, 36, 3) {
+    for line in wrap(&e.description, 38, 3) {
         let _ = writeln!(
             h,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-weight=\"600\">{}</text>",
@@ -720,9 +720,12 @@ fn panel(h: &mut String, r: &Report, p: &Panel, y: f64, x: &dyn Fn(Millis) -> f6
         }
         let _ = writeln!(
             h,
-            "<path class=\"series\" data-instance=\"{}\" d=\"{}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"1.8\" stroke-linecap=\"round\" stroke-linejoin=\"round\"><title>{}</title></path>",
+            "<path class=\"series\" data-instance=\"{}\" d=\"{}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"{}\" stroke-linecap=\"round\" stroke-linejoin=\"round\"><title>{}</title></path>",
             esc(inst),
             path(&|_| true),
+            // Each line a little thinner than the one under it, so that
+            // instances with the same values show as nested stripes.
+            n((3.4 - 0.6 * i as f64).max(1.4)),
             esc(&format!("{inst} — {}", e.description))
         );
     }
