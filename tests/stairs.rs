@@ -55,7 +55,11 @@ fn each_stage_imports_only_the_stages_below_it() {
     let mut found: BTreeSet<(String, String)> = BTreeSet::new();
     let mut unknown_modules = Vec::new();
     for path in &all {
-        let rel = path.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
+        let rel = path
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
         let stage = rel
             .trim_start_matches("src/")
             .split(['/', '.'])
@@ -81,10 +85,19 @@ fn each_stage_imports_only_the_stages_below_it() {
             }
         }
     }
-    assert!(unknown_modules.is_empty(), "files of no stage: {unknown_modules:?}");
-    let known: BTreeSet<(String, String)> = KNOWN.iter().map(|(f, m)| (f.to_string(), m.to_string())).collect();
+    assert!(
+        unknown_modules.is_empty(),
+        "files of no stage: {unknown_modules:?}"
+    );
+    let known: BTreeSet<(String, String)> = KNOWN
+        .iter()
+        .map(|(f, m)| (f.to_string(), m.to_string()))
+        .collect();
     let new: Vec<_> = found.difference(&known).collect();
     assert!(new.is_empty(), "a stage imports a later stage: {new:?}");
     let gone: Vec<_> = known.difference(&found).collect();
-    assert!(gone.is_empty(), "back edges listed in KNOWN no longer occur, remove them: {gone:?}");
+    assert!(
+        gone.is_empty(),
+        "back edges listed in KNOWN no longer occur, remove them: {gone:?}"
+    );
 }

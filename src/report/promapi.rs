@@ -3,8 +3,6 @@
 //! `cptriage query -o json` unchanged: timestamps as seconds with up to three
 //! decimals, values as strings in Go's shortest `'f'` format, `NaN`, `+Inf`, `-Inf`.
 
-use std::fmt::Write;
-
 use crate::eval::Value;
 use crate::store::{is_stale, Labels, Millis};
 

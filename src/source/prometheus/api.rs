@@ -13,11 +13,11 @@ use serde::de::{DeserializeSeed, IgnoredAny};
 
 use super::decode::{self, Envelope, EnvelopeSeed, QueryDataSeed};
 use crate::eval::Value;
-use crate::timefmt::format_timestamp;
 use crate::secret::KnownSecrets;
 use crate::source::live::client::{self, BodyError, FailureKind, FetchError};
 use crate::source::live::{ClientSpec, Secret};
 use crate::store::{Millis, Series};
+use crate::timefmt::format_timestamp;
 
 /// Default largest answer read (`--prometheus-max-response`), after gzip
 /// decoding. Answers are decoded as they arrive, so this bounds the time and
