@@ -8,15 +8,37 @@ use crate::store::Millis;
 /// A time or duration that could not be read.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
 pub enum TimeError {
-    #[error("invalid time `{0}`: expected RFC 3339 (2026-01-02T03:04:05Z) or unix seconds")]
+    #[error(
+        "invalid time `{0}`: expected RFC 3339 (2026-01-02T03:04:05Z), unix seconds, `now` or `now-30m`"
+    )]
     Time(String),
     #[error("invalid duration `{0}`: expected a Prometheus duration such as 15s, 1m or 1h30m")]
     Duration(String),
 }
 
-/// Parses an RFC 3339 time or unix seconds (integer or fractional).
+/// Parses an RFC 3339 time, unix seconds (integer or fractional), or a time
+/// relative to the wall clock: `now`, `now-30m`, `now+5m`.
 pub fn parse_time(s: &str) -> Result<Millis, TimeError> {
+    parse_time_at(s, Utc::now().timestamp_millis() / 1000 * 1000)
+}
+
+/// [`parse_time`] with `now` given.
+pub fn parse_time_at(s: &str, now: Millis) -> Result<Millis, TimeError> {
     let s = s.trim();
+    if let Some(rest) = s.strip_prefix("now") {
+        let rest = rest.trim_start();
+        if rest.is_empty() {
+            return Ok(now);
+        }
+        let bad = || TimeError::Time(s.into());
+        let (sign, d) = match rest.as_bytes()[0] {
+            b'-' => (-1, &rest[1..]),
+            b'+' => (1, &rest[1..]),
+            _ => return Err(bad()),
+        };
+        let d = parse_duration(d.trim()).map_err(|_| bad())?;
+        return now.checked_add(sign * d).ok_or_else(bad);
+    }
     if let Ok(secs) = s.parse::<f64>() {
         if secs.is_finite() && secs.abs() < 1e13 {
             return Ok((secs * 1000.0).round() as Millis);
@@ -128,9 +150,80 @@ pub fn format_lag(ms: Millis) -> String {
     }
 }
 
+/// A span for people, rounded to what a reader needs: milliseconds under a
+/// second (`250ms`), whole seconds under a minute (`15s`, so a step of
+/// 4999 ms reads `5s`), minutes and seconds under an hour (`1m45s`, `2m`),
+/// hours and minutes above (`1h2m`).
+pub fn format_span(ms: Millis) -> String {
+    let neg = ms < 0;
+    let a = ms.unsigned_abs();
+    let body = if a == 0 {
+        "0s".to_string()
+    } else if a < 1000 {
+        format!("{a}ms")
+    } else {
+        let s = (a + 500) / 1000;
+        if s < 60 {
+            format!("{s}s")
+        } else if s < 3600 {
+            match s % 60 {
+                0 => format!("{}m", s / 60),
+                r => format!("{}m{r}s", s / 60),
+            }
+        } else {
+            let m = (s + 30) / 60;
+            match m % 60 {
+                0 => format!("{}h", m / 60),
+                r => format!("{}h{r}m", m / 60),
+            }
+        }
+    };
+    if neg {
+        format!("-{body}")
+    } else {
+        body
+    }
+}
+
+/// An offset from an earlier time: `+1m45s`, `+0s`, `-15s`.
+pub fn format_offset(ms: Millis) -> String {
+    if ms < 0 {
+        format_span(ms)
+    } else {
+        format!("+{}", format_span(ms))
+    }
+}
+
+/// A short absolute time for a screen: `00:01:45Z`, with the date
+/// (`2026-01-01 00:01:45Z`) when `with_date`.
+pub fn format_clock(ms: Millis, with_date: bool) -> String {
+    match DateTime::<Utc>::from_timestamp_millis(ms) {
+        Some(d) if with_date => d.format("%Y-%m-%d %H:%M:%SZ").to_string(),
+        Some(d) => d.format("%H:%M:%SZ").to_string(),
+        None => format!("{ms}ms"),
+    }
+}
+
+/// Whether two times fall on the same UTC day.
+pub fn same_day(a: Millis, b: Millis) -> bool {
+    a.div_euclid(86_400_000) == b.div_euclid(86_400_000)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relative_times() {
+        let now = 1_767_225_600_000;
+        assert_eq!(parse_time_at("now", now).unwrap(), now);
+        assert_eq!(parse_time_at("now-30m", now).unwrap(), now - 1_800_000);
+        assert_eq!(parse_time_at(" now - 1h30m ", now).unwrap(), now - 5_400_000);
+        assert_eq!(parse_time_at("now+5s", now).unwrap(), now + 5000);
+        for bad in ["now-", "now-5", "nowish", "now*2m", "now-1m1h"] {
+            assert!(parse_time_at(bad, now).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn times() {
@@ -158,5 +251,22 @@ mod tests {
         assert!(parse_duration("1x").is_err());
         assert_eq!(format_duration(90_000), "1m30s");
         assert_eq!(format_duration(500), "500ms");
+    }
+
+    #[test]
+    fn spans_offsets_and_clocks() {
+        assert_eq!(format_span(4999), "5s");
+        assert_eq!(format_span(15_000), "15s");
+        assert_eq!(format_span(105_000), "1m45s");
+        assert_eq!(format_span(120_000), "2m");
+        assert_eq!(format_span(3_720_000), "1h2m");
+        assert_eq!(format_span(250), "250ms");
+        assert_eq!(format_offset(105_000), "+1m45s");
+        assert_eq!(format_offset(0), "+0s");
+        assert_eq!(format_offset(-15_000), "-15s");
+        assert_eq!(format_clock(1_767_225_705_000, false), "00:01:45Z");
+        assert_eq!(format_clock(1_767_225_705_000, true), "2026-01-01 00:01:45Z");
+        assert!(same_day(1_767_225_600_000, 1_767_225_600_000 + 86_399_000));
+        assert!(!same_day(1_767_225_600_000, 1_767_225_600_000 + 86_400_000));
     }
 }

@@ -337,14 +337,15 @@ fn cli_audit_alone_and_beside_a_dump_json_valid_exit_codes() {
         .unwrap()
         .iter()
         .any(|s| s["role"] == "audit"));
-    // The text rendering shows the audit section.
-    let out = cptriage(&[
-        "diagnose",
-        "--dump",
-        "testdata/captures/bitter-zone-etcd-first",
-        "--audit",
-        ps,
-    ]);
+    // The first page says it; the wide rendering shows the audit section.
+    let capture = "testdata/captures/bitter-zone-etcd-first";
+    let out = cptriage(&["diagnose", "--dump", capture, "--audit", ps]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Audit logs: the audit logs confirm etcd/disk"),
+        "{text}"
+    );
+    let out = cptriage(&["diagnose", "--dump", capture, "--audit", ps, "--wide"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("Audit logs") && text.contains("confirms: the audit logs confirm etcd/disk"),

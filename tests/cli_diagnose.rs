@@ -22,10 +22,86 @@ fn cptriage(args: &[&str]) -> Output {
 
 const DEMO: &str = "testdata/captures/bitter-zone-etcd-first";
 
+/// The published schema accepts fields added within v1; cptriage's own
+/// output is checked with every object closed (`additionalProperties:
+/// false`), so a field it writes that the schema does not describe fails.
 fn schema() -> jsonschema::Validator {
     let text = std::fs::read_to_string(root().join("docs/verdict-v1.schema.json")).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    close_objects(&mut v);
     jsonschema::validator_for(&v).expect("schema compiles")
+}
+
+fn close_objects(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            if m.contains_key("properties") && !m.contains_key("additionalProperties") {
+                m.insert("additionalProperties".into(), false.into());
+            }
+            m.values_mut().for_each(close_objects);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(close_objects),
+        _ => {}
+    }
+}
+
+#[test]
+fn the_published_schema_accepts_added_fields_and_the_strict_one_does_not() {
+    let out = cptriage(&["diagnose", "--dump", DEMO, "-o", "json"]);
+    let mut doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["a_field_added_later"] = "x".into();
+    doc["root_cause"]["another"] = 1.into();
+    let text = std::fs::read_to_string(root().join("docs/verdict-v1.schema.json")).unwrap();
+    let published: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let published = jsonschema::validator_for(&published).unwrap();
+    assert!(published.is_valid(&doc));
+    assert!(!schema().is_valid(&doc));
+}
+
+/// Every jq example of docs/json.md runs on a degraded and on a healthy
+/// verdict and prints something.
+#[test]
+fn the_jq_examples_of_the_json_docs_work() {
+    let doc = std::fs::read_to_string(root().join("docs/json.md")).unwrap();
+    let filters: Vec<String> = doc
+        .lines()
+        .filter(|l| l.starts_with("cptriage diagnose") && l.contains("| jq "))
+        .map(|l| {
+            let f = l.split("| jq ").nth(1).unwrap().trim();
+            let f = f.strip_prefix("-r ").unwrap_or(f).trim();
+            f.trim_matches('\'').to_string()
+        })
+        .collect();
+    assert!(filters.len() >= 3, "{filters:?}");
+    let healthy = realcap::dir().join("apiserver_nri_v1.35.0.prom.gz");
+    let degraded = root().join(DEMO);
+    for (input, code) in [(healthy.as_path(), 0), (degraded.as_path(), 1)] {
+        let out = cptriage(&["diagnose", "--dump", input.to_str().unwrap(), "-o", "json"]);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for f in &filters {
+            let mut jq = Command::new("jq")
+                .args(["-r", f])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("jq (scripts/test installs it)");
+            use std::io::Write;
+            jq.stdin.take().unwrap().write_all(&out.stdout).unwrap();
+            let r = jq.wait_with_output().unwrap();
+            assert!(
+                r.status.success() && !r.stdout.is_empty(),
+                "jq {f} on {}: {}",
+                input.display(),
+                String::from_utf8_lossy(&r.stderr)
+            );
+        }
+    }
 }
 
 fn assert_valid(doc: &serde_json::Value) {
@@ -80,7 +156,24 @@ fn demo_capture_names_etcd_disk_as_root_cause_with_apf_downstream() {
 
 #[test]
 fn table_and_markdown_show_verdict_falsifier_and_next_steps() {
+    // The first page: the verdict, the cause and what followed, next steps,
+    // and the warning that a top-down walk would stop at APF.
     let out = cptriage(&["diagnose", "--dump", DEMO]);
+    assert_eq!(out.status.code(), Some(1));
+    let t = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "DEGRADED P1  etcd disk is slow",
+        "  cause  ",
+        "etcd/disk",
+        "then ",
+        "apf",
+        "Next steps",
+        "stops at apf",
+    ] {
+        assert!(t.contains(want), "first page lacks {want:?}:\n{t}");
+    }
+    // The wide report keeps the tables, the walk, the falsifier and the sources.
+    let out = cptriage(&["diagnose", "--dump", DEMO, "-o", "wide"]);
     assert_eq!(out.status.code(), Some(1));
     let t = String::from_utf8_lossy(&out.stdout);
     for want in [
@@ -89,15 +182,92 @@ fn table_and_markdown_show_verdict_falsifier_and_next_steps() {
         "Next steps",
         "Falsifier",
         "Sources",
-        "apf lit",
+        "then: apf",
     ] {
-        assert!(t.contains(want), "table lacks {want:?}:\n{t}");
+        assert!(t.contains(want), "wide report lacks {want:?}:\n{t}");
     }
     let out = cptriage(&["diagnose", "--dump", DEMO, "-o", "markdown"]);
     let m = String::from_utf8_lossy(&out.stdout);
     assert!(m.starts_with("## cptriage verdict: degraded"), "{m}");
     assert!(m.contains("- **Root cause:** `etcd/disk`"), "{m}");
     assert!(m.contains("### Falsifier"), "{m}");
+    // The Markdown carries the warnings (here: the walk stops at APF although
+    // etcd/disk began first).
+    let warnings = m
+        .split("### Warnings")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no warnings section:\n{m}"));
+    assert!(warnings.contains("ends at `apf`"), "{m}");
+    // The falsifier filled in with the measured numbers, and the ADR sentence,
+    // in all three renderings (the wide table wraps at the terminal's width).
+    let t = t.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        t.contains(
+            "measured: share of WAL fsyncs slower than 64 ms 100% on etcd-0 (threshold > 10%, baseline 0%)"
+        ),
+        "{t}"
+    );
+    assert!(t.contains("cleared: storage: "), "{t}");
+    assert!(
+        t.contains("ADR: Decision: attribute the incident from 2026-01-01T00:01:45Z to etcd/disk"),
+        "{t}"
+    );
+    assert!(
+        m.contains("> etcd/disk (P1) from 2026-01-01T00:01:45Z rests on: share of WAL fsyncs slower than 64 ms 100% on etcd-0"),
+        "{m}"
+    );
+    assert!(m.contains("This is wrong if: If the share of WAL fsyncs"), "{m}");
+    assert!(m.contains("**ADR:** Decision: attribute the incident"), "{m}");
+    assert!(m.contains("downstream: apf lit"), "{m}");
+    let out = cptriage(&["diagnose", "--dump", DEMO, "-o", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid(&doc);
+    let f = &doc["falsification"];
+    let d = &f["deciding"][0];
+    assert_eq!(d["signal"], "etcd_wal_fsync_slow_ratio");
+    assert_eq!(d["instance"], "etcd-0");
+    assert_eq!(d["value"], 1.0);
+    assert_eq!(d["baseline"], 0.0);
+    assert_eq!(d["axis"], "etcd/disk");
+    // Cleared: checked and clear strong-path axes only; apf (lit downstream)
+    // and etcd itself are not alternatives that were ruled out.
+    let cleared: Vec<&str> = f["cleared"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["axis"].as_str().unwrap())
+        .collect();
+    assert!(!cleared.is_empty() && cleared.len() <= 4, "{cleared:?}");
+    assert!(
+        !cleared.contains(&"apf") && !cleared.contains(&"etcd"),
+        "{cleared:?}"
+    );
+    assert!(f["adr"]
+        .as_str()
+        .unwrap()
+        .starts_with("Decision: attribute the incident"));
+    assert!(f["statement"]
+        .as_str()
+        .unwrap()
+        .contains("Cleared alternatives: "));
+    // Who: APF's rejections by flow schema and priority level.
+    let apf = doc["axes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["leaf"] == "apf")
+        .unwrap();
+    let rej = apf["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["signal"] == "apf_rejection_ratio")
+        .unwrap();
+    let c = &rej["contributors"][0];
+    assert_eq!(c["labels"]["flow_schema"], "service-accounts");
+    assert_eq!(c["labels"]["priority_level"], "workload-low");
+    assert_eq!(c["share"], 1.0);
+    assert!(m.contains("### Who contributes"), "{m}");
 }
 
 /// Each real capture alone gets an answer within the scope of its data: read

@@ -1018,3 +1018,124 @@ fn a_p99_of_too_few_requests_is_not_judged() {
         r.verdict.summary
     );
 }
+
+/// One apiserver whose APF rejects from step 20 on, with the rejections'
+/// labels as given (snake case from 1.20, camel case in 1.17–1.19).
+fn apf_rejecting(rejected: &[(&[(&str, &str)], f64)]) -> Dataset {
+    let mut s = Sim::new(40);
+    let api = s.target("apiserver-0", Role::Apiserver);
+    s.counter(
+        api,
+        "apiserver_request_total",
+        &[("code", "200"), ("verb", "GET")],
+        0,
+        |_| 100.0,
+    );
+    s.counter(
+        api,
+        "apiserver_flowcontrol_dispatched_requests_total",
+        &[
+            ("priority_level", "workload-low"),
+            ("flow_schema", "service-accounts"),
+        ],
+        0,
+        |_| 100.0,
+    );
+    for (labels, rate) in rejected {
+        let r = *rate;
+        s.counter(
+            api,
+            "apiserver_flowcontrol_rejected_requests_total",
+            labels,
+            20,
+            move |_| r,
+        );
+    }
+    s.finish()
+}
+
+#[test]
+fn apf_contributors_are_named_by_flow_schema_and_priority_level() {
+    let rules = RuleSet::default_rules().expect("shipped rules");
+    let data = apf_rejecting(&[
+        (
+            &[
+                ("flow_schema", "service-accounts"),
+                ("priority_level", "workload-low"),
+                ("reason", "queue-full"),
+            ],
+            30.0,
+        ),
+        (
+            &[
+                ("flow_schema", "global-default"),
+                ("priority_level", "global-default"),
+                ("reason", "time-out"),
+            ],
+            10.0,
+        ),
+    ]);
+    let r = diagnose(&rules, &data, &Options::default()).expect("diagnose");
+    let rc = r.verdict.root_cause.as_ref().expect("root cause");
+    assert_eq!(rc.axis, "apf", "{}", r.verdict.summary);
+    let ev = r
+        .axes
+        .iter()
+        .find(|a| a.leaf == "apf")
+        .and_then(|a| a.evidence.iter().find(|e| e.signal == "apf_rejection_ratio"))
+        .expect("apf evidence");
+    let who: Vec<(String, String, f64, f64)> = ev
+        .contributors
+        .iter()
+        .map(|c| {
+            (
+                c.labels["flow_schema"].clone(),
+                c.labels["priority_level"].clone(),
+                c.value.unwrap(),
+                c.share.unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(who.len(), 2, "{who:?}");
+    assert_eq!(
+        (who[0].0.as_str(), who[0].1.as_str()),
+        ("service-accounts", "workload-low")
+    );
+    assert!(
+        (who[0].2 - 30.0).abs() < 1e-6 && (who[0].3 - 0.75).abs() < 1e-9,
+        "{who:?}"
+    );
+    assert_eq!(who[1].0, "global-default");
+    assert!((who[1].3 - 0.25).abs() < 1e-9, "{who:?}");
+    assert!(ev.contributors_note.is_none(), "{:?}", ev.contributors_note);
+    // The same rejections in the camel-case labels of 1.17–1.19: the
+    // contributors cannot be named, and the evidence says why.
+    let data = apf_rejecting(&[(
+        &[
+            ("flowSchema", "service-accounts"),
+            ("priorityLevel", "workload-low"),
+            ("reason", "queue-full"),
+        ],
+        30.0,
+    )]);
+    let r = diagnose(&rules, &data, &Options::default()).expect("diagnose");
+    assert_eq!(
+        r.verdict.root_cause.as_ref().map(|rc| rc.axis.as_str()),
+        Some("apf")
+    );
+    let ev = r
+        .axes
+        .iter()
+        .find(|a| a.leaf == "apf")
+        .and_then(|a| a.evidence.iter().find(|e| e.signal == "apf_rejection_ratio"))
+        .unwrap();
+    let note = ev.contributors_note.as_deref().unwrap_or("");
+    assert!(
+        note.contains("flow_schema, priority_level absent in this version"),
+        "{note}"
+    );
+    assert!(ev
+        .contributors
+        .iter()
+        .all(|c| c.labels.values().all(|v| v.is_empty())));
+}

@@ -4,43 +4,13 @@
 //! axis, sub-axis, root-cause onset within one step, the instances the fault is
 //! localised to, and the downstream axes with their onsets.
 
+#[path = "common/scenarios.rs"]
+mod scenarios;
+
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
-use cptriage::rules::engine::{self, Options};
 use cptriage::rules::load::RuleSet;
-use cptriage::rules::report::Report;
-use cptriage::scenario::{self, GenOptions, Scenario};
-use cptriage::source::dump::{self, Keep, MemorySnapshot};
-
-fn diagnose(spec_path: &Path, rules: &RuleSet) -> (scenario::Validated, Report) {
-    let spec = scenario::load_spec(spec_path).unwrap_or_else(|e| panic!("{}: {e}", spec_path.display()));
-    let mut sc = Scenario::build(spec.clone(), &GenOptions::default()).expect("build scenario");
-    let names: Vec<(String, cptriage::source::Role)> =
-        sc.targets.iter().map(|t| (t.name.clone(), t.role)).collect();
-    let snaps = Mutex::new(Vec::new());
-    sc.run(2, |s| {
-        let (name, role) = &names[s.target];
-        snaps.lock().unwrap().push(MemorySnapshot {
-            target: name.clone(),
-            role: Some(*role),
-            role_reason: "scenario spec".into(),
-            time: s.time,
-            origin: format!("{}#{}", spec_path.display(), s.step),
-            bytes: Arc::new(s.bytes.to_vec()),
-        });
-        Ok(())
-    })
-    .expect("generate scenario");
-    let ds = dump::load_memory(
-        snaps.into_inner().unwrap(),
-        vec![],
-        &Keep::Names(rules.referenced_metrics()),
-    )
-    .expect("load scenario");
-    let report = engine::diagnose(rules, &ds, &Options::default()).expect("diagnose");
-    (spec, report)
-}
+use scenarios::diagnose;
 
 fn axis_of(axis: &str, sub: &Option<String>) -> String {
     match sub {
@@ -52,13 +22,7 @@ fn axis_of(axis: &str, sub: &Option<String>) -> String {
 #[test]
 fn every_scenario_gets_its_expected_verdict() {
     let rules = RuleSet::default_rules().expect("shipped rules load");
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scenarios");
-    let mut specs: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-        .collect();
-    specs.sort();
+    let specs = scenarios::specs();
     assert!(
         specs.len() >= 16,
         "expected the scenario set, found {}",
@@ -100,6 +64,20 @@ fn every_scenario_gets_its_expected_verdict() {
                         why.push(format!("instance `{i}` not named (got {:?})", rc.instances));
                     }
                 }
+                if let Some(aff) = &exp.affected {
+                    let mut got = rc.affected.clone();
+                    got.sort();
+                    let mut want = aff.clone();
+                    want.sort();
+                    if got != want {
+                        why.push(format!("affected {got:?}, want {want:?}"));
+                    }
+                    for a in aff {
+                        if rc.instances.contains(a) {
+                            why.push(format!("affected `{a}` also named as the cause"));
+                        }
+                    }
+                }
             }
             (want, got) => why.push(format!(
                 "root cause {:?}, want {want:?}",
@@ -133,4 +111,61 @@ fn every_scenario_gets_its_expected_verdict() {
         "scenario verdicts differ:\n{}",
         failures.join("\n")
     );
+}
+
+/// Who: the 409 storm's contributors by resource and verb, from the real
+/// 1.33 capture's own 409 series (the storm is split over them in proportion
+/// to their captured values), with their shares and window-start baselines.
+#[test]
+fn the_409_storm_names_its_resources_and_verbs() {
+    let rules = RuleSet::default_rules().expect("shipped rules load");
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scenarios/storage-409-storm.yaml");
+    let (_, r) = diagnose(&p, &rules);
+    let ev = r
+        .axes
+        .iter()
+        .find(|a| a.leaf == "storage")
+        .and_then(|a| a.evidence.iter().find(|e| e.signal == "conflict_ratio"))
+        .expect("conflict evidence");
+    let c = &ev.contributors;
+    assert_eq!(c.len(), 5, "{c:?}");
+    let total: f64 = c.iter().filter_map(|c| c.share).sum();
+    assert!(total <= 1.0 + 1e-9 && total > 0.8, "{total}");
+    assert!(c.windows(2).all(|w| w[0].value >= w[1].value), "largest first");
+    assert_eq!(c[0].labels["resource"], "deployments");
+    assert_eq!(c[0].labels["verb"], "PUT");
+    assert!((c[0].share.unwrap() - 0.3).abs() < 0.01, "{:?}", c[0]);
+    assert_eq!(c[0].baseline, Some(0.0), "no 409s before the storm");
+    assert!(ev
+        .contributors_note
+        .as_deref()
+        .unwrap_or("")
+        .contains("2 smaller contributors"));
+}
+
+/// A follower down: the members' failed sends all go to one peer, named by
+/// its member id (`To`), and the member that stopped answering is the cause.
+#[test]
+fn a_follower_down_is_the_peer_the_others_cannot_reach() {
+    let rules = RuleSet::default_rules().expect("shipped rules load");
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scenarios/etcd-raft-member-down.yaml");
+    let (_, r) = diagnose(&p, &rules);
+    let rc = r.verdict.root_cause.as_ref().expect("root cause");
+    assert_eq!(
+        (rc.leaf.as_str(), rc.instances.clone()),
+        ("etcd-raft", vec!["etcd-2".to_string()])
+    );
+    let ev = r
+        .axes
+        .iter()
+        .find(|a| a.leaf == "etcd-raft")
+        .and_then(|a| a.evidence.iter().find(|e| e.signal == "etcd_peer_send_failures"))
+        .expect("peer send failures evidence");
+    assert_eq!(ev.contributors.len(), 1, "{:?}", ev.contributors);
+    let c = &ev.contributors[0];
+    assert_eq!(c.labels["To"], "8e9e05c52164694d");
+    assert_eq!(c.share, Some(1.0));
+    // Both surviving members fail to send to it (1/s each while it is down;
+    // the reference step is the episode's last, as the failures fade out).
+    assert!(c.value.unwrap() > 0.5 && c.value.unwrap() <= 2.0, "{c:?}");
 }

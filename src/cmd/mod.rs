@@ -7,6 +7,7 @@ pub mod record;
 pub mod rules;
 pub mod rules_export;
 pub mod tree;
+pub mod watch;
 
 use std::io::Write;
 
@@ -48,6 +49,34 @@ pub(crate) fn load_dumps(
         writeln!(err, "warning: {}: {}", w.origin, w.message)?;
     }
     Ok(ds)
+}
+
+/// How the terminal report is drawn: the width from `COLUMNS`, else the
+/// terminal on stdout, else [`DEFAULT_WIDTH`](crate::report::page::DEFAULT_WIDTH);
+/// colour per `--color` (`auto`: stdout is a terminal, `NO_COLOR` is unset or
+/// empty, and `TERM` is not `dumb`).
+pub(crate) fn screen_opts(color: crate::cli::ColorChoice) -> crate::report::page::RenderOpts {
+    use std::io::IsTerminal;
+    let tty = std::io::stdout().is_terminal();
+    let width = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0)
+        .or_else(|| {
+            tty.then(|| terminal_size::terminal_size_of(std::io::stdout()))
+                .flatten()
+                .map(|(w, _)| w.0 as usize)
+        })
+        .unwrap_or(crate::report::page::DEFAULT_WIDTH);
+    let color = match color {
+        crate::cli::ColorChoice::Always => true,
+        crate::cli::ColorChoice::Never => false,
+        crate::cli::ColorChoice::Auto => {
+            tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+        }
+    };
+    crate::report::page::RenderOpts { width, color }
 }
 
 /// Loads `--rules FILE`, or the shipped rules.

@@ -65,6 +65,7 @@ struct Verdict<'a> {
     sources: Vec<J>,
     warnings: &'a [String],
     falsifier: Option<&'a str>,
+    falsification: Option<J>,
     runbook: &'a [String],
     rules: J,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -151,6 +152,37 @@ fn evidence(e: &model::Evidence) -> J {
         "note": e.note,
         "since_start": e.since_start,
         "deciding": !e.context,
+        "contributors": e.contributors.iter().map(|c| serde_json::json!({
+            "labels": c.labels,
+            "unit": to_json(&c.unit),
+            "value": num(c.value),
+            "share": num(c.share),
+            "baseline": num(c.baseline),
+        })).collect::<Vec<_>>(),
+        "contributors_note": e.contributors_note,
+    })
+}
+
+fn measure(m: &model::Measure) -> J {
+    serde_json::json!({
+        "axis": m.axis,
+        "signal": m.signal,
+        "description": m.description,
+        "unit": to_json(&m.unit),
+        "value": num(m.value),
+        "baseline": num(m.baseline),
+        "threshold": m.threshold_text,
+        "instance": m.instance,
+        "at": ot(m.at),
+    })
+}
+
+fn falsification(f: &model::Falsification) -> J {
+    serde_json::json!({
+        "statement": f.statement,
+        "adr": f.adr,
+        "deciding": f.deciding.iter().map(measure).collect::<Vec<_>>(),
+        "cleared": f.cleared.iter().map(measure).collect::<Vec<_>>(),
     })
 }
 
@@ -312,6 +344,7 @@ pub fn document(r: &Report) -> J {
             .collect(),
         warnings: &r.warnings,
         falsifier: r.falsifier.as_deref(),
+        falsification: r.falsification.as_ref().map(falsification),
         runbook: &r.runbook,
         rules: serde_json::json!({
             "origin": r.rules.origin, "signals": r.rules.signals,

@@ -4,27 +4,49 @@
 
 use std::io::Write;
 
-use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, ColumnConstraint, ContentArrangement, Table};
 
-use super::text::{axis_label, sparkline, timeline, value};
-use crate::rules::report::{Answer, AxisState, Report, Status};
-use crate::timefmt::{format_duration, format_time};
+use super::page::{wrap, RenderOpts, MIN_WIDTH};
+use super::style::{self, Tone};
+use super::text::{axis_name, fit_sparkline, fit_timeline, shown_threshold, shown_value, value};
+use crate::rules::report::{Answer, AxisState, Evidence, PathSignal, Report, Status};
+use crate::timefmt::{format_clock, format_span, same_day};
 
-fn new_table(header: &[&str]) -> Table {
+fn new_table(header: &[&str], width: usize) -> Table {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
     t.set_content_arrangement(ContentArrangement::Dynamic);
-    t.set_width(120);
+    t.set_width(width.clamp(MIN_WIDTH, u16::MAX as usize) as u16);
     t.set_header(header.to_vec());
     t
 }
 
-fn opt_time(t: Option<i64>) -> String {
-    t.map(format_time).unwrap_or_else(|| "—".into())
+/// Columns never wrapped: names, times and timelines read whole or not at all.
+fn keep_whole(t: &mut Table, cols: &[usize]) {
+    for &c in cols {
+        if let Some(col) = t.column_mut(c) {
+            col.set_constraint(ColumnConstraint::ContentWidth);
+        }
+    }
 }
 
-/// Writes the verdict for people.
-pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+/// A walk signal as evidence (description, unit and threshold), when an axis
+/// carries it.
+fn evidence_of<'a>(r: &'a Report, s: &PathSignal) -> Option<&'a Evidence> {
+    r.axes
+        .iter()
+        .flat_map(|a| a.evidence.iter())
+        .find(|e| e.signal == s.signal)
+}
+
+/// Writes every table for people (`-o wide`), `opts.width` columns wide.
+pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Result<()> {
+    let width = opts.width.max(MIN_WIDTH);
+    let with_date = !same_day(r.window.from, r.window.to);
+    let clock = |t: Option<i64>| {
+        t.map(|t| format_clock(t, with_date))
+            .unwrap_or_else(|| "—".into())
+    };
     let banner = match (&r.status, &r.verdict.root_cause) {
         (Status::Healthy, _) => "HEALTHY".to_string(),
         (Status::Inconclusive, _) => "INCONCLUSIVE: the data cannot decide".to_string(),
@@ -49,50 +71,99 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         ),
         (Status::Recovered, None) => "RECOVERED".to_string(),
     };
-    writeln!(out, "cptriage verdict: {banner}")?;
-    writeln!(out, "  {}", r.verdict.summary)?;
+    let tone = match r.status {
+        Status::Healthy => Tone::Good,
+        Status::Degraded => Tone::Bad,
+        _ => Tone::Warn,
+    };
+    let mut head = wrap(
+        "cptriage verdict: ",
+        2,
+        &style::paint(opts.color, tone, &banner),
+        width,
+    );
+    let mut line = |prefix: &str, text: &str| head.extend(wrap(&format!("  {prefix}"), 4, text, width));
     if let Some(rc) = &r.verdict.root_cause {
         if let Some(on) = rc.onset {
-            writeln!(out, "  onset {}", format_time(on))?;
+            line("onset: ", &format_clock(on, true));
+        }
+        if let Some(rec) = rc.recovered {
+            let after = rc.onset.map(|o| format!(" (after {})", format_span(rec - o)));
+            line(
+                "recovered: ",
+                &format!("{}{}", clock(Some(rec)), after.unwrap_or_default()),
+            );
         }
         if !rc.instances.is_empty() {
-            writeln!(out, "  instances: {}", rc.instances.join(", "))?;
+            line("instances: ", &rc.instances.join(", "));
+        }
+        for u in &rc.unreachable {
+            let again = u
+                .until
+                .map(|b| format!(", answered again at {}", clock(Some(b))))
+                .unwrap_or_default();
+            line(
+                "",
+                &format!("{} stopped answering at {}{again}", u.target, clock(Some(u.from))),
+            );
+        }
+        if !rc.affected.is_empty() {
+            line("also affected: ", &rc.affected.join(", "));
         }
         if let Some(l) = &rc.localisation {
-            writeln!(out, "  {l}")?;
+            line("", l);
         }
     }
+    let named = |leaf: &str| {
+        r.axes
+            .iter()
+            .find(|a| a.leaf == leaf)
+            .map(|a| axis_name(r, a))
+            .unwrap_or_else(|| leaf.to_string())
+    };
     for d in &r.verdict.downstream {
-        writeln!(out, "  downstream: {} (onset {})", d.note, format_time(d.onset))?;
+        line(
+            "then: ",
+            &format!(
+                "{} {} later (from {})",
+                named(&d.leaf),
+                format_span(d.lag_ms),
+                clock(Some(d.onset))
+            ),
+        );
     }
     for t in &r.verdict.ties {
-        writeln!(out, "  tie: {}", t.note)?;
+        line(
+            "same time: ",
+            &format!(
+                "{} (from {}, within one step)",
+                named(&t.leaf),
+                clock(Some(t.onset))
+            ),
+        );
     }
     for a in &r.verdict.assumptions {
-        writeln!(out, "  assumption: {a}")?;
+        line("assumption: ", a);
+    }
+    for h in head {
+        writeln!(out, "{h}")?;
     }
 
     let w = &r.window;
     writeln!(out)?;
-    writeln!(
-        out,
+    let title = format!(
         "Axes over {} → {} (step {}, {} steps, window {}, at {})",
-        format_time(w.from),
-        format_time(w.to),
-        format_duration(w.step),
+        format_clock(w.from, true),
+        format_clock(w.to, with_date),
+        format_span(w.step),
         w.steps.len(),
-        format_duration(w.range),
-        format_time(w.at)
-    )?;
-    let mut t = new_table(&[
-        "axis",
-        "sev",
-        "state",
-        "onset",
-        "recovered",
-        "instances",
-        "timeline",
-    ]);
+        format_span(w.range),
+        format_clock(w.at, with_date)
+    );
+    for l in wrap("", 2, &title, width) {
+        writeln!(out, "{l}")?;
+    }
+    let mut rows = Vec::new();
     for a in &r.axes {
         let state = match a.state {
             AxisState::Lit if a.lit_at_end => "LIT",
@@ -101,39 +172,98 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             AxisState::Unknown => "unknown",
             AxisState::NotChecked => "not checked",
         };
-        t.add_row(vec![
-            axis_label(a),
+        rows.push([
+            axis_name(r, a),
             a.severity.to_string(),
             state.to_string(),
-            opt_time(a.onset),
-            opt_time(a.recovered),
+            clock(a.onset),
+            clock(a.recovered),
             a.instances.join(", "),
-            timeline(&a.timeline),
         ]);
     }
+    // The timeline takes what the other columns leave (3 columns of border
+    // and padding each), at most one cell per step.
+    let text: usize = (0..6)
+        .map(|c| {
+            rows.iter()
+                .map(|x| x[c].chars().count())
+                .chain(std::iter::once(9))
+                .max()
+                .unwrap_or(0)
+                + 3
+        })
+        .sum();
+    let tl = width.saturating_sub(text + 4).clamp(8, super::text::MAX_WIDTH);
+    let mut t = new_table(
+        &[
+            "axis",
+            "sev",
+            "state",
+            "onset",
+            "recovered",
+            "instances",
+            "timeline",
+        ],
+        width,
+    );
+    for (a, row) in r.axes.iter().zip(rows) {
+        let mut cells: Vec<String> = row.into();
+        cells.push(fit_timeline(&a.timeline, tl));
+        t.add_row(cells);
+    }
+    keep_whole(&mut t, &[0, 3, 4, 6]);
     writeln!(out, "{t}")?;
 
     let lit: Vec<_> = r.axes.iter().filter(|a| a.state == AxisState::Lit).collect();
     if !lit.is_empty() {
         writeln!(out)?;
         writeln!(out, "Evidence")?;
-        let mut t = new_table(&["axis", "signal", "value", "threshold", "baseline", "trend"]);
+        let mut t = new_table(
+            &["axis", "signal", "value", "threshold", "baseline", "trend"],
+            width,
+        );
+        // Trends as wide as a narrow terminal allows.
+        let trend = (width / 8).clamp(8, super::text::MAX_WIDTH);
         for a in &lit {
+            // The signals that lit (and the context the rules ask to show) in
+            // full; the others on the axis's path in one row.
+            let mut quiet = Vec::new();
             for e in &a.evidence {
-                let mut v = value(e.unit, e.value);
+                if e.lit != Some(true) && !e.context {
+                    quiet.push(format!("{} {}", e.signal, shown_value(e, e.value)));
+                    continue;
+                }
+                let mut v = shown_value(e, e.value);
                 if e.lit == Some(true) {
                     v.push_str(" ◀");
-                }
-                if let Some(l) = &e.localisation {
-                    v = format!("{v}\n{l}");
+                    let on: Vec<&str> = e
+                        .instances
+                        .iter()
+                        .filter(|i| i.lit == Some(true))
+                        .map(|i| i.instance.as_str())
+                        .collect();
+                    if !on.is_empty() {
+                        v = format!("{v}\non {}", on.join(", "));
+                    }
                 }
                 t.add_row(vec![
-                    axis_label(a),
-                    format!("{}\n{}", e.signal, e.description),
+                    axis_name(r, a),
+                    format!("{}\n({})", e.description, e.signal),
                     v,
-                    e.threshold_text.clone(),
+                    shown_threshold(e),
                     value(e.unit, e.baseline),
-                    sparkline(&e.series),
+                    fit_sparkline(&e.series, trend),
+                ]);
+            }
+            keep_whole(&mut t, &[0, 5]);
+            if !quiet.is_empty() {
+                t.add_row(vec![
+                    axis_name(r, a),
+                    format!("{} more, not failing", quiet.len()),
+                    quiet.join(", "),
+                    String::new(),
+                    String::new(),
+                    String::new(),
                 ]);
             }
         }
@@ -141,28 +271,63 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     }
 
     writeln!(out)?;
-    writeln!(out, "Tree walk at {}", format_time(w.at))?;
+    writeln!(out, "Tree walk at {}", format_clock(w.at, with_date))?;
     for (i, p) in r.path.iter().enumerate() {
         let ans = match p.answer {
             Answer::Yes => "yes",
             Answer::No => "no",
             Answer::Unknown => "unknown",
         };
-        writeln!(out, "  {}. {} → {ans} → {}", i + 1, p.question, p.next)?;
+        // Where the walk goes is the next line; only its end is named.
+        let end = if p.next == crate::rules::HEALTHY {
+            " → healthy".to_string()
+        } else {
+            r.axes
+                .iter()
+                .find(|a| a.leaf == p.next)
+                .map(|a| format!(" → {}", axis_name(r, a)))
+                .unwrap_or_default()
+        };
+        for l in wrap(
+            &format!("  {}. ", i + 1),
+            7,
+            &format!("{} {ans}{end}", p.question),
+            width,
+        ) {
+            writeln!(out, "{l}")?;
+        }
         for s in &p.signals {
-            writeln!(
-                out,
-                "       {}: {} (threshold {}{})",
-                s.signal,
-                value(s.unit, s.value),
-                s.threshold_text,
+            let (name, val, thr) = match evidence_of(r, s) {
+                Some(e) if super::text::is_flag(e.unit, &e.threshold) => (
+                    format!("{} ({})", e.description, s.signal),
+                    shown_value(e, s.value),
+                    shown_threshold(e),
+                ),
+                Some(e) => (
+                    format!("{} ({})", e.description, s.signal),
+                    shown_value(e, s.value),
+                    format!("threshold {}", s.threshold_text),
+                ),
+                None => (
+                    s.signal.clone(),
+                    value(s.unit, s.value),
+                    format!("threshold {}", s.threshold_text),
+                ),
+            };
+            let text = format!(
+                "{name}: {val} ({thr}{})",
                 s.baseline
                     .map(|b| format!(", baseline {}", value(s.unit, Some(b))))
                     .unwrap_or_default()
-            )?;
+            );
+            for l in wrap("       ", 9, &text, width) {
+                writeln!(out, "{l}")?;
+            }
         }
         if let Some(n) = &p.note {
-            writeln!(out, "       note: {n}")?;
+            for l in wrap("       note: ", 9, n, width) {
+                writeln!(out, "{l}")?;
+            }
         }
     }
 
@@ -170,43 +335,53 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(out)?;
         writeln!(out, "Next steps")?;
         for (i, s) in r.runbook.iter().enumerate() {
-            writeln!(out, "  {}. {s}", i + 1)?;
+            for l in wrap(&format!("  {}. ", i + 1), 5, s, width) {
+                writeln!(out, "{l}")?;
+            }
         }
     }
     if let Some(f) = &r.falsifier {
         writeln!(out)?;
         writeln!(out, "Falsifier (for the incident record)")?;
-        writeln!(out, "  {f}")?;
+        for l in wrap("  ", 2, f, width) {
+            writeln!(out, "{l}")?;
+        }
+        measured_falsifier(r, width, out)?;
     }
     if !r.gaps.is_empty() {
         writeln!(out)?;
         writeln!(out, "Not checked / gaps")?;
         for g in &r.gaps {
-            writeln!(out, "  - {}: {}", g.subject, g.message)?;
+            for l in wrap("  - ", 4, &format!("{}: {}", g.subject, g.message), width) {
+                writeln!(out, "{l}")?;
+            }
         }
     }
     super::audit::render_text(r, out)?;
     writeln!(out)?;
     writeln!(out, "Sources")?;
-    let mut t = new_table(&[
-        "target",
-        "role",
-        "version",
-        "snapshots",
-        "time from",
-        "role because",
-        "notes",
-    ]);
+    let mut t = new_table(
+        &[
+            "target",
+            "role",
+            "version",
+            "snapshots",
+            "time from",
+            "role because",
+            "notes",
+        ],
+        width,
+    );
     for s in &r.sources {
         let mut notes = Vec::new();
         for x in &s.restarts {
-            notes.push(format!("restart at {}", format_time(*x)));
+            notes.push(format!("restart at {}", format_clock(*x, with_date)));
         }
         for [a, b] in &s.missing {
             notes.push(format!(
                 "missing {} ({})",
-                format_time(*a),
-                crate::timefmt::format_lag(b - a)
+                format_clock(*a, with_date),
+                format_span(b - a)
             ));
         }
         t.add_row(vec![
@@ -224,8 +399,46 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(out)?;
         writeln!(out, "Warnings")?;
         for x in &r.warnings {
-            writeln!(out, "  - {x}")?;
+            for l in wrap("  - ", 4, x, width) {
+                writeln!(out, "{l}")?;
+            }
         }
     }
     Ok(())
+}
+
+/// The falsifier with the measured numbers and the ADR sentence: what the
+/// root cause rests on, the alternatives cleared, one line each.
+fn measured_falsifier(r: &Report, width: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    let Some(f) = &r.falsification else {
+        return Ok(());
+    };
+    let mut line = |prefix: &str, text: &str| -> std::io::Result<()> {
+        for l in wrap(prefix, prefix.chars().count(), text, width) {
+            writeln!(out, "{l}")?;
+        }
+        Ok(())
+    };
+    let root = r.verdict.root_cause.as_ref().map(|rc| rc.leaf.as_str());
+    for e in r
+        .axes
+        .iter()
+        .filter(|a| Some(a.leaf.as_str()) == root)
+        .flat_map(|a| a.evidence.iter())
+        .filter(|e| e.lit == Some(true))
+    {
+        for c in &e.contributors {
+            line("  who:      ", &format!("{}: {}", e.signal, c.text()))?;
+        }
+        if let Some(n) = &e.contributors_note {
+            line("  who:      ", &format!("{}: {n}", e.signal))?;
+        }
+    }
+    for m in &f.deciding {
+        line("  measured: ", &m.text())?;
+    }
+    for m in &f.cleared {
+        line("  cleared:  ", &format!("{}: {}", m.axis, m.text()))?;
+    }
+    line("  ADR: ", &f.adr)
 }

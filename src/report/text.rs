@@ -1,27 +1,33 @@
 //! Shared text helpers of the table and Markdown renderers: sparklines,
 //! timelines, value formatting.
 
-use crate::rules::model::Unit;
-use crate::rules::report::{AxisReport, StepState};
+use crate::rules::model::{Threshold, Unit};
+use crate::rules::report::{AxisReport, Evidence, Report, StepState};
 
 /// Widest sparkline or timeline drawn; longer series are bucketed.
 pub const MAX_WIDTH: usize = 48;
 
 const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
-/// Groups `n` steps into at most `MAX_WIDTH` buckets (index ranges).
-fn buckets(n: usize) -> Vec<std::ops::Range<usize>> {
-    if n <= MAX_WIDTH {
+/// Groups `n` steps into at most `max` buckets (index ranges).
+fn buckets(n: usize, max: usize) -> Vec<std::ops::Range<usize>> {
+    let max = max.max(1);
+    if n <= max {
         return (0..n).map(|i| i..i + 1).collect();
     }
-    (0..MAX_WIDTH)
-        .map(|b| (b * n / MAX_WIDTH)..((b + 1) * n / MAX_WIDTH).max(b * n / MAX_WIDTH + 1))
+    (0..max)
+        .map(|b| (b * n / max)..((b + 1) * n / max).max(b * n / max + 1))
         .collect()
 }
 
 /// A unicode sparkline of values (missing steps as `·`), scaled min..max; each
 /// character is the maximum of its bucket.
 pub fn sparkline(values: &[Option<f64>]) -> String {
+    fit_sparkline(values, MAX_WIDTH)
+}
+
+/// A sparkline of at most `width` characters.
+pub fn fit_sparkline(values: &[Option<f64>], width: usize) -> String {
     let finite: Vec<f64> = values
         .iter()
         .flatten()
@@ -29,11 +35,11 @@ pub fn sparkline(values: &[Option<f64>]) -> String {
         .filter(|v| v.is_finite())
         .collect();
     if finite.is_empty() {
-        return "·".repeat(buckets(values.len()).len());
+        return "·".repeat(buckets(values.len(), width).len());
     }
     let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    buckets(values.len())
+    buckets(values.len(), width)
         .into_iter()
         .map(|r| {
             let m = values[r]
@@ -63,7 +69,12 @@ pub fn sparkline(values: &[Option<f64>]) -> String {
 
 /// An axis timeline: `█` lit, `▁` unlit, `·` unknown (a bucket is lit if any step is).
 pub fn timeline(steps: &[StepState]) -> String {
-    buckets(steps.len())
+    fit_timeline(steps, MAX_WIDTH)
+}
+
+/// A timeline of at most `width` cells (a cell is lit if any of its steps is).
+pub fn fit_timeline(steps: &[StepState], width: usize) -> String {
+    buckets(steps.len(), width)
         .into_iter()
         .map(|r| {
             let s = &steps[r];
@@ -76,6 +87,77 @@ pub fn timeline(steps: &[StepState]) -> String {
             }
         })
         .collect()
+}
+
+/// Whether a signal is a yes/no flag: a 0/1 count lit below 1 (a member
+/// answering its scrape, having a leader). Its description states the "yes".
+pub fn is_flag(unit: Unit, t: &Threshold) -> bool {
+    unit == Unit::Count && t.above.is_none() && t.relative.is_none() && t.below == Some(1.0)
+}
+
+/// A signal's value for people: `yes`/`no` for flags, else the unit's format.
+pub fn shown_value(e: &Evidence, v: Option<f64>) -> String {
+    match v {
+        Some(x) if is_flag(e.unit, &e.threshold) && (x == 0.0 || x == 1.0) => {
+            if x == 1.0 { "yes" } else { "no" }.to_string()
+        }
+        _ => value(e.unit, v),
+    }
+}
+
+/// A signal's threshold for people: `failing when no` for flags.
+pub fn shown_threshold(e: &Evidence) -> String {
+    if is_flag(e.unit, &e.threshold) {
+        "failing when no".to_string()
+    } else {
+        e.threshold_text.clone()
+    }
+}
+
+/// A signal in plain words (its description), not its id.
+pub fn signal_label(e: &Evidence) -> String {
+    e.description.clone()
+}
+
+/// An axis's name for people: `etcd/disk`, `apf`. A catch-all leaf that
+/// shares its axis with more specific ones (a second `watch-cache`, a bare
+/// `etcd` beside `etcd/disk`) reads `etcd (other)`; the tree's final
+/// catch-all, judged by the first question alone (clients are affected and
+/// nothing more specific is), reads `unexplained`.
+pub fn axis_name(r: &Report, a: &AxisReport) -> String {
+    let label = axis_label(a);
+    if is_catch_all(r, a) {
+        return "unexplained".to_string();
+    }
+    if a.leaf == label {
+        return label;
+    }
+    let shared = r.axes.iter().any(|o| {
+        o.leaf != a.leaf && {
+            let ol = axis_label(o);
+            ol == label || ol.starts_with(&format!("{label}/"))
+        }
+    });
+    if shared {
+        format!("{label} (other)")
+    } else {
+        label
+    }
+}
+
+/// Whether `a` is decided by exactly the signals of the walk's first question
+/// (the symptom) and nothing else: a leaf with no question of its own. (A
+/// leaf such as `auth` reads some of the symptom's signals, never all.)
+fn is_catch_all(r: &Report, a: &AxisReport) -> bool {
+    let Some(first) = r.path.first() else {
+        return false;
+    };
+    let own: Vec<&Evidence> = a.evidence.iter().filter(|e| !e.context).collect();
+    !own.is_empty()
+        && own.len() == first.signals.len()
+        && own
+            .iter()
+            .all(|e| first.signals.iter().any(|s| s.signal == e.signal))
 }
 
 /// A value for people, or `—` when missing.

@@ -101,6 +101,19 @@ pub struct Signal {
     pub since_start: bool,
     /// The checked observation count (`observations:`), if any.
     pub observations: Option<Observations>,
+    /// The checked contributor breakdown (`breakdown:`), if any.
+    pub breakdown: Option<Breakdown>,
+}
+
+/// A signal's contributor breakdown: the labels, the expressions in the order
+/// they are tried and what each reads.
+#[derive(Clone, Debug)]
+pub struct Breakdown {
+    pub by: Vec<String>,
+    pub unit: super::model::Unit,
+    pub across: super::model::Across,
+    pub exprs: Vec<String>,
+    pub reads: Vec<Reads>,
 }
 
 /// A signal's observation count: the expression, what it reads, the minimum.
@@ -179,7 +192,10 @@ impl RuleSet {
     /// Every metric name any expression reads (for the sources' family filter).
     pub fn referenced_metrics(&self) -> BTreeSet<String> {
         fn all(s: &Signal) -> impl Iterator<Item = &Reads> {
-            s.reads.iter().chain(s.observations.iter().map(|o| &o.reads))
+            s.reads
+                .iter()
+                .chain(s.observations.iter().map(|o| &o.reads))
+                .chain(s.breakdown.iter().flat_map(|b| b.reads.iter()))
         }
         self.signals
             .iter()
@@ -813,6 +829,7 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
             observations: sn.observations.clone(),
             persistence: None,
             snapshot: None,
+            breakdown: None,
             ..s.clone()
         };
         let mut sig = check_signal(loc, &def, d);
@@ -841,6 +858,49 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
         }
         Box::new(sig)
     });
+    let breakdown = s.breakdown.as_ref().map(|b| {
+        if b.by.is_empty() {
+            d.push(loc.key(
+                at,
+                "breakdown",
+                Level::Error,
+                format!("signal `{}` breakdown needs at least one label in `by`", s.id),
+            ));
+        }
+        let mut exprs = vec![b.expr.clone()];
+        exprs.extend(b.alternatives.iter().cloned());
+        let reads = exprs
+            .iter()
+            .map(|text| match promql::parse_template(text) {
+                Ok(e) => {
+                    let r = promql::reads(&e);
+                    if r.matcher_labels.contains(ROLE_LABEL) {
+                        d.push(loc.text_or_key(at, text, "breakdown", Level::Error, format!(
+                            "signal `{}` breakdown matches on `{ROLE_LABEL}`; the engine injects the role from `role:`", s.id
+                        )));
+                    }
+                    r
+                }
+                Err(e) => {
+                    d.push(loc.text_or_key(
+                        at,
+                        text,
+                        "breakdown",
+                        Level::Error,
+                        format!("signal `{}` breakdown: {e}", s.id),
+                    ));
+                    Reads::default()
+                }
+            })
+            .collect();
+        Breakdown {
+            by: b.by.clone(),
+            unit: b.unit,
+            across: b.across,
+            exprs,
+            reads,
+        }
+    });
     Signal {
         def: s.clone(),
         exprs,
@@ -848,6 +908,7 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
         snapshot,
         since_start: false,
         observations,
+        breakdown,
     }
 }
 

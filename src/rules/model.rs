@@ -140,8 +140,13 @@ impl Unit {
                 format!("{x:.0}")
             } else if a >= 10.0 {
                 trim_num((x * 10.0).round() / 10.0)
-            } else if a >= 0.01 {
+            } else if a >= 1.0 {
                 trim_num((x * 100.0).round() / 100.0)
+            } else if a >= 1e-6 {
+                // Two significant digits as a plain decimal (`0.095`), not `9.54e-2`.
+                let decimals = (-a.log10()).ceil() as usize + 1;
+                let t = format!("{x:.decimals$}");
+                t.trim_end_matches('0').trim_end_matches('.').to_string()
             } else {
                 format!("{x:.2e}")
             }
@@ -214,6 +219,39 @@ pub struct SignalDef {
     /// not judged (a quantile of a handful of observations is noise).
     #[serde(default)]
     pub observations: Option<ObservationsDef>,
+    /// Who contributes: the signal's numerator by labels (flow schema and
+    /// priority level, resource and verb), shown with the evidence.
+    #[serde(default)]
+    pub breakdown: Option<BreakdownDef>,
+}
+
+/// The contributors to a signal (see [`SignalDef::breakdown`]): an expression
+/// keeping `instance` and the `by` labels, tried like the signal's own
+/// (alternatives in order, the first whose metrics are exposed).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakdownDef {
+    /// The labels that name a contributor, e.g. `[flow_schema, priority_level]`.
+    pub by: Vec<String>,
+    /// The unit of the breakdown's values (e.g. `per-second` for the rate of
+    /// the requests a ratio signal counts).
+    pub unit: Unit,
+    /// How instances combine: `sum` (rates, the default) or `max` (gauges
+    /// of shared state every replica reports, such as object counts).
+    #[serde(default)]
+    pub across: Across,
+    pub expr: String,
+    #[serde(default)]
+    pub alternatives: Vec<String>,
+}
+
+/// How a breakdown combines the instances' values of one contributor.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Across {
+    #[default]
+    Sum,
+    Max,
 }
 
 /// How long a signal must stay lit (see [`SignalDef::persistence`]).

@@ -63,6 +63,10 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// Falsifier of the root-cause leaf.
     pub falsifier: Option<String>,
+    /// The falsifier filled in with what was measured, and an ADR-ready
+    /// sentence (`None` without a root cause).
+    #[serde(default)]
+    pub falsification: Option<Falsification>,
     /// Runbook of the root-cause leaf.
     pub runbook: Vec<String>,
     /// Which rules produced this report.
@@ -105,6 +109,64 @@ pub struct AdvisoryEvidence {
     /// The value with its unit, or why there is none.
     pub value_text: String,
     pub threshold: String,
+}
+
+/// The root cause's falsifier filled in with the measured numbers: what the
+/// verdict rests on, which competing axes were checked and found clear, and
+/// what would prove it wrong.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Falsification {
+    /// The root cause's deciding signals lit in its episode (its own question's
+    /// first), at the reference step of its evidence.
+    pub deciding: Vec<Measure>,
+    /// Competing axes of the strong-consistency path (P0/P1 leaves) that were
+    /// checked and stayed clear in the window: for each, the value of its
+    /// deciding signal that came nearest to its threshold, at the same time.
+    pub cleared: Vec<Measure>,
+    /// The measurements, the cleared alternatives and the leaf's falsifier, as
+    /// one paragraph for the incident record.
+    pub statement: String,
+    /// One sentence for an architecture decision record.
+    pub adr: String,
+}
+
+/// One measured value of a signal, as the falsifier quotes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measure {
+    /// `axis` or `axis/sub_axis`.
+    pub axis: String,
+    pub signal: String,
+    pub description: String,
+    pub unit: Unit,
+    /// The worst instance's value.
+    pub value: Option<f64>,
+    /// That instance's baseline.
+    pub baseline: Option<f64>,
+    pub threshold_text: String,
+    /// The instance the value is from.
+    pub instance: Option<String>,
+    /// When the value was measured.
+    pub at: Option<Millis>,
+}
+
+impl Measure {
+    /// "share of WAL fsyncs slower than 64 ms 100% on etcd-0 (threshold > 10%, baseline 0%)".
+    pub fn text(&self) -> String {
+        let v = self
+            .value
+            .map(|v| self.unit.format(v))
+            .unwrap_or_else(|| "no value".into());
+        let mut s = format!("{} {v}", self.description);
+        if let Some(i) = &self.instance {
+            s.push_str(&format!(" on {i}"));
+        }
+        s.push_str(&format!(" (threshold {}", self.threshold_text));
+        if let Some(b) = self.baseline {
+            s.push_str(&format!(", baseline {}", self.unit.format(b)));
+        }
+        s.push(')');
+        s
+    }
 }
 
 /// The parts of the control plane (roles) the data covers.
@@ -357,6 +419,15 @@ pub struct Evidence {
     pub series: Vec<Option<f64>>,
     /// Values per instance per step.
     pub instance_series: BTreeMap<String, Vec<Option<f64>>>,
+    /// Judged state per instance per step (`Some(true)` lit, after the
+    /// persistence, warm-up and observation rules; `None` not judged): what a
+    /// plot of `instance_series` marks as lit.
+    #[serde(default)]
+    pub instance_lit: BTreeMap<String, Vec<Option<bool>>>,
+    /// The threshold as lines in the signal's unit: the absolute part for every
+    /// instance, the relative part per instance from its baseline.
+    #[serde(default)]
+    pub threshold_lines: Vec<ThresholdLine>,
     pub localisation: Option<String>,
     pub note: Option<String>,
     /// The value is the since-process-start form (a single snapshot): counts
@@ -364,6 +435,67 @@ pub struct Evidence {
     pub since_start: bool,
     /// Shown as evidence only: this signal does not decide the leaf.
     pub context: bool,
+    /// Who contributes at the reference step (the signal's `breakdown:`), the
+    /// largest first.
+    #[serde(default)]
+    pub contributors: Vec<Contributor>,
+    /// Why contributors are missing or unnamed (labels absent in this version).
+    #[serde(default)]
+    pub contributors_note: Option<String>,
+}
+
+/// One contributor to a signal: a label set of its breakdown, its value at the
+/// reference step, its share of all contributors and its window-start baseline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Contributor {
+    /// `by` label → value (`""`: the series lacks the label).
+    pub labels: BTreeMap<String, String>,
+    pub unit: Unit,
+    pub value: Option<f64>,
+    /// Share of the total over all contributors at that step.
+    pub share: Option<f64>,
+    pub baseline: Option<f64>,
+}
+
+impl Contributor {
+    /// "flow_schema=service-accounts, priority_level=workload-low 25/s (100%, baseline 0/s)".
+    pub fn text(&self) -> String {
+        let names: Vec<String> = self
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}={}", if v.is_empty() { "(none)" } else { v }))
+            .collect();
+        let mut s = format!(
+            "{} {}",
+            names.join(", "),
+            self.value
+                .map(|v| self.unit.format(v))
+                .unwrap_or_else(|| "no value".into())
+        );
+        let mut paren = Vec::new();
+        if let Some(sh) = self.share {
+            paren.push(format!("{} of the total", Unit::Ratio.format(sh)));
+        }
+        if let Some(b) = self.baseline {
+            paren.push(format!("baseline {}", self.unit.format(b)));
+        }
+        if !paren.is_empty() {
+            s.push_str(&format!(" ({})", paren.join(", ")));
+        }
+        s
+    }
+}
+
+/// One line of a signal's threshold on a plot of its values.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ThresholdLine {
+    /// The instance whose baseline the line derives from (a relative
+    /// threshold); `None` for the absolute part, which holds for every instance.
+    pub instance: Option<String>,
+    /// The value the signal is compared with, in the signal's unit.
+    pub value: f64,
+    /// Lit above the line (`true`) or below it.
+    pub above: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -573,6 +705,7 @@ impl Report {
             sources: Vec::new(),
             warnings: failures,
             falsifier: None,
+            falsification: None,
             runbook: Vec::new(),
             rules: RulesInfo {
                 origin: rules.origin.clone(),

@@ -43,6 +43,7 @@ mod axes;
 mod corroborate;
 mod decide;
 mod evidence;
+mod falsify;
 mod judge;
 mod timeline;
 mod walk;
@@ -79,6 +80,22 @@ pub struct SignalInput {
     /// that the full window confirms, since a full window dilutes a new fault
     /// with the minutes before it.
     pub short: Option<Box<SignalInput>>,
+    /// The contributors to the signal (its `breakdown:`), when it has one.
+    pub breakdown: Option<BreakdownInput>,
+}
+
+/// A signal's contributors: the breakdown expression's values per label set,
+/// summed over instances, per step.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BreakdownInput {
+    /// The labels naming a contributor.
+    pub by: Vec<String>,
+    /// Label values (in `by` order; `""` when a series lacks the label) →
+    /// value per step.
+    pub groups: BTreeMap<Vec<String>, Vec<Option<f64>>>,
+    /// Why contributors are missing or unnamed (the breakdown's metrics not
+    /// exposed, its labels absent in this version).
+    pub note: Option<String>,
 }
 
 /// Why a value is shown but not judged.
@@ -113,6 +130,7 @@ impl SignalInput {
             skips: BTreeMap::new(),
             observations: BTreeMap::new(),
             short: None,
+            breakdown: None,
         }
     }
 
@@ -139,6 +157,7 @@ impl SignalInput {
             skips: BTreeMap::new(),
             observations: BTreeMap::new(),
             short: None,
+            breakdown: None,
         }
     }
 }
@@ -329,6 +348,7 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
     // 7. Scope, status and summary.
     let scope = scope_info(rules, input, &node_states, at);
     let mut falsifier = None;
+    let mut falsification = None;
     let mut runbook = Vec::new();
     let status;
     if let Some(r) = root_axis {
@@ -347,13 +367,30 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         };
         let l = rules.leaf(&ax.leaf).unwrap_or(0);
         falsifier = Some(rules.leaves[l].falsifier.clone());
+        falsification = falsify::falsification(rules, &axes, r, &verdict.downstream, &input.steps);
         runbook = rules.leaves[l].runbook.clone();
         let name = axis_name(&ax.axis, &ax.sub_axis);
         // The cause member: a target that stopped answering during the episode;
         // the lit instances are then the affected ones.
         let stopped: Vec<String> = unreachable.iter().map(|u| u.target.clone()).collect();
         let (instances, affected) = if stopped.is_empty() {
-            (ax.instances.clone(), Vec::new())
+            // The cause is where the leaf's own question lit; the other
+            // instances lit on its deciding signals in the episode felt it
+            // (the followers that lost a leader whose heartbeats failed, the
+            // apiserver that saw a member's slow disk).
+            let steps: Vec<usize> = match sel.reported[l] {
+                Some(run) => (run.start..=run.end)
+                    .filter(|&i| leaf_states[l].get(i) == Some(&StepState::Lit))
+                    .collect(),
+                None if single => vec![0],
+                None => Vec::new(),
+            };
+            let affected: Vec<String> =
+                axes::lit_instances(&judged, &axes::deciding_signals(rules, l), &steps)
+                    .into_iter()
+                    .filter(|i| !ax.instances.contains(i))
+                    .collect();
+            (ax.instances.clone(), affected)
         } else {
             let affected: Vec<String> = ax
                 .instances
@@ -484,6 +521,7 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         sources: input.sources.clone(),
         warnings,
         falsifier,
+        falsification,
         runbook,
         rules: RulesInfo {
             origin: rules.origin.clone(),
@@ -722,6 +760,11 @@ mod tests {
         assert_eq!(Unit::Seconds.format(1.2), "1.2 s");
         assert_eq!(Unit::Seconds.format(0.007), "7 ms");
         assert_eq!(Unit::Ratio.format(0.035), "3.5%");
+        // Small values as plain decimals, not `9.54e-4%`.
+        assert_eq!(Unit::Ratio.format(0.000954), "0.095%");
+        assert_eq!(Unit::Count.format(0.001), "0.001");
+        assert_eq!(Unit::Count.format(29.999999999999996), "30");
+        assert_eq!(Unit::Count.format(1e-9), "1.00e-9");
         assert_eq!(Unit::Bytes.format(2.0 * 1024.0 * 1024.0 * 1024.0), "2 GiB");
         assert_eq!(crate::timefmt::format_lag(85_000), "85 s");
         assert_eq!(crate::timefmt::format_lag(125_000), "2m05s");
