@@ -240,3 +240,56 @@ fn already_split_shows_each_members_database_size() {
         sizes.value_text
     );
 }
+
+#[test]
+fn advisories_in_json_match_the_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("a.prom");
+    std::fs::write(&p, format!("{}{KINE}", capture("apiserver_datadog_v1.19.7.prom"))).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cptriage"))
+        .args([
+            "diagnose",
+            "--dump",
+            &format!("apiserver:api={}", p.display()),
+            "-o",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/verdict-v1.schema.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = v
+        .iter_errors(&doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let ids: Vec<&str> = doc["advisories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["kine-backend", "events-already-split"]);
+    // An advisory never changes the exit code or the status: the same
+    // capture without Kine's families is judged alike.
+    let q = dir.path().join("b.prom");
+    std::fs::write(&q, capture("apiserver_datadog_v1.19.7.prom")).unwrap();
+    let plain = std::process::Command::new(env!("CARGO_BIN_EXE_cptriage"))
+        .args([
+            "diagnose",
+            "--dump",
+            &format!("apiserver:api={}", q.display()),
+            "-o",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let plain_doc: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+    assert_eq!(plain_doc["status"], doc["status"]);
+    assert_eq!(out.status.code(), plain.status.code());
+}
