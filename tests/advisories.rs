@@ -293,3 +293,55 @@ fn advisories_in_json_match_the_schema() {
     assert_eq!(plain_doc["status"], doc["status"]);
     assert_eq!(out.status.code(), plain.status.code());
 }
+
+/// Event writes dominating the apiserver's etcd writes (1.26–1.33 `type`
+/// label, and 1.34+ `resource`) advise the split; a pods-heavy write mix
+/// does not.
+#[test]
+fn events_write_share_from_the_apiservers_etcd_requests() {
+    for (label, events_rate, pods_rate, want) in [
+        ("type", 40.0, 5.0, true),
+        ("resource", 40.0, 5.0, true),
+        ("type", 2.0, 30.0, false),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("api");
+        std::fs::create_dir(&t).unwrap();
+        for i in 0..6 {
+            let secs = 1_767_225_600 + i * 15;
+            let body = format!(
+                "# TYPE etcd_request_duration_seconds histogram
+etcd_request_duration_seconds_bucket{{operation=\"create\",{label}=\"events\",le=\"+Inf\"}} {e}
+etcd_request_duration_seconds_sum{{operation=\"create\",{label}=\"events\"}} 1
+etcd_request_duration_seconds_count{{operation=\"create\",{label}=\"events\"}} {e}
+etcd_request_duration_seconds_bucket{{operation=\"update\",{label}=\"pods\",le=\"+Inf\"}} {p}
+etcd_request_duration_seconds_sum{{operation=\"update\",{label}=\"pods\"}} 1
+etcd_request_duration_seconds_count{{operation=\"update\",{label}=\"pods\"}} {p}
+",
+                e = events_rate * 15.0 * i as f64,
+                p = pods_rate * 15.0 * i as f64
+            );
+            std::fs::write(t.join(format!("{secs}.prom")), body).unwrap();
+        }
+        let rules = RuleSet::default_rules().unwrap();
+        let arg = DumpArg::parse(&format!("apiserver:api={}", t.display())).unwrap();
+        let ds = dump::load(&[arg], &Keep::Names(rules.referenced_metrics())).unwrap();
+        let r = engine::diagnose(&rules, &ds, &Options::default()).unwrap();
+        assert_eq!(
+            ids(&r).contains(&"events-split"),
+            want,
+            "{label} {events_rate}/{pods_rate}: {:?}",
+            ids(&r)
+        );
+        if want {
+            let a = r.advisories.iter().find(|a| a.id == "events-split").unwrap();
+            let e = a
+                .evidence
+                .iter()
+                .find(|e| e.signal == "events_write_share")
+                .unwrap();
+            let v = e.value.unwrap();
+            assert!((v - 40.0 / 45.0).abs() < 0.01, "{label}: {v}");
+        }
+    }
+}
