@@ -150,6 +150,11 @@ fn audit_only_names_the_axis_of_each_fault_from_its_onset() {
 fn audit_only_without_a_fault_is_not_healthy_and_without_annotations_not_etcd() {
     let r = audit_only(AuditFault::None);
     assert_eq!(r.status, Status::Inconclusive, "{}", r.verdict.summary);
+    assert!(
+        r.verdict.summary.contains("audit logs alone cannot show"),
+        "{}",
+        r.verdict.summary
+    );
     assert!(r
         .axes
         .iter()
