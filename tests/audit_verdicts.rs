@@ -346,12 +346,20 @@ fn cli_audit_alone_and_beside_a_dump_json_valid_exit_codes() {
     let capture = "testdata/captures/bitter-zone-etcd-first";
     let out = cptriage(&["diagnose", "--dump", capture, "--audit", ps]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("Audit logs: the audit logs confirm etcd/disk"),
-        "{text}"
-    );
+    assert!(text.contains("the audit logs confirm etcd/disk"), "{text}");
     let out = cptriage(&["diagnose", "--dump", capture, "--audit", ps, "--wide"]);
     let text = String::from_utf8_lossy(&out.stdout);
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("the audit logs confirm etcd/disk"), "{text}");
+    let wide = cptriage(&[
+        "diagnose",
+        "--dump",
+        "testdata/captures/bitter-zone-etcd-first",
+        "--audit",
+        ps,
+        "--wide",
+    ]);
+    let text = String::from_utf8_lossy(&wide.stdout);
     assert!(
         text.contains("Audit logs") && text.contains("confirms: the audit logs confirm etcd/disk"),
         "{text}"

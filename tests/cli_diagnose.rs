@@ -263,6 +263,16 @@ fn table_and_markdown_show_verdict_falsifier_and_next_steps() {
         .iter()
         .find(|e| e["signal"] == "apf_rejection_ratio")
         .unwrap();
+    // The queue the demo fills to 128 is read from APF's own gauge
+    // (apiserver_current_inqueue_requests stays 0 in the capture).
+    let inq = apf["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["signal"] == "apf_inqueue_requests")
+        .unwrap();
+    assert_eq!(inq["alternative"], 0);
+    assert_eq!(inq["value"], 128.0);
     let c = &rej["contributors"][0];
     assert_eq!(c["labels"]["flow_schema"], "service-accounts");
     assert_eq!(c["labels"]["priority_level"], "workload-low");

@@ -169,3 +169,55 @@ fn a_follower_down_is_the_peer_the_others_cannot_reach() {
     // the reference step is the episode's last, as the failures fade out).
     assert!(c.value.unwrap() > 0.5 && c.value.unwrap() <= 2.0, "{c:?}");
 }
+
+/// The falsifier with the measured numbers: APF alone, etcd at its baseline.
+/// The nearest cleared alternative is etcd (the apiserver's etcd p99 at its
+/// baseline), the deciding values include the 9.95 s APF queue wait, and the
+/// ADR sentence names both.
+#[test]
+fn apf_alone_is_falsifiable_by_the_etcd_latency_it_cleared() {
+    let rules = RuleSet::default_rules().expect("shipped rules load");
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scenarios/bitter-zone-apf-only.yaml");
+    let (_, r) = diagnose(&p, &rules);
+    let f = r.falsification.as_ref().expect("falsification");
+    let wait = f
+        .deciding
+        .iter()
+        .find(|m| m.signal == "apf_queue_wait_p99")
+        .expect("APF wait decides");
+    assert!(wait.value.unwrap() > 9.0, "{wait:?}");
+    let etcd = &f.cleared[0];
+    assert_eq!(
+        (etcd.axis.as_str(), etcd.signal.as_str()),
+        ("etcd", "apiserver_etcd_latency_p99")
+    );
+    let (v, b) = (etcd.value.unwrap(), etcd.baseline.unwrap());
+    assert!((0.015..0.035).contains(&v) && (v - b).abs() < 0.002, "{etcd:?}");
+    assert!(!f.cleared.iter().any(|m| m.axis == "apf"));
+    assert!(f.adr.contains("while etcd stayed clear"), "{}", f.adr);
+    assert!(f
+        .statement
+        .ends_with(rules.leaves[rules.leaf("apf").unwrap()].falsifier.trim()));
+}
+
+/// Which member led when: the leader-loss scenario's leadership moves from
+/// etcd-0 to nobody at 4m, then to etcd-1 at 5m, and the raft evidence says so.
+#[test]
+fn the_raft_evidence_says_which_member_led_when() {
+    let rules = RuleSet::default_rules().expect("shipped rules load");
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scenarios/etcd-raft-leader-loss.yaml");
+    let (_, r) = diagnose(&p, &rules);
+    let ev = r
+        .axes
+        .iter()
+        .find(|a| a.leaf == "etcd-raft")
+        .and_then(|a| a.evidence.iter().find(|e| e.signal == "etcd_is_leader"))
+        .expect("leader evidence");
+    assert!(ev.context, "shown, not deciding");
+    assert_eq!(
+        ev.note.as_deref(),
+        Some(
+            "lit over the window: etcd-0 from 2026-01-01T00:00:00Z, none from 2026-01-01T00:04:00Z, etcd-1 from 2026-01-01T00:05:00Z"
+        )
+    );
+}

@@ -27,8 +27,8 @@ pub fn run(mut a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
     if a.dump.is_empty() && !a.live && a.prom.prometheus.is_none() && a.audit.is_empty() {
         return Err(CliError::Usage(
             "no metrics to diagnose: give a capture (`cptriage diagnose DIR` or `--dump PATH`), \
-             scrape now with `--live` (with a kubeconfig and/or `--etcd URL`), query \
-             `--prometheus URL`, or read audit logs with `--audit PATH`"
+             scrape now with `--live` (with a kubeconfig and/or `--etcd URL`), or query \
+             `--prometheus URL` (and/or read audit logs with `--audit FILE`)"
                 .into(),
         ));
     }

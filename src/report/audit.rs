@@ -88,21 +88,6 @@ pub fn lines(a: &AuditSummary) -> Vec<String> {
     out
 }
 
-/// What the first page says of evidence beyond the tree, as (prefix, text)
-/// to wrap: what the audit logs say about the root cause, and each
-/// advisory's title (`--wide` and the other formats have the advice and the
-/// evidence). Empty without audit logs or advisories.
-pub fn first_page_items(r: &Report) -> Vec<(&'static str, String)> {
-    let mut out = Vec::new();
-    for c in &r.verdict.corroboration {
-        out.push(("Audit logs: ", c.text.clone()));
-    }
-    for a in &r.advisories {
-        out.push(("Advisory: ", format!("{} (--wide for the advice)", a.title)));
-    }
-    out
-}
-
 /// Lines of one advisory (title first).
 fn advisory_lines(a: &crate::rules::report::AdvisoryReport) -> Vec<String> {
     let mut out = vec![format!(

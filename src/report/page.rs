@@ -85,15 +85,38 @@ pub fn first_page(r: &Report, opts: &RenderOpts) -> String {
     } else {
         no_cause(r, &mut p);
     }
-    for (prefix, text) in super::audit::first_page_items(r) {
-        p.blank();
-        p.wrap(prefix, 2, &text);
-    }
+    beyond_metrics(r, &mut p);
     the_warning(r, &mut p);
     not_checked(r, &mut p);
     let mut s = p.lines.join("\n");
     s.push('\n');
     s
+}
+
+/// What the audit logs say of the verdict (one line) and the advisories (one
+/// line): the details are in `-o wide`.
+fn beyond_metrics(r: &Report, p: &mut Page) {
+    let audit = r.verdict.corroboration.first();
+    let advisory = r
+        .advisories
+        .iter()
+        .find(|a| a.holds_at_end)
+        .or(r.advisories.first());
+    if audit.is_none() && advisory.is_none() {
+        return;
+    }
+    p.lines.push(String::new());
+    if let Some(c) = audit {
+        // The statement names its source ("the audit logs confirm …").
+        p.wrap("  ", 4, &c.text);
+    }
+    if let Some(a) = advisory {
+        let more = match r.advisories.len() {
+            1 => String::new(),
+            n => format!(" ({} more in -o wide)", n - 1),
+        };
+        p.wrap("  ", 4, &format!("advice: {}{more}", a.title));
+    }
 }
 
 fn root_axis(r: &Report) -> Option<&AxisReport> {
