@@ -240,3 +240,108 @@ fn already_split_shows_each_members_database_size() {
         sizes.value_text
     );
 }
+
+#[test]
+fn advisories_in_json_match_the_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("a.prom");
+    std::fs::write(&p, format!("{}{KINE}", capture("apiserver_datadog_v1.19.7.prom"))).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cptriage"))
+        .args([
+            "diagnose",
+            "--dump",
+            &format!("apiserver:api={}", p.display()),
+            "-o",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/verdict-v1.schema.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = v
+        .iter_errors(&doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let ids: Vec<&str> = doc["advisories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["kine-backend", "events-already-split"]);
+    // An advisory never changes the exit code or the status: the same
+    // capture without Kine's families is judged alike.
+    let q = dir.path().join("b.prom");
+    std::fs::write(&q, capture("apiserver_datadog_v1.19.7.prom")).unwrap();
+    let plain = std::process::Command::new(env!("CARGO_BIN_EXE_cptriage"))
+        .args([
+            "diagnose",
+            "--dump",
+            &format!("apiserver:api={}", q.display()),
+            "-o",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let plain_doc: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+    assert_eq!(plain_doc["status"], doc["status"]);
+    assert_eq!(out.status.code(), plain.status.code());
+}
+
+/// Event writes dominating the apiserver's etcd writes (1.26–1.33 `type`
+/// label, and 1.34+ `resource`) advise the split; a pods-heavy write mix
+/// does not.
+#[test]
+fn events_write_share_from_the_apiservers_etcd_requests() {
+    for (label, events_rate, pods_rate, want) in [
+        ("type", 40.0, 5.0, true),
+        ("resource", 40.0, 5.0, true),
+        ("type", 2.0, 30.0, false),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("api");
+        std::fs::create_dir(&t).unwrap();
+        for i in 0..6 {
+            let secs = 1_767_225_600 + i * 15;
+            let body = format!(
+                "# TYPE etcd_request_duration_seconds histogram
+etcd_request_duration_seconds_bucket{{operation=\"create\",{label}=\"events\",le=\"+Inf\"}} {e}
+etcd_request_duration_seconds_sum{{operation=\"create\",{label}=\"events\"}} 1
+etcd_request_duration_seconds_count{{operation=\"create\",{label}=\"events\"}} {e}
+etcd_request_duration_seconds_bucket{{operation=\"update\",{label}=\"pods\",le=\"+Inf\"}} {p}
+etcd_request_duration_seconds_sum{{operation=\"update\",{label}=\"pods\"}} 1
+etcd_request_duration_seconds_count{{operation=\"update\",{label}=\"pods\"}} {p}
+",
+                e = events_rate * 15.0 * i as f64,
+                p = pods_rate * 15.0 * i as f64
+            );
+            std::fs::write(t.join(format!("{secs}.prom")), body).unwrap();
+        }
+        let rules = RuleSet::default_rules().unwrap();
+        let arg = DumpArg::parse(&format!("apiserver:api={}", t.display())).unwrap();
+        let ds = dump::load(&[arg], &Keep::Names(rules.referenced_metrics())).unwrap();
+        let r = engine::diagnose(&rules, &ds, &Options::default()).unwrap();
+        assert_eq!(
+            ids(&r).contains(&"events-split"),
+            want,
+            "{label} {events_rate}/{pods_rate}: {:?}",
+            ids(&r)
+        );
+        if want {
+            let a = r.advisories.iter().find(|a| a.id == "events-split").unwrap();
+            let e = a
+                .evidence
+                .iter()
+                .find(|e| e.signal == "events_write_share")
+                .unwrap();
+            let v = e.value.unwrap();
+            assert!((v - 40.0 / 45.0).abs() < 0.01, "{label}: {v}");
+        }
+    }
+}

@@ -150,6 +150,11 @@ fn audit_only_names_the_axis_of_each_fault_from_its_onset() {
 fn audit_only_without_a_fault_is_not_healthy_and_without_annotations_not_etcd() {
     let r = audit_only(AuditFault::None);
     assert_eq!(r.status, Status::Inconclusive, "{}", r.verdict.summary);
+    assert!(
+        r.verdict.summary.contains("audit logs alone cannot show"),
+        "{}",
+        r.verdict.summary
+    );
     assert!(r
         .axes
         .iter()
@@ -337,14 +342,12 @@ fn cli_audit_alone_and_beside_a_dump_json_valid_exit_codes() {
         .unwrap()
         .iter()
         .any(|s| s["role"] == "audit"));
-    // The text rendering shows the audit section.
-    let out = cptriage(&[
-        "diagnose",
-        "--dump",
-        "testdata/captures/bitter-zone-etcd-first",
-        "--audit",
-        ps,
-    ]);
+    // The first page says it; the wide rendering shows the audit section.
+    let capture = "testdata/captures/bitter-zone-etcd-first";
+    let out = cptriage(&["diagnose", "--dump", capture, "--audit", ps]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("the audit logs confirm etcd/disk"), "{text}");
+    let out = cptriage(&["diagnose", "--dump", capture, "--audit", ps, "--wide"]);
     let text = String::from_utf8_lossy(&out.stdout);
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(flat.contains("the audit logs confirm etcd/disk"), "{text}");

@@ -481,6 +481,9 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
                     .filter(|r| rules.scopes.iter().any(|sc| sc.role.as_str() == r.as_str()))
                     .collect();
                 match judged_roles.as_slice() {
+                    [] if scope.observed.iter().any(|r| r == "audit") => {
+                        "inconclusive: no axis is lit in the audit logs, but audit logs alone cannot show that the control plane is healthy (a policy may not log every request; add metrics)".to_string()
+                    }
                     [] => "inconclusive: the data has no apiserver or etcd target the rules can judge".to_string(),
                     [one] => format!(
                         "inconclusive: no axis is lit, but the data cannot say that {one} is healthy (signals not read: see gaps)"
