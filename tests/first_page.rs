@@ -10,6 +10,8 @@
 //! headline, no float noise), and colour follows `--color`, `NO_COLOR` and
 //! whether stdout is a terminal.
 
+#[path = "common/realdata.rs"]
+mod realcap;
 #[path = "common/scenarios.rs"]
 mod scenarios;
 
@@ -281,4 +283,27 @@ fn the_readme_shows_the_first_page() {
         example, page,
         "README.md's example is stale: paste the output of `COLUMNS=80 cptriage diagnose --dump {DEMO}`"
     );
+}
+
+/// Every real capture alone (one snapshot: no onsets, most axes not checked)
+/// also gets a page that fits 80 columns and one screen.
+#[test]
+fn single_snapshot_pages_fit_too() {
+    let mut n = 0;
+    for (name, p) in realcap::files() {
+        n += 1;
+        let page = run(
+            &["diagnose", "--dump", &p.display().to_string()],
+            &[("COLUMNS", "80")],
+        );
+        assert!(
+            page.starts_with("HEALTHY") || page.starts_with("DEGRADED") || page.starts_with("INCONCLUSIVE"),
+            "{name}:\n{page}"
+        );
+        assert!(page.lines().all(|l| l.chars().count() <= 80), "{name}:\n{page}");
+        assert!(page.lines().count() <= MAX_LINES_AT_80, "{name}:\n{page}");
+        assert!(page.contains("one snapshot at "), "{name}:\n{page}");
+        assert!(!page.contains("unknown is"), "{name}:\n{page}");
+    }
+    assert!(n >= 20, "real captures: {n}");
 }
