@@ -321,7 +321,7 @@ fn deciding(r: &Report, p: &mut Page) {
         .iter()
         .filter_map(|e| e.value_at)
         .max()
-        .map(|t| format!(" at {}", format_clock(t, false)))
+        .map(|t| format!(" at {}", format_clock(t, !same_day(r.window.from, r.window.to))))
         .unwrap_or_default();
     let more = ev.len().saturating_sub(MAX_SIGNALS);
     let more = if more > 0 {
