@@ -28,7 +28,7 @@ complete -c cptriage -n "__fish_cptriage_needs_command" -s h -l help -d 'Print h
 complete -c cptriage -n "__fish_cptriage_needs_command" -s V -l version -d 'Print version'
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "diagnose" -d 'Diagnose the control plane from captured metrics: name the failing axis, its evidence, the root cause by onset time, and what to do next'
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "tree" -d 'Print the exclusion tree of a rule file'
-complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "rules" -d 'Check rule files'
+complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "rules" -d 'Check, test and export rule files'
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "query" -d 'Evaluate a PromQL expression over captured metrics'
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "record" -d 'Scrape live targets and write a capture directory'
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "completions" -d 'Print shell completions for SHELL to stdout'
@@ -43,7 +43,7 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd-cert
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd-key -d 'etcd client key (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key). Also `--key`, as etcdctl' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l controller -d 'A kube-controller-manager: `[NAME=]URL` (e.g. `https://127.0.0.1:10257`), scraped with the kubeconfig\'s credentials. Repeatable' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l interval -d 'Time between scrape rounds' -r
-complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l duration -d 'How long to scrape (at least two rounds are taken)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l duration -d 'How long to scrape (at least two rounds are taken). Default: 30s; with `--watch`, until Ctrl-C' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l timeout -d 'Timeout of each request, including reading its whole body' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l max-body-total -d 'Most memory the scrapes of one round may hold together (response text being parsed and the families kept); a scrape that would go over it fails as too large and the others go on' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus -d 'Query a Prometheus-compatible HTTP API (Prometheus, Thanos Query, Mimir at `…/prometheus`) instead of reading dumps' -r
@@ -63,9 +63,10 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheu
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-timeout -d 'Timeout of each API request (also sent as the query `timeout`)' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l max-body -d 'Largest metrics text read from one place: one `/metrics` response or one snapshot file, after gzip decoding (`512MiB`, `64MiB`, `1GiB`). Bigger is a per-target error, reported with the rest analysed' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l rules -d 'Rule file (default: the shipped `rules/default.yaml`)' -r -F
-complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l at -d 'Assess at this time (RFC 3339 or unix seconds): the tree walk and "lit now". Default: the end of the window' -r
-complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l from -d 'Start of the analysed window (default: the first snapshot)' -r
-complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l to -d 'End of the analysed window (default: the last snapshot)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l at -d 'Assess at this time (RFC 3339, unix seconds, `now`, `now-10m`): the tree walk and "lit now". Default: the end of the window' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l from -d 'Start of the analysed window (RFC 3339, unix seconds, `now-30m`). Default: the first snapshot; with `--prometheus`, one hour before `--to`' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l since -d 'Analyse only the last DURATION of the window (`--since 30m`): the last 30 minutes of a capture, or up to now with `--prometheus`' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l to -d 'End of the analysed window (default: the last snapshot; with `--prometheus`, now)' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l step -d 'Evaluation step (default: the typical snapshot interval)' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l baseline-from -d 'Baseline from this time of the same data (with `--baseline-to`). Default baseline: the first quarter of the window' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l baseline-to -d 'End of the explicit baseline range' -r
@@ -79,6 +80,7 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l color -d 
 always\t'Always, even into a pipe'
 never\t'Never'"
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l live -d 'Scrape the live control plane now (apiserver replicas from the kubeconfig, `--etcd` members, `--controller`s) for `--duration`, then diagnose'
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l watch -d 'With `--live`: keep scraping every `--interval` and redraw the verdict after each round, as `top` does, until Ctrl-C (or `--duration`); then print the final report (and keep the `--save` capture)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l no-apiserver -d 'Do not scrape the apiserver (only `--etcd`/`--controller`)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l no-discovery -d 'Scrape only the kubeconfig\'s server address instead of every replica listed by the default/kubernetes EndpointSlice'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l insecure-skip-tls-verify -d 'Do not verify the apiserver\'s certificate (reported loudly)'
@@ -134,9 +136,9 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-k
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-header -d 'An extra request header, `NAME: VALUE` (e.g. `X-Scope-OrgID: team`). Repeatable' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-max-response -d 'Largest API answer read (after gzip decoding); answers are decoded as they arrive, so memory follows the samples kept, not this size' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-timeout -d 'Timeout of each API request (also sent as the query `timeout`)' -r
-complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l at -d 'Evaluate at this time (RFC 3339 or unix seconds). Default: the last snapshot' -r
-complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l from -d 'Start of a range evaluation (RFC 3339 or unix seconds)' -r
-complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l to -d 'End of a range evaluation (RFC 3339 or unix seconds)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l at -d 'Evaluate at this time (RFC 3339, unix seconds, `now`, `now-10m`). Default: the last snapshot' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l from -d 'Start of a range evaluation (RFC 3339, unix seconds, `now-30m`)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l to -d 'End of a range evaluation (RFC 3339, unix seconds, `now`)' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l step -d 'Step of a range evaluation, a Prometheus duration (`5s`, `1m`). Default: the capture\'s scrape interval' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l max-body -d 'Largest metrics text read from one place: one `/metrics` response or one snapshot file, after gzip decoding (`512MiB`, `64MiB`, `1GiB`). Bigger is a per-target error, reported with the rest analysed' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -s o -l output -d 'Output format' -r -f -a "table\t'A table for people'
@@ -153,7 +155,7 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l etcd-cert -
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l etcd-key -d 'etcd client key (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key). Also `--key`, as etcdctl' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l controller -d 'A kube-controller-manager: `[NAME=]URL` (e.g. `https://127.0.0.1:10257`), scraped with the kubeconfig\'s credentials. Repeatable' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l interval -d 'Time between scrape rounds' -r
-complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l duration -d 'How long to scrape (at least two rounds are taken)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l duration -d 'How long to scrape (at least two rounds are taken). Default: 30s; with `--watch`, until Ctrl-C' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l timeout -d 'Timeout of each request, including reading its whole body' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l max-body-total -d 'Most memory the scrapes of one round may hold together (response text being parsed and the families kept); a scrape that would go over it fails as too large and the others go on' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l max-body -d 'Largest metrics text read from one place: one `/metrics` response or one snapshot file, after gzip decoding (`512MiB`, `64MiB`, `1GiB`). Bigger is a per-target error, reported with the rest analysed' -r
@@ -167,7 +169,7 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand completions" -s h -l h
 complete -c cptriage -n "__fish_cptriage_using_subcommand completions" -s V -l version -d 'Print version'
 complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "diagnose" -d 'Diagnose the control plane from captured metrics: name the failing axis, its evidence, the root cause by onset time, and what to do next'
 complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "tree" -d 'Print the exclusion tree of a rule file'
-complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "rules" -d 'Check rule files'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "rules" -d 'Check, test and export rule files'
 complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "query" -d 'Evaluate a PromQL expression over captured metrics'
 complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "record" -d 'Scrape live targets and write a capture directory'
 complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "completions" -d 'Print shell completions for SHELL to stdout'

@@ -14,9 +14,17 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// from what followed.
 ///
 /// Exit codes: 0 healthy or success; 1 a failing axis was named; 2 usage or
-/// configuration error; 3 unusable data or every source failed.
+/// configuration error; 3 unusable data, every source failed, or the data
+/// cannot decide; 4 an axis failed in the window and has recovered.
 #[derive(Debug, Parser)]
-#[command(name = "cptriage", version, about, long_about, propagate_version = true)]
+#[command(
+    name = "cptriage",
+    version,
+    about,
+    long_about,
+    propagate_version = true,
+    after_help = EXAMPLES_TOP
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -31,17 +39,20 @@ pub enum Command {
     ///
     /// Exit codes: 0 healthy; 1 a failing axis was named; 2 usage or
     /// configuration error; 3 unusable data, or the data cannot decide
-    /// (inconclusive).
+    /// (inconclusive); 4 an axis failed in the window and has recovered.
+    #[command(after_help = EXAMPLES_DIAGNOSE)]
     Diagnose(DiagnoseArgs),
     /// Print the exclusion tree of a rule file.
+    #[command(after_help = EXAMPLES_TREE)]
     Tree(TreeArgs),
-    /// Check rule files.
-    #[command(subcommand)]
+    /// Check, test and export rule files.
+    #[command(subcommand, after_help = EXAMPLES_RULES)]
     Rules(RulesCommand),
     /// Evaluate a PromQL expression over captured metrics.
     ///
     /// Each series is labelled with its target as `instance="<target>"` and
     /// `role="<role>"`. The JSON output is the Prometheus HTTP API response shape.
+    #[command(after_help = EXAMPLES_QUERY)]
     Query(QueryArgs),
     /// Scrape live targets and write a capture directory.
     ///
@@ -51,10 +62,95 @@ pub enum Command {
     /// endpoints, and writes `DIR/manifest.yaml`,
     /// `DIR/<target>/<unix-ms>.prom.gz` and `DIR/health/<target>.json`. Read it
     /// back with `--dump DIR`. Exit 3 when every scrape failed.
+    #[command(after_help = EXAMPLES_RECORD)]
     Record(RecordArgs),
     /// Print shell completions for SHELL to stdout.
+    #[command(after_help = EXAMPLES_COMPLETIONS)]
     Completions(CompletionsArgs),
 }
+
+const EXAMPLES_TOP: &str = "\
+Examples:
+  cptriage diagnose ./capture                   # a capture directory (from `record`)
+  cptriage diagnose --live --etcd https://10.0.0.1:2379 --cacert ca.crt --cert c.crt --key c.key
+  cptriage diagnose --prometheus http://prometheus:9090 --since 1h
+  cptriage record --out ./capture --duration 5m  # keep the evidence for later
+  kubectl cptriage diagnose --live --context prod
+
+Run `cptriage <command> --help` for each command's options; `man cptriage-diagnose`.";
+
+const EXAMPLES_DIAGNOSE: &str = "\
+Examples:
+  # A capture written by `cptriage record` (or any directory of .prom files)
+  cptriage diagnose ./capture
+  # Only the last 30 minutes of it, as JSON for a runbook
+  cptriage diagnose ./capture --since 30m -o json | jq -r .verdict.status
+  # Scrape now for a minute: apiservers from the kubeconfig, etcd as etcdctl takes it
+  cptriage diagnose --live --duration 1m --endpoints 10.0.0.1:2379,10.0.0.2:2379 \\
+      --cacert /etc/kubernetes/pki/etcd/ca.crt \\
+      --cert /etc/kubernetes/pki/etcd/healthcheck-client.crt \\
+      --key /etc/kubernetes/pki/etcd/healthcheck-client.key
+  # Watch a live control plane, redrawn every 15 s until Ctrl-C, keeping the rounds
+  cptriage diagnose --live --watch --interval 15s --save ./incident
+  # The last hour of one cluster in Prometheus, Thanos or Mimir
+  cptriage diagnose --prometheus http://prometheus:9090 --selector '{cluster=\"prod\"}' --since 1h
+  # An incident window, with a healthy capture as the baseline
+  cptriage diagnose ./incident --baseline-dump ./last-week --from 2026-01-01T03:00:00Z --to now
+
+Exit codes: 0 healthy, 1 degraded (an axis named), 2 usage error, 3 unusable or inconclusive,
+4 recovered.";
+
+const EXAMPLES_TREE: &str = "\
+Examples:
+  cptriage tree                       # the shipped tree
+  cptriage tree -o mermaid > tree.mmd # a flowchart for a design document
+  cptriage tree --rules my-rules.yaml";
+
+const EXAMPLES_QUERY: &str = "\
+Examples:
+  cptriage query --dump ./capture 'sum by (instance) (rate(apiserver_request_total[1m]))'
+  cptriage query --dump ./capture --from now-1h --to now --step 30s 'up'
+  cptriage query --prometheus http://prometheus:9090 'etcd_server_has_leader' -o json";
+
+const EXAMPLES_RECORD: &str = "\
+Examples:
+  # Every apiserver replica of the current context, for 5 minutes every 5 s
+  cptriage record --out ./capture --duration 5m
+  # etcd only, as etcdctl takes it (or from ETCDCTL_ENDPOINTS, ETCDCTL_CACERT, ...)
+  cptriage record --out ./capture --no-apiserver --endpoints https://10.0.0.1:2379 \\
+      --cacert ca.crt --cert client.crt --key client.key
+  # kubeadm's plain-HTTP etcd metrics port
+  cptriage record --out ./capture --etcd 127.0.0.1:2381
+  # Then, later or elsewhere:
+  cptriage diagnose ./capture";
+
+const EXAMPLES_COMPLETIONS: &str = "\
+Examples:
+  cptriage completions bash > /etc/bash_completion.d/cptriage
+  cptriage completions zsh > \"${fpath[1]}/_cptriage\"
+  cptriage completions fish > ~/.config/fish/completions/cptriage.fish";
+
+const EXAMPLES_RULES: &str = "\
+Examples:
+  cptriage rules check my-rules.yaml
+  cptriage rules test tests/*.yaml
+  cptriage rules export > cptriage-rules.yaml";
+
+const EXAMPLES_RULES_CHECK: &str = "\
+Examples:
+  cptriage rules check rules/default.yaml my-rules.yaml";
+
+const EXAMPLES_RULES_TEST: &str = "\
+Examples:
+  cptriage rules test testdata/rules/unit/*.yaml
+  cptriage rules test -v my-tests.yaml";
+
+const EXAMPLES_RULES_EXPORT: &str = "\
+Examples:
+  # Recording and alerting rules for Prometheus, checked by promtool
+  cptriage rules export > cptriage-rules.yaml && promtool check rules cptriage-rules.yaml
+  # A longer rate window and alert hold for a 30 s scrape interval
+  cptriage rules export --window 10m --for 5m --etcd-selector '{job=\"etcd\"}'";
 
 /// Live targets: apiserver replicas from a kubeconfig, etcd members, controllers.
 #[derive(Debug, Args, Clone)]
@@ -116,9 +212,10 @@ pub struct LiveArgs {
     /// Time between scrape rounds.
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     pub interval: String,
-    /// How long to scrape (at least two rounds are taken).
-    #[arg(long, value_name = "DURATION", default_value = "30s")]
-    pub duration: String,
+    /// How long to scrape (at least two rounds are taken). Default: 30s; with
+    /// `--watch`, until Ctrl-C.
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
     /// Timeout of each request, including reading its whole body.
     #[arg(long, value_name = "DURATION", default_value = "4s")]
     pub timeout: String,
@@ -167,13 +264,14 @@ pub struct DumpArgs {
 /// When to evaluate.
 #[derive(Debug, Args, Clone, Default)]
 pub struct TimeArgs {
-    /// Evaluate at this time (RFC 3339 or unix seconds). Default: the last snapshot.
+    /// Evaluate at this time (RFC 3339, unix seconds, `now`, `now-10m`).
+    /// Default: the last snapshot.
     #[arg(long, value_name = "TIME", conflicts_with_all = ["from", "to"])]
     pub at: Option<String>,
-    /// Start of a range evaluation (RFC 3339 or unix seconds).
+    /// Start of a range evaluation (RFC 3339, unix seconds, `now-30m`).
     #[arg(long, value_name = "TIME", requires = "to")]
     pub from: Option<String>,
-    /// End of a range evaluation (RFC 3339 or unix seconds).
+    /// End of a range evaluation (RFC 3339, unix seconds, `now`).
     #[arg(long, value_name = "TIME", requires = "from")]
     pub to: Option<String>,
     /// Step of a range evaluation, a Prometheus duration (`5s`, `1m`).
@@ -211,15 +309,24 @@ pub enum QueryFormat {
 
 #[derive(Debug, Args)]
 pub struct DiagnoseArgs {
+    /// Captured metrics, as `--dump` takes them: `cptriage diagnose DIR` is
+    /// `cptriage diagnose --dump DIR`.
+    #[arg(value_name = "PATH", conflicts_with_all = ["live", "prometheus"])]
+    pub paths: Vec<String>,
     /// Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]`
     /// files, or single files, each optionally prefixed `NAME=` or `role:NAME=`
     /// (role: apiserver, etcd, controller). Repeatable.
-    #[arg(long = "dump", value_name = "PATH", num_args = 1.., required_unless_present_any = ["live", "prometheus"])]
+    #[arg(long = "dump", value_name = "PATH", num_args = 1..)]
     pub dump: Vec<String>,
     /// Scrape the live control plane now (apiserver replicas from the kubeconfig,
     /// `--etcd` members, `--controller`s) for `--duration`, then diagnose.
     #[arg(long, conflicts_with_all = ["dump", "prometheus"])]
     pub live: bool,
+    /// With `--live`: keep scraping every `--interval` and redraw the verdict
+    /// after each round, as `top` does, until Ctrl-C (or `--duration`); then
+    /// print the final report (and keep the `--save` capture).
+    #[arg(long, requires = "live")]
+    pub watch: bool,
     /// With `--live`: also write the rounds as a capture directory (as `record`
     /// does), to diagnose the same rounds again later with `--dump DIR`.
     #[arg(long, value_name = "DIR", requires = "live")]
@@ -233,14 +340,20 @@ pub struct DiagnoseArgs {
     /// Rule file (default: the shipped `rules/default.yaml`).
     #[arg(long, value_name = "FILE")]
     pub rules: Option<PathBuf>,
-    /// Assess at this time (RFC 3339 or unix seconds): the tree walk and "lit now".
-    /// Default: the end of the window.
+    /// Assess at this time (RFC 3339, unix seconds, `now`, `now-10m`): the tree
+    /// walk and "lit now". Default: the end of the window.
     #[arg(long, value_name = "TIME")]
     pub at: Option<String>,
-    /// Start of the analysed window (default: the first snapshot).
+    /// Start of the analysed window (RFC 3339, unix seconds, `now-30m`).
+    /// Default: the first snapshot; with `--prometheus`, one hour before `--to`.
     #[arg(long, value_name = "TIME")]
     pub from: Option<String>,
-    /// End of the analysed window (default: the last snapshot).
+    /// Analyse only the last DURATION of the window (`--since 30m`): the last
+    /// 30 minutes of a capture, or up to now with `--prometheus`.
+    #[arg(long, value_name = "DURATION", conflicts_with = "from")]
+    pub since: Option<String>,
+    /// End of the analysed window (default: the last snapshot; with
+    /// `--prometheus`, now).
     #[arg(long, value_name = "TIME")]
     pub to: Option<String>,
     /// Evaluation step (default: the typical snapshot interval).
@@ -445,21 +558,24 @@ pub enum TreeFormat {
 pub enum RulesCommand {
     /// Lint rule files: schema, PromQL subset, metric names unknown to the
     /// catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors.
+    #[command(after_help = EXAMPLES_RULES_CHECK)]
     Check(RulesCheckArgs),
     /// Run promtool-style unit tests of rule files: input series in expanding
     /// notation per target, an evaluation time, the expected verdict. Exit 0
     /// all pass, 1 a test failed, 2 a test file is invalid.
+    #[command(after_help = EXAMPLES_RULES_TEST)]
     Test(RulesTestArgs),
     /// Export the tree as a Prometheus rule file: a recording rule per signal
     /// (`cptriage:<signal>`), per question and per leaf, and an alert per leaf
     /// with severity, question, falsifier and runbook (docs/export.md).
+    #[command(after_help = EXAMPLES_RULES_EXPORT)]
     Export(RulesExportArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct RulesExportArgs {
     /// Output format.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, default_value_t = ExportFormat::Prometheus)]
     pub format: ExportFormat,
     /// Rule file (default: the shipped `rules/default.yaml`).
     #[arg(long, value_name = "FILE")]
@@ -523,6 +639,23 @@ pub struct CompletionsArgs {
     /// The shell.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+/// Parses argv. Installed as `kubectl-cptriage` (a kubectl plugin), usage and
+/// errors say `kubectl cptriage`, as the user typed it.
+pub fn try_parse() -> Result<Cli, clap::Error> {
+    let argv0 = std::env::args_os().next();
+    let plugin = argv0
+        .as_deref()
+        .map(std::path::Path::new)
+        .and_then(|p| p.file_name())
+        .is_some_and(|n| n.to_string_lossy().starts_with("kubectl-"));
+    let mut cmd = command();
+    if plugin {
+        cmd = cmd.bin_name("kubectl cptriage");
+    }
+    let m = cmd.try_get_matches()?;
+    <Cli as clap::FromArgMatches>::from_arg_matches(&m)
 }
 
 /// Builds the clap command (for completions and the man page).

@@ -3,10 +3,8 @@
 
 use std::io::{self, Write};
 
-use clap::Parser;
-
 fn main() {
-    let cli = match cptriage::cli::Cli::try_parse() {
+    let cli = match cptriage::cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };

@@ -8,15 +8,37 @@ use crate::store::Millis;
 /// A time or duration that could not be read.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
 pub enum TimeError {
-    #[error("invalid time `{0}`: expected RFC 3339 (2026-01-02T03:04:05Z) or unix seconds")]
+    #[error(
+        "invalid time `{0}`: expected RFC 3339 (2026-01-02T03:04:05Z), unix seconds, `now` or `now-30m`"
+    )]
     Time(String),
     #[error("invalid duration `{0}`: expected a Prometheus duration such as 15s, 1m or 1h30m")]
     Duration(String),
 }
 
-/// Parses an RFC 3339 time or unix seconds (integer or fractional).
+/// Parses an RFC 3339 time, unix seconds (integer or fractional), or a time
+/// relative to the wall clock: `now`, `now-30m`, `now+5m`.
 pub fn parse_time(s: &str) -> Result<Millis, TimeError> {
+    parse_time_at(s, Utc::now().timestamp_millis() / 1000 * 1000)
+}
+
+/// [`parse_time`] with `now` given.
+pub fn parse_time_at(s: &str, now: Millis) -> Result<Millis, TimeError> {
     let s = s.trim();
+    if let Some(rest) = s.strip_prefix("now") {
+        let rest = rest.trim_start();
+        if rest.is_empty() {
+            return Ok(now);
+        }
+        let bad = || TimeError::Time(s.into());
+        let (sign, d) = match rest.as_bytes()[0] {
+            b'-' => (-1, &rest[1..]),
+            b'+' => (1, &rest[1..]),
+            _ => return Err(bad()),
+        };
+        let d = parse_duration(d.trim()).map_err(|_| bad())?;
+        return now.checked_add(sign * d).ok_or_else(bad);
+    }
     if let Ok(secs) = s.parse::<f64>() {
         if secs.is_finite() && secs.abs() < 1e13 {
             return Ok((secs * 1000.0).round() as Millis);
@@ -190,6 +212,18 @@ pub fn same_day(a: Millis, b: Millis) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relative_times() {
+        let now = 1_767_225_600_000;
+        assert_eq!(parse_time_at("now", now).unwrap(), now);
+        assert_eq!(parse_time_at("now-30m", now).unwrap(), now - 1_800_000);
+        assert_eq!(parse_time_at(" now - 1h30m ", now).unwrap(), now - 5_400_000);
+        assert_eq!(parse_time_at("now+5s", now).unwrap(), now + 5000);
+        for bad in ["now-", "now-5", "nowish", "now*2m", "now-1m1h"] {
+            assert!(parse_time_at(bad, now).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn times() {

@@ -22,10 +22,86 @@ fn cptriage(args: &[&str]) -> Output {
 
 const DEMO: &str = "testdata/captures/bitter-zone-etcd-first";
 
+/// The published schema accepts fields added within v1; cptriage's own
+/// output is checked with every object closed (`additionalProperties:
+/// false`), so a field it writes that the schema does not describe fails.
 fn schema() -> jsonschema::Validator {
     let text = std::fs::read_to_string(root().join("docs/verdict-v1.schema.json")).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    close_objects(&mut v);
     jsonschema::validator_for(&v).expect("schema compiles")
+}
+
+fn close_objects(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            if m.contains_key("properties") && !m.contains_key("additionalProperties") {
+                m.insert("additionalProperties".into(), false.into());
+            }
+            m.values_mut().for_each(close_objects);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(close_objects),
+        _ => {}
+    }
+}
+
+#[test]
+fn the_published_schema_accepts_added_fields_and_the_strict_one_does_not() {
+    let out = cptriage(&["diagnose", "--dump", DEMO, "-o", "json"]);
+    let mut doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["a_field_added_later"] = "x".into();
+    doc["root_cause"]["another"] = 1.into();
+    let text = std::fs::read_to_string(root().join("docs/verdict-v1.schema.json")).unwrap();
+    let published: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let published = jsonschema::validator_for(&published).unwrap();
+    assert!(published.is_valid(&doc));
+    assert!(!schema().is_valid(&doc));
+}
+
+/// Every jq example of docs/json.md runs on a degraded and on a healthy
+/// verdict and prints something.
+#[test]
+fn the_jq_examples_of_the_json_docs_work() {
+    let doc = std::fs::read_to_string(root().join("docs/json.md")).unwrap();
+    let filters: Vec<String> = doc
+        .lines()
+        .filter(|l| l.starts_with("cptriage diagnose") && l.contains("| jq "))
+        .map(|l| {
+            let f = l.split("| jq ").nth(1).unwrap().trim();
+            let f = f.strip_prefix("-r ").unwrap_or(f).trim();
+            f.trim_matches('\'').to_string()
+        })
+        .collect();
+    assert!(filters.len() >= 3, "{filters:?}");
+    let healthy = realcap::dir().join("apiserver_nri_v1.35.0.prom.gz");
+    let degraded = root().join(DEMO);
+    for (input, code) in [(healthy.as_path(), 0), (degraded.as_path(), 1)] {
+        let out = cptriage(&["diagnose", "--dump", input.to_str().unwrap(), "-o", "json"]);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for f in &filters {
+            let mut jq = Command::new("jq")
+                .args(["-r", f])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("jq (scripts/test installs it)");
+            use std::io::Write;
+            jq.stdin.take().unwrap().write_all(&out.stdout).unwrap();
+            let r = jq.wait_with_output().unwrap();
+            assert!(
+                r.status.success() && !r.stdout.is_empty(),
+                "jq {f} on {}: {}",
+                input.display(),
+                String::from_utf8_lossy(&r.stderr)
+            );
+        }
+    }
 }
 
 fn assert_valid(doc: &serde_json::Value) {

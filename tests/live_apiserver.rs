@@ -403,8 +403,15 @@ fn wrong_ca_is_an_unknown_authority_and_exit_3() {
         "{}",
         text(&out.stderr)
     );
+    // A CA that does not sign the server does not fix itself: the rounds
+    // stop after the first one, which the manifest records.
+    assert!(
+        text(&out.stderr).contains("stopped after the first round"),
+        "{}",
+        text(&out.stderr)
+    );
     let m = manifest_of(&cap);
-    assert_eq!(m.failures.len(), 2);
+    assert_eq!(m.failures.len(), 1);
     support::assert_absent_everywhere(CANARY_TOKEN, &[&out.stdout, &out.stderr], &cap);
 }
 
@@ -521,6 +528,25 @@ fn kubectl_plugin_name_behaves_identically() {
         .unwrap();
     let b = support::cptriage(&["--version"], &[]);
     assert_eq!(a.stdout, b.stdout);
+    // Usage and errors say what the user typed: `kubectl cptriage`.
+    let help = std::process::Command::new(&bin).arg("--help").output().unwrap();
+    let help = text(&help.stdout);
+    assert!(help.contains("Usage: kubectl cptriage <COMMAND>"), "{help}");
+    let bad = std::process::Command::new(&bin)
+        .args(["diagnose", "--nope"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        text(&bad.stderr).contains("kubectl cptriage diagnose"),
+        "{}",
+        text(&bad.stderr)
+    );
+    assert!(
+        !text(&bad.stderr).contains("kubectl-cptriage"),
+        "{}",
+        text(&bad.stderr)
+    );
 }
 
 #[test]
@@ -670,6 +696,7 @@ fn in_cluster_service_account() {
         keep: Keep::All,
         retain_snapshots: true,
         limits: Default::default(),
+        stop: None,
     };
     let res = cptriage::source::live::scrape_rounds(&cfg, &mut |_| {});
     assert!(res.failures.is_empty(), "{:?}", res.failures);

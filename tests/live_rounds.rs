@@ -60,6 +60,7 @@ fn a_round_of_eight_targets_with_slow_and_dead_ones_takes_about_one_timeout() {
         keep: Keep::Names(["etcd_server_has_leader".to_string()].into()),
         retain_snapshots: true,
         limits: Default::default(),
+        stop: None,
     };
     let mut events = Vec::new();
     let start = Instant::now();

@@ -152,6 +152,7 @@ fn twenty_targets_with_slow_silent_and_closed_ones_take_about_one_timeout_per_ro
         keep: keep.clone(),
         retain_snapshots: true,
         limits: Default::default(),
+        stop: None,
     };
     let start = Instant::now();
     let res = live::scrape_rounds(&cfg, &mut |_| {});

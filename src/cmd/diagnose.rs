@@ -21,7 +21,17 @@ use crate::source::Role;
 use crate::store::Millis;
 use crate::timefmt::{format_time, parse_duration, parse_time};
 
-pub fn run(a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
+pub fn run(mut a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
+    // `diagnose DIR` is `diagnose --dump DIR`.
+    a.dump.append(&mut a.paths);
+    if a.dump.is_empty() && !a.live && a.prom.prometheus.is_none() {
+        return Err(CliError::Usage(
+            "no metrics to diagnose: give a capture (`cptriage diagnose DIR` or `--dump PATH`), \
+             scrape now with `--live` (with a kubeconfig and/or `--etcd URL`), or query \
+             `--prometheus URL`"
+                .into(),
+        ));
+    }
     if !a.live {
         if let Some(flag) = live_flag_given(&a.live_args) {
             return Err(CliError::Usage(format!(
@@ -35,7 +45,9 @@ pub fn run(a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
         }
     }
     let rules = load_rules(a.rules.as_deref())?;
-    let result = if a.prom.prometheus.is_some() {
+    let result = if a.watch {
+        crate::cmd::watch::run(&a, &rules, out, err)
+    } else if a.prom.prometheus.is_some() {
         run_prometheus(&a, &rules, out, err)
     } else {
         run_local(&a, &rules, out, err)
@@ -77,19 +89,38 @@ fn run_local(
             &mut std::io::sink(),
         )?
     };
-    let baseline_ds = if a.baseline_dump.is_empty() {
-        None
-    } else {
-        let d = DumpArgs {
-            dump: a.baseline_dump.clone(),
-        };
-        Some(load_dumps(&d, &a.limits, &keep, err)?)
+    let baseline_ds = baseline_dataset(a, &keep, err)?;
+    let opts = options(a, &ds, baseline_ds.as_ref())?;
+    let report = judge(rules, &ds, &opts)?;
+    render(&report, a, out)
+}
+
+/// `--baseline-dump`, loaded.
+pub(crate) fn baseline_dataset(
+    a: &DiagnoseArgs,
+    keep: &Keep,
+    err: &mut dyn Write,
+) -> Result<Option<crate::source::Dataset>, CliError> {
+    if a.baseline_dump.is_empty() {
+        return Ok(None);
+    }
+    let d = DumpArgs {
+        dump: a.baseline_dump.clone(),
     };
+    Ok(Some(load_dumps(&d, &a.limits, keep, err)?))
+}
+
+/// The window, step and baseline of a local diagnosis from the flags.
+pub(crate) fn options<'a>(
+    a: &DiagnoseArgs,
+    ds: &crate::source::Dataset,
+    baseline_ds: Option<&'a crate::source::Dataset>,
+) -> Result<Options<'a>, CliError> {
     let step = a.step.as_deref().map(parse_duration).transpose()?;
     if step == Some(0) {
         return Err(CliError::Usage("`--step` must be greater than zero".into()));
     }
-    let baseline = match (&a.baseline_from, &a.baseline_to, &baseline_ds) {
+    let baseline = match (&a.baseline_from, &a.baseline_to, baseline_ds) {
         (Some(f), Some(t), _) => BaselineSpec::Range {
             from: parse_time(f)?,
             to: parse_time(t)?,
@@ -97,22 +128,46 @@ fn run_local(
         (_, _, Some(b)) => BaselineSpec::Dataset(b),
         _ => BaselineSpec::WindowStart,
     };
-    let opts = Options {
+    let to = a.to.as_deref().map(parse_time).transpose()?;
+    let from = match (&a.from, since(a)?) {
+        (Some(f), _) => Some(parse_time(f)?),
+        // The last DURATION of the data (or before `--to`).
+        (None, Some(d)) => {
+            let end = match to {
+                Some(t) => t,
+                None => {
+                    ds.window()
+                        .ok_or_else(|| CliError::Data("no snapshot in the input".into()))?
+                        .1
+                }
+            };
+            Some(end - d)
+        }
+        (None, None) => None,
+    };
+    Ok(Options {
         at: a.at.as_deref().map(parse_time).transpose()?,
-        from: a.from.as_deref().map(parse_time).transpose()?,
-        to: a.to.as_deref().map(parse_time).transpose()?,
+        from,
+        to,
         step,
         baseline,
         debounce: a.debounce as usize,
-    };
-    let report = engine::diagnose(rules, &ds, &opts).map_err(|e| match e {
-        engine::EngineError::NoData => CliError::Data(e.to_string()),
-        _ => CliError::Usage(e.to_string()),
-    })?;
-    render(&report, a, out)
+    })
 }
 
-fn render(report: &Report, a: &DiagnoseArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
+/// Runs the rules over a dataset.
+pub(crate) fn judge(
+    rules: &RuleSet,
+    ds: &crate::source::Dataset,
+    opts: &Options,
+) -> Result<Report, CliError> {
+    engine::diagnose(rules, ds, opts).map_err(|e| match e {
+        engine::EngineError::NoData => CliError::Data(e.to_string()),
+        _ => CliError::Usage(e.to_string()),
+    })
+}
+
+pub(crate) fn render(report: &Report, a: &DiagnoseArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let opts = || crate::cmd::screen_opts(a.color);
     match (a.output, a.wide) {
         (_, true) | (ReportFormat::Wide, _) => table::render(report, &opts(), out)?,
@@ -126,6 +181,14 @@ fn render(report: &Report, a: &DiagnoseArgs, out: &mut dyn Write) -> Result<Exit
         Status::Recovered => ExitCode::Recovered,
         Status::Inconclusive => ExitCode::Data,
     })
+}
+
+/// `--since DURATION`, positive.
+fn since(a: &DiagnoseArgs) -> Result<Option<Millis>, CliError> {
+    match a.since.as_deref().map(parse_duration).transpose()? {
+        Some(d) if d <= 0 => Err(CliError::Usage("`--since` must be greater than zero".into())),
+        d => Ok(d),
+    }
 }
 
 /// Default length of the window diagnosed over Prometheus when `--from` is not given.
@@ -157,7 +220,7 @@ fn run_prometheus(
     };
     let from = match a.from.as_deref().map(parse_time).transpose()? {
         Some(f) => f,
-        None => to - PROMETHEUS_DEFAULT_WINDOW,
+        None => to - since(a)?.unwrap_or(PROMETHEUS_DEFAULT_WINDOW),
     };
     if to < from {
         return Err(CliError::Usage("`--to` is before `--from`".into()));
@@ -374,12 +437,27 @@ fn live_flag_given(l: &crate::cli::LiveArgs) -> Option<&'static str> {
         (l.etcd_key.is_some(), "--etcd-key"),
         (!l.controller.is_empty(), "--controller"),
         (l.interval != "5s", "--interval"),
-        (l.duration != "30s", "--duration"),
+        (l.duration.is_some(), "--duration"),
         (l.timeout != "4s", "--timeout"),
     ]
     .into_iter()
     .find(|(given, _)| *given)
     .map(|(_, flag)| flag)
+}
+
+/// The families live mode keeps from each scrape: what the rules read, and
+/// with `--save` also what `record` keeps.
+pub(crate) fn scrape_keep(a: &DiagnoseArgs, keep: &Keep) -> Result<Keep, CliError> {
+    Ok(match &a.save {
+        Some(_) => match (crate::cmd::record::record_keep(false)?, keep) {
+            (Keep::Names(mut n), Keep::Names(r)) => {
+                n.extend(r.iter().cloned());
+                Keep::Names(n)
+            }
+            _ => Keep::All,
+        },
+        None => keep.clone(),
+    })
 }
 
 /// Scrapes the live targets for the configured rounds and loads the snapshots
@@ -392,18 +470,8 @@ fn live_dataset(
     err: &mut dyn Write,
 ) -> Result<crate::source::Dataset, CliError> {
     use crate::cmd::record::{self, Recorder};
-    let scrape_keep = match &a.save {
-        Some(_) => match (record::record_keep(false)?, keep) {
-            (Keep::Names(mut n), Keep::Names(r)) => {
-                n.extend(r.iter().cloned());
-                Keep::Names(n)
-            }
-            _ => Keep::All,
-        },
-        None => keep.clone(),
-    };
     let out_dir = a.save.as_deref().map(record::OutDir::claim).transpose()?;
-    let (mut cfg, plan) = record::prepare_live(&a.live_args, &a.limits, scrape_keep, err)?;
+    let (mut cfg, plan) = record::prepare_live(&a.live_args, &a.limits, scrape_keep(a, keep)?, err)?;
     cfg.retain_snapshots = true;
     if let Some(d) = &plan.discovery {
         writeln!(err, "apiserver replicas {d}")?;
@@ -412,14 +480,14 @@ fn live_dataset(
         writeln!(err, "warning: {w}")?;
     }
     let mut rec = out_dir.map(|d| Recorder::start(d, &cfg)).transpose()?;
-    let bar = record::progress_bar(&cfg);
+    let mut progress = record::Progress::new(&cfg);
     let res = crate::source::live::scrape_rounds(&cfg, &mut |ev| {
         if let Some(r) = rec.as_mut() {
             r.on_event(&ev);
         }
-        record::progress(&bar, &ev, err);
+        progress.on_event(&ev, err);
     });
-    bar.finish_and_clear();
+    progress.finish();
     if let (Some(r), Some(dir)) = (rec, a.save.as_deref()) {
         r.finish(&cfg, &res)?;
         writeln!(err, "rounds saved to {}", dir.display())?;
@@ -432,8 +500,12 @@ fn live_dataset(
             .collect();
         reasons.sort();
         reasons.dedup();
+        let when = match &res.stopped_early {
+            Some(why) => format!(" (stopped after the first round: {why})"),
+            None => String::new(),
+        };
         return Err(CliError::Data(format!(
-            "every scrape failed:\n  {}",
+            "every scrape failed{when}:\n  {}",
             reasons.join("\n  ")
         )));
     }

@@ -7,6 +7,7 @@ pub mod record;
 pub mod rules;
 pub mod rules_export;
 pub mod tree;
+pub mod watch;
 
 use std::io::Write;
 

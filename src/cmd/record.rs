@@ -37,7 +37,7 @@ pub fn prepare_live(
         )?)),
     };
     let interval = duration_arg("--interval", &a.interval)?;
-    let duration = duration_arg("--duration", &a.duration)?;
+    let duration = duration_arg("--duration", a.duration.as_deref().unwrap_or(DEFAULT_DURATION))?;
     let timeout = duration_arg("--timeout", &a.timeout)?;
     if interval.is_zero() || timeout.is_zero() {
         return Err(CliError::Usage(
@@ -94,6 +94,7 @@ pub fn prepare_live(
         keep,
         retain_snapshots: false,
         limits: body_limits,
+        stop: None,
     };
     Ok((cfg, plan))
 }
@@ -108,7 +109,11 @@ fn with_etcdctl_env(a: &LiveArgs, err: &mut dyn Write) -> Result<LiveArgs, CliEr
     let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
     if a.etcd.is_empty() {
         if let Some(v) = var("ETCDCTL_ENDPOINTS") {
-            a.etcd = v.split(',').map(|e| e.trim().to_string()).filter(|e| !e.is_empty()).collect();
+            a.etcd = v
+                .split(',')
+                .map(|e| e.trim().to_string())
+                .filter(|e| !e.is_empty())
+                .collect();
             writeln!(err, "etcd members from ETCDCTL_ENDPOINTS ({})", a.etcd.len())?;
         }
     }
@@ -128,6 +133,10 @@ fn with_etcdctl_env(a: &LiveArgs, err: &mut dyn Write) -> Result<LiveArgs, CliEr
     }
     Ok(a)
 }
+
+/// How long live mode scrapes when `--duration` is not given (`--watch`:
+/// until Ctrl-C).
+pub(crate) const DEFAULT_DURATION: &str = "30s";
 
 /// A size flag (`512MiB`).
 pub(crate) fn size_arg(flag: &str, v: &str) -> Result<u64, CliError> {
@@ -420,49 +429,90 @@ fn write_manifest(dir: &Path, m: &Manifest) -> Result<(), CliError> {
 
 /// Runs the rounds, writing each snapshot as it arrives, with a progress bar.
 fn record_rounds(cfg: &LiveConfig, rec: &mut Recorder, err: &mut dyn Write) -> Result<LiveResult, CliError> {
-    let bar = progress_bar(cfg);
+    let mut progress = Progress::new(cfg);
     let res = live::scrape_rounds(cfg, &mut |ev| {
         rec.on_event(&ev);
-        progress(&bar, &ev, err);
+        progress.on_event(&ev, err);
     });
-    bar.finish_and_clear();
+    progress.finish();
+    if let Some(why) = &res.stopped_early {
+        writeln!(err, "stopped after the first round: {why}")?;
+    }
     Ok(res)
 }
 
-/// Shows one live event: the round on the progress bar, failures and process
-/// switches as warnings above it.
-pub fn progress(bar: &indicatif::ProgressBar, ev: &LiveEvent, err: &mut dyn Write) {
-    let mut warn = |l: String| {
-        bar.suspend(|| {
-            let _ = writeln!(err, "{l}");
-        })
-    };
-    match ev {
-        LiveEvent::RoundStarted { round, rounds, .. } => bar.set_message(format!("{}/{rounds}", round + 1)),
-        LiveEvent::Snapshot(_) => bar.inc(1),
-        LiveEvent::Failed(f) => {
-            bar.inc(1);
-            warn(format!(
-                "warning: {}: round {}: {}",
-                f.target,
-                f.round + 1,
-                f.error
-            ));
+/// Shows the live events: the round on a progress bar (hidden when stderr is
+/// not a terminal); failures and process switches as warnings above it. A
+/// target that keeps failing the same way is reported once, not once per
+/// round (the summary counts its rounds), and again when it answers or fails
+/// differently.
+pub struct Progress {
+    bar: indicatif::ProgressBar,
+    failing: std::collections::HashMap<String, String>,
+}
+
+impl Progress {
+    pub fn new(cfg: &LiveConfig) -> Self {
+        Progress {
+            bar: progress_bar(cfg),
+            failing: Default::default(),
         }
-        LiveEvent::Switch(s) => warn(format!(
-            "warning: {}: a different process answered at round {} ({} → {}); rates across it are not valid",
-            s.target,
-            s.round + 1,
-            s.before,
-            s.after
-        )),
-        LiveEvent::RoundDone(_) => {}
+    }
+
+    /// No bar: the warnings only (for a watch, which draws its own page).
+    pub fn hidden() -> Self {
+        Progress {
+            bar: indicatif::ProgressBar::hidden(),
+            failing: Default::default(),
+        }
+    }
+
+    pub fn on_event(&mut self, ev: &LiveEvent, err: &mut dyn Write) {
+        let bar = &self.bar;
+        let mut warn = |l: String| {
+            bar.suspend(|| {
+                let _ = writeln!(err, "{l}");
+            })
+        };
+        match ev {
+            LiveEvent::RoundStarted { round, rounds, .. } => bar.set_message(format!("{}/{rounds}", round + 1)),
+            LiveEvent::Snapshot(s) => {
+                bar.inc(1);
+                if self.failing.remove(&s.target).is_some() {
+                    warn(format!("{}: answering again", s.target));
+                }
+            }
+            LiveEvent::Failed(f) => {
+                bar.inc(1);
+                if self.failing.get(&f.target) != Some(&f.error) {
+                    warn(format!(
+                        "warning: {}: {} (round {}; repeats are counted, not shown)",
+                        f.target,
+                        f.error,
+                        f.round + 1
+                    ));
+                    self.failing.insert(f.target.clone(), f.error.clone());
+                }
+            }
+            LiveEvent::Switch(s) => warn(format!(
+                "warning: {}: a different process answered at round {} ({} → {}); rates across it are not valid",
+                s.target,
+                s.round + 1,
+                s.before,
+                s.after
+            )),
+            LiveEvent::RoundDone(_) => {}
+        }
+    }
+
+    pub fn finish(self) {
+        self.bar.finish_and_clear();
     }
 }
 
 /// A progress bar over every scrape of the rounds, on stderr (hidden when
 /// stderr is not a terminal).
-pub fn progress_bar(cfg: &LiveConfig) -> indicatif::ProgressBar {
+fn progress_bar(cfg: &LiveConfig) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::with_draw_target(
         Some((cfg.rounds * cfg.targets.len()) as u64),
         indicatif::ProgressDrawTarget::stderr(),

@@ -109,14 +109,18 @@ pub fn grid(data: &Dataset, opts: &Options) -> Result<(Grid, Vec<String>), Engin
         }
         if at < from {
             return Err(EngineError::Window(format!(
-                "`at` ({at}) is before the start of the window ({from})"
+                "the assessment time {} is before the start of the window ({})",
+                crate::timefmt::format_time(at),
+                crate::timefmt::format_time(from)
             )));
         }
         to = to.min(at);
     }
     if to < from {
         return Err(EngineError::Window(format!(
-            "the window ends ({to}) before it starts ({from})"
+            "the window ends ({}) before it starts ({})",
+            crate::timefmt::format_time(to),
+            crate::timefmt::format_time(from)
         )));
     }
     let interval = data.typical_interval();

@@ -479,7 +479,7 @@ fn classify(e: &reqwest::Error, timeout: Duration) -> FetchError {
     } else if has("Connection refused") || has("ConnectionRefused") {
         FetchError::new(
             FailureKind::ConnectionRefused,
-            "connection refused (nothing listening: member down?)",
+            "connection refused (nothing listening: process down or wrong port?)",
         )
     } else if has("tls") || has("TLS") || has("certificate") {
         FetchError::new(FailureKind::Tls, format!("TLS: {}", crate::secret::scrub(&text)))

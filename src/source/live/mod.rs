@@ -99,6 +99,9 @@ pub struct LiveConfig {
     pub retain_snapshots: bool,
     /// Caps on each `/metrics` body and on what all scrapes hold at once.
     pub limits: client::BodyLimits,
+    /// Set (by Ctrl-C in `--watch`) to end the rounds: the round under way
+    /// finishes, no new one starts.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl LiveConfig {
@@ -180,6 +183,10 @@ pub struct LiveResult {
     pub unverified_tls: Vec<String>,
     /// Number of successful scrapes (also counted when snapshots are not retained).
     pub scraped: usize,
+    /// Why the rounds stopped before the last one: every target failed the
+    /// first round in a way a retry does not fix (nothing listening, no route,
+    /// TLS or credentials refused).
+    pub stopped_early: Option<String>,
 }
 
 impl LiveResult {

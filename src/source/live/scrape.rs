@@ -329,9 +329,20 @@ pub fn scrape_rounds(cfg: &LiveConfig, on_event: &mut dyn FnMut(LiveEvent<'_>)) 
             .ok()
             .and_then(|r| cfg.interval.checked_mul(r))
             .and_then(|d| start.checked_add(d));
-        let now = Instant::now();
-        if let Some(due) = due.filter(|d| *d > now) {
-            std::thread::sleep(due - now);
+        let stopped = || {
+            cfg.stop
+                .as_ref()
+                .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+        };
+        // Wait for the round's time in short naps, so that a stop is quick.
+        while let Some(due) = due.filter(|d| *d > Instant::now()) {
+            if stopped() {
+                break;
+            }
+            std::thread::sleep((due - Instant::now()).min(Duration::from_millis(100)));
+        }
+        if stopped() {
+            break;
         }
         let round_start = Instant::now();
         let started = now_ms();
@@ -477,6 +488,12 @@ pub fn scrape_rounds(cfg: &LiveConfig, on_event: &mut dyn FnMut(LiveEvent<'_>)) 
         };
         on_event(LiveEvent::RoundDone(&stat));
         res.rounds.push(stat);
+        if round == 0 && rounds > 1 {
+            if let Some(why) = hopeless_first_round(&res, cfg.targets.len()) {
+                res.stopped_early = Some(why);
+                break;
+            }
+        }
     }
     res.snapshots
         .sort_by(|a, b| (a.time, &a.target).cmp(&(b.time, &b.target)));
@@ -498,6 +515,40 @@ pub fn scrape_rounds(cfg: &LiveConfig, on_event: &mut dyn FnMut(LiveEvent<'_>)) 
             .extend(extra.iter().filter(|(k, _)| *k == i).map(|(_, m)| m.clone()));
     }
     res
+}
+
+/// After the first round: when every target failed in a way that waiting
+/// does not fix, the reason to stop now rather than after `--duration`.
+/// Timeouts, resets and HTTP errors may pass (a busy or restarting process),
+/// so they never stop the rounds.
+fn hopeless_first_round(res: &LiveResult, targets: usize) -> Option<String> {
+    if res.scraped > 0 || targets == 0 {
+        return None;
+    }
+    let permanent = |k: FailureKind| {
+        matches!(
+            k,
+            FailureKind::ConnectionRefused
+                | FailureKind::Unreachable
+                | FailureKind::TlsUnknownCa
+                | FailureKind::TlsExpired
+                | FailureKind::TlsNameMismatch
+                | FailureKind::TlsClientCertificateRejected
+                | FailureKind::Unauthorized
+                | FailureKind::Forbidden
+        )
+    };
+    let first: Vec<&TargetFailure> = res.failure_details.iter().filter(|f| f.round == 0).collect();
+    if first.len() < targets || !first.iter().all(|f| permanent(f.kind)) {
+        return None;
+    }
+    Some(
+        if first.iter().all(|f| f.kind == FailureKind::ConnectionRefused) {
+            "every target refused the first round's connection (nothing listening)".into()
+        } else {
+            "every target failed the first round in a way that waiting does not fix".into()
+        },
+    )
 }
 
 #[cfg(test)]
