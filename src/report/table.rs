@@ -21,6 +21,9 @@ fn new_table(header: &[&str], width: usize) -> Table {
     t
 }
 
+/// Narrower than this, the evidence is a list rather than a table.
+const NARROW: usize = 110;
+
 /// Columns never wrapped: names, times and timelines read whole or not at all.
 fn keep_whole(t: &mut Table, cols: &[usize]) {
     for &c in cols {
@@ -218,15 +221,14 @@ pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Re
     if !lit.is_empty() {
         writeln!(out)?;
         writeln!(out, "Evidence")?;
-        let mut t = new_table(
-            &["axis", "signal", "value", "threshold", "baseline", "trend"],
-            width,
-        );
         // Trends as wide as a narrow terminal allows.
         let trend = (width / 8).clamp(8, super::text::MAX_WIDTH);
+        // Per axis: the signals that lit (and the context the rules ask to
+        // show) in full, as [signal, value, threshold, baseline, trend]; the
+        // others on the axis's path in one line.
+        let mut groups: Vec<(String, Vec<[String; 5]>, Vec<String>)> = Vec::new();
         for a in &lit {
-            // The signals that lit (and the context the rules ask to show) in
-            // full; the others on the axis's path in one row.
+            let mut rows = Vec::new();
             let mut quiet = Vec::new();
             for e in &a.evidence {
                 if e.lit != Some(true) && !e.context {
@@ -243,31 +245,64 @@ pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Re
                         .map(|i| i.instance.as_str())
                         .collect();
                     if !on.is_empty() {
-                        v = format!("{v}\non {}", on.join(", "));
+                        v = format!("{v} on {}", on.join(", "));
                     }
                 }
-                t.add_row(vec![
-                    axis_name(r, a),
-                    format!("{}\n({})", e.description, e.signal),
+                rows.push([
+                    format!("{} ({})", e.description, e.signal),
                     v,
                     shown_threshold(e),
                     value(e.unit, e.baseline),
                     fit_sparkline(&e.series, trend),
                 ]);
             }
+            groups.push((axis_name(r, a), rows, quiet));
+        }
+        if width >= NARROW {
+            let mut t = new_table(
+                &["axis", "signal", "value", "threshold", "baseline", "trend"],
+                width,
+            );
+            for (axis, rows, quiet) in &groups {
+                for row in rows {
+                    let mut cells = vec![axis.clone()];
+                    cells.extend(row.iter().cloned());
+                    t.add_row(cells);
+                }
+                if !quiet.is_empty() {
+                    t.add_row(vec![
+                        axis.clone(),
+                        format!("{} more, not failing", quiet.len()),
+                        quiet.join(", "),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                    ]);
+                }
+            }
             keep_whole(&mut t, &[0, 5]);
-            if !quiet.is_empty() {
-                t.add_row(vec![
-                    axis_name(r, a),
-                    format!("{} more, not failing", quiet.len()),
-                    quiet.join(", "),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                ]);
+            writeln!(out, "{t}")?;
+        } else {
+            // A table of six columns does not fit: one block per signal.
+            for (axis, rows, quiet) in &groups {
+                writeln!(out, "  {axis}")?;
+                for [signal, v, thr, base, tr] in rows {
+                    let text = format!("{v}; threshold {thr}; baseline {base}; {tr}");
+                    for l in wrap("    ", 6, signal, width)
+                        .into_iter()
+                        .chain(wrap("      ", 8, &text, width))
+                    {
+                        writeln!(out, "{l}")?;
+                    }
+                }
+                if !quiet.is_empty() {
+                    let text = format!("{} more, not failing: {}", quiet.len(), quiet.join(", "));
+                    for l in wrap("    ", 6, &text, width) {
+                        writeln!(out, "{l}")?;
+                    }
+                }
             }
         }
-        writeln!(out, "{t}")?;
     }
 
     writeln!(out)?;
@@ -370,6 +405,7 @@ pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Re
         ],
         width,
     );
+    keep_whole(&mut t, &[0, 2]);
     for s in &r.sources {
         let mut notes = Vec::new();
         for x in &s.restarts {
