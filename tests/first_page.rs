@@ -72,6 +72,23 @@ fn first_pages_match_their_snapshots_and_fit_the_terminal() {
                     problems.push(format!("{name} at {width}: line of {n} columns: {l:?}"));
                 }
             }
+            // The wide report fits too, and splits no axis or instance name.
+            let mut wide = Vec::new();
+            cptriage::report::table::render(r, &RenderOpts { width, color: false }, &mut wide).unwrap();
+            let wide = String::from_utf8(wide).unwrap();
+            for l in wide.lines() {
+                let n = l.chars().count();
+                if n > width {
+                    problems.push(format!("{name} at {width}, wide: line of {n} columns: {l:?}"));
+                }
+            }
+            for a in r.axes.iter().filter(|a| !a.instances.is_empty()) {
+                for i in &a.instances {
+                    if !wide.contains(i.as_str()) {
+                        problems.push(format!("{name} at {width}, wide: instance {i} split"));
+                    }
+                }
+            }
             let lines = page.lines().count();
             if width == 80 && lines > MAX_LINES_AT_80 {
                 problems.push(format!("{name}: {lines} lines at 80 columns:\n{page}"));

@@ -166,7 +166,14 @@ pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Re
     for l in wrap("", 2, &title, width) {
         writeln!(out, "{l}")?;
     }
-    let mut rows = Vec::new();
+    // The recovered column only when something recovered.
+    let any_recovered = r.axes.iter().any(|a| a.recovered.is_some());
+    let mut header = vec!["axis", "sev", "state", "onset"];
+    if any_recovered {
+        header.push("recovered");
+    }
+    header.push("instances");
+    let mut rows: Vec<Vec<String>> = Vec::new();
     for a in &r.axes {
         let state = match a.state {
             AxisState::Lit if a.lit_at_end => "LIT",
@@ -175,46 +182,44 @@ pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Re
             AxisState::Unknown => "unknown",
             AxisState::NotChecked => "not checked",
         };
-        rows.push([
+        let mut row = vec![
             axis_name(r, a),
             a.severity.to_string(),
             state.to_string(),
             clock(a.onset),
-            clock(a.recovered),
-            a.instances.join(", "),
-        ]);
+        ];
+        if any_recovered {
+            row.push(clock(a.recovered));
+        }
+        // One instance a line: a name is never split.
+        row.push(a.instances.join("\n"));
+        rows.push(row);
     }
     // The timeline takes what the other columns leave (3 columns of border
     // and padding each), at most one cell per step.
-    let text: usize = (0..6)
+    let text: usize = (0..header.len())
         .map(|c| {
             rows.iter()
-                .map(|x| x[c].chars().count())
-                .chain(std::iter::once(9))
+                .flat_map(|x| x[c].lines().map(|l| l.chars().count()).collect::<Vec<_>>())
+                .chain(std::iter::once(header[c].len()))
                 .max()
                 .unwrap_or(0)
                 + 3
         })
         .sum();
-    let tl = width.saturating_sub(text + 4).clamp(8, super::text::MAX_WIDTH);
-    let mut t = new_table(
-        &[
-            "axis",
-            "sev",
-            "state",
-            "onset",
-            "recovered",
-            "instances",
-            "timeline",
-        ],
-        width,
-    );
-    for (a, row) in r.axes.iter().zip(rows) {
-        let mut cells: Vec<String> = row.into();
-        cells.push(fit_timeline(&a.timeline, tl));
-        t.add_row(cells);
+    let tl = width.saturating_sub(text + 6).clamp(8, super::text::MAX_WIDTH);
+    header.push("timeline");
+    let mut t = new_table(&header, width);
+    let inst_col = header.len() - 2;
+    for (a, mut row) in r.axes.iter().zip(rows) {
+        row.push(fit_timeline(&a.timeline, tl));
+        t.add_row(row);
     }
-    keep_whole(&mut t, &[0, 3, 4, 6]);
+    let mut whole = vec![0, 3, inst_col, header.len() - 1];
+    if any_recovered {
+        whole.push(4);
+    }
+    keep_whole(&mut t, &whole);
     writeln!(out, "{t}")?;
 
     let lit: Vec<_> = r.axes.iter().filter(|a| a.state == AxisState::Lit).collect();
