@@ -80,6 +80,7 @@ pub fn first_page(r: &Report, opts: &RenderOpts) -> String {
     headline(r, &mut p);
     if r.verdict.root_cause.is_some() {
         axes_block(r, &mut p);
+        earlier(r, &mut p);
         deciding(r, &mut p);
         next_steps(r, &mut p);
     } else {
@@ -289,6 +290,38 @@ fn axes_block(r: &Report, p: &mut Page) {
     }
 }
 
+/// Earlier, separate incidents in the window, on one line.
+fn earlier(r: &Report, p: &mut Page) {
+    let e = &r.verdict.earlier;
+    if e.is_empty() {
+        return;
+    }
+    let with_date = !same_day(r.window.from, r.window.to);
+    let items: Vec<String> = e
+        .iter()
+        .take(3)
+        .map(|x| {
+            let name = r
+                .axes
+                .iter()
+                .find(|a| a.leaf == x.leaf)
+                .map(|a| axis_name(r, a))
+                .unwrap_or_else(|| x.leaf.clone());
+            format!("{name} at {}", format_clock(x.onset, with_date))
+        })
+        .collect();
+    let more = if e.len() > 3 {
+        format!(" +{}", e.len() - 3)
+    } else {
+        String::new()
+    };
+    p.wrap(
+        "  ",
+        4,
+        &format!("earlier, over before this incident: {}{more}", items.join(", ")),
+    );
+}
+
 /// The signals that decided the root cause, value against threshold.
 fn deciding(r: &Report, p: &mut Page) {
     let Some(a) = root_axis(r) else { return };
@@ -348,12 +381,12 @@ fn deciding(r: &Report, p: &mut Page) {
             Some(false) => Tone::Good,
             None => Tone::Dim,
         };
-        let text = format!(
-            "{}: {}{on}; limit {}",
-            signal_label(e),
-            p.paint(tone, &value),
+        let limit = if e.threshold.is_flag(e.unit) {
             shown_threshold(e)
-        );
+        } else {
+            format!("limit {}", shown_threshold(e))
+        };
+        let text = format!("{}: {}{on}; {limit}", signal_label(e), p.paint(tone, &value));
         p.wrap("  ", 4, &text);
     }
 }

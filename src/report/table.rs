@@ -148,6 +148,20 @@ pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Re
     for a in &r.verdict.assumptions {
         line("assumption: ", a);
     }
+    for e in &r.verdict.earlier {
+        let over = e
+            .recovered
+            .map(|x| format!(", over at {}", clock(Some(x))))
+            .unwrap_or_default();
+        line(
+            "earlier: ",
+            &format!(
+                "{} from {}{over} (a separate incident)",
+                named(&e.leaf),
+                clock(Some(e.onset))
+            ),
+        );
+    }
     for h in head {
         writeln!(out, "{h}")?;
     }
