@@ -302,6 +302,13 @@ fn the_verdict_is_about_the_incident_lit_at_the_end_and_lists_earlier_ones() {
         page.contains("the etcd member has a leader: no on etcd-2"),
         "{page}"
     );
+    let mut wide = Vec::new();
+    cptriage::report::table::render(&r, &Default::default(), &mut wide).unwrap();
+    let wide = String::from_utf8(wide).unwrap();
+    assert!(
+        wide.contains(&format!("earlier: etcd/disk from {at}, over at")),
+        "{wide}"
+    );
 }
 
 #[test]
