@@ -36,6 +36,7 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
         }
         'cptriage;diagnose' {
             [CompletionResult]::new('--dump', '--dump', [CompletionResultType]::ParameterName, 'Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]` files, or single files, each optionally prefixed `NAME=` or `role:NAME=` (role: apiserver, etcd, controller). Repeatable')
+            [CompletionResult]::new('--audit', '--audit', [CompletionResultType]::ParameterName, 'kube-apiserver audit logs (`audit.k8s.io/v1` events, one JSON object per line, plain or gzip): files or directories of them. Alone, or beside `--dump`, `--live` or `--prometheus`: the latency of slow requests split by layer, and who gets 401/403/429, become evidence over the same steps as the metrics. Repeatable')
             [CompletionResult]::new('--save', '--save', [CompletionResultType]::ParameterName, 'With `--live`: also write the rounds as a capture directory (as `record` does), to diagnose the same rounds again later with `--dump DIR`')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Kubeconfig file (default: `KUBECONFIG`, a colon-separated list, else `~/.kube/config`, else the in-cluster service account)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'Kubeconfig context (default: the current context)')

@@ -126,13 +126,17 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__diagnose)
-            opts="-o -h -V --dump --live --watch --save --kubeconfig --context --no-apiserver --no-discovery --insecure-skip-tls-verify --etcd --etcd-cacert --etcd-cert --etcd-key --controller --interval --duration --timeout --max-body-total --prometheus --selector --apiserver-selector --etcd-selector --controller-selector --instance-label --prometheus-token-file --prometheus-user --prometheus-password-file --prometheus-ca --prometheus-cert --prometheus-key --prometheus-header --prometheus-insecure-skip-tls-verify --prometheus-max-response --prometheus-timeout --max-body --rules --at --from --since --to --step --baseline-from --baseline-to --baseline-dump --debounce --output --wide --color --help --version"
+            opts="-o -h -V --dump --audit --live --watch --save --kubeconfig --context --no-apiserver --no-discovery --insecure-skip-tls-verify --etcd --etcd-cacert --etcd-cert --etcd-key --controller --interval --duration --timeout --max-body-total --prometheus --selector --apiserver-selector --etcd-selector --controller-selector --instance-label --prometheus-token-file --prometheus-user --prometheus-password-file --prometheus-ca --prometheus-cert --prometheus-key --prometheus-header --prometheus-insecure-skip-tls-verify --prometheus-max-response --prometheus-timeout --max-body --rules --at --from --since --to --step --baseline-from --baseline-to --baseline-dump --debounce --output --wide --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --dump)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --audit)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -289,11 +293,11 @@ _cptriage() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json markdown" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json markdown html" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json markdown" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json markdown html" -- "${cur}"))
                     return 0
                     ;;
                 --color)

@@ -34,6 +34,7 @@ complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "record" -d 'Scrap
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "completions" -d 'Print shell completions for SHELL to stdout'
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l dump -d 'Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]` files, or single files, each optionally prefixed `NAME=` or `role:NAME=` (role: apiserver, etcd, controller). Repeatable' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l audit -d 'kube-apiserver audit logs (`audit.k8s.io/v1` events, one JSON object per line, plain or gzip): files or directories of them. Alone, or beside `--dump`, `--live` or `--prometheus`: the latency of slow requests split by layer, and who gets 401/403/429, become evidence over the same steps as the metrics. Repeatable' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l save -d 'With `--live`: also write the rounds as a capture directory (as `record` does), to diagnose the same rounds again later with `--dump DIR`' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l kubeconfig -d 'Kubeconfig file (default: `KUBECONFIG`, a colon-separated list, else `~/.kube/config`, else the in-cluster service account)' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l context -d 'Kubeconfig context (default: the current context)' -r
@@ -75,7 +76,8 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l debounce 
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -s o -l output -d 'Output format: `table` is the first page (fits the terminal), `wide` every table and the tree walk' -r -f -a "table\t'The first page for a terminal: verdict, cause, what followed, deciding signals, next steps (fits the terminal\'s width)'
 wide\t'Every table for a terminal: axes, evidence, the tree walk, sources'
 json\t'The `cptriage/verdict/v1` JSON document for scripts'
-markdown\t'Markdown for incident documents'"
+markdown\t'Markdown for incident documents'
+html\t'One self-contained HTML page (inline CSS and SVG, nothing fetched) with the verdict and a timeline plot, for an incident channel: `-o html > incident.html`'"
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l color -d 'Colour the terminal report: `auto` colours a terminal unless `NO_COLOR` is set (or `TERM=dumb`), never a pipe' -r -f -a "auto\t'On a terminal, unless `NO_COLOR` is set or `TERM=dumb`'
 always\t'Always, even into a pipe'
 never\t'Never'"

@@ -96,6 +96,8 @@ Examples:
   cptriage diagnose --prometheus http://prometheus:9090 --selector '{cluster=\"prod\"}' --since 1h
   # An incident window, with a healthy capture as the baseline
   cptriage diagnose ./incident --baseline-dump ./last-week --from 2026-01-01T03:00:00Z --to now
+  # One self-contained page with a timeline plot, for the incident channel
+  cptriage diagnose ./capture -o html > incident.html
 
 Exit codes: 0 healthy, 1 degraded (an axis named), 2 usage error, 3 unusable or inconclusive,
 4 recovered.";
@@ -318,6 +320,13 @@ pub struct DiagnoseArgs {
     /// (role: apiserver, etcd, controller). Repeatable.
     #[arg(long = "dump", value_name = "PATH", num_args = 1..)]
     pub dump: Vec<String>,
+    /// kube-apiserver audit logs (`audit.k8s.io/v1` events, one JSON object
+    /// per line, plain or gzip): files or directories of them. Alone, or
+    /// beside `--dump`, `--live` or `--prometheus`: the latency of slow
+    /// requests split by layer, and who gets 401/403/429, become evidence
+    /// over the same steps as the metrics. Repeatable.
+    #[arg(long, value_name = "PATH", num_args = 1.., help_heading = "Audit logs")]
+    pub audit: Vec<PathBuf>,
     /// Scrape the live control plane now (apiserver replicas from the kubeconfig,
     /// `--etcd` members, `--controller`s) for `--duration`, then diagnose.
     #[arg(long, conflicts_with_all = ["dump", "prometheus"])]
@@ -533,6 +542,10 @@ pub enum ReportFormat {
     Json,
     /// Markdown for incident documents.
     Markdown,
+    /// One self-contained HTML page (inline CSS and SVG, nothing fetched)
+    /// with the verdict and a timeline plot, for an incident channel:
+    /// `-o html > incident.html`.
+    Html,
 }
 
 #[derive(Debug, Args)]

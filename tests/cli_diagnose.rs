@@ -198,6 +198,86 @@ fn table_and_markdown_show_verdict_falsifier_and_next_steps() {
         .nth(1)
         .unwrap_or_else(|| panic!("no warnings section:\n{m}"));
     assert!(warnings.contains("ends at `apf`"), "{m}");
+    // The falsifier filled in with the measured numbers, and the ADR sentence,
+    // in all three renderings (the wide table wraps at the terminal's width).
+    let t = t.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        t.contains(
+            "measured: share of WAL fsyncs slower than 64 ms 100% on etcd-0 (threshold > 10%, baseline 0%)"
+        ),
+        "{t}"
+    );
+    assert!(t.contains("cleared: storage: "), "{t}");
+    assert!(
+        t.contains("ADR: Decision: attribute the incident from 2026-01-01T00:01:45Z to etcd/disk"),
+        "{t}"
+    );
+    assert!(
+        m.contains("> etcd/disk (P1) from 2026-01-01T00:01:45Z rests on: share of WAL fsyncs slower than 64 ms 100% on etcd-0"),
+        "{m}"
+    );
+    assert!(m.contains("This is wrong if: If the share of WAL fsyncs"), "{m}");
+    assert!(m.contains("**ADR:** Decision: attribute the incident"), "{m}");
+    assert!(m.contains("downstream: apf lit"), "{m}");
+    let out = cptriage(&["diagnose", "--dump", DEMO, "-o", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid(&doc);
+    let f = &doc["falsification"];
+    let d = &f["deciding"][0];
+    assert_eq!(d["signal"], "etcd_wal_fsync_slow_ratio");
+    assert_eq!(d["instance"], "etcd-0");
+    assert_eq!(d["value"], 1.0);
+    assert_eq!(d["baseline"], 0.0);
+    assert_eq!(d["axis"], "etcd/disk");
+    // Cleared: checked and clear strong-path axes only; apf (lit downstream)
+    // and etcd itself are not alternatives that were ruled out.
+    let cleared: Vec<&str> = f["cleared"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["axis"].as_str().unwrap())
+        .collect();
+    assert!(!cleared.is_empty() && cleared.len() <= 4, "{cleared:?}");
+    assert!(
+        !cleared.contains(&"apf") && !cleared.contains(&"etcd"),
+        "{cleared:?}"
+    );
+    assert!(f["adr"]
+        .as_str()
+        .unwrap()
+        .starts_with("Decision: attribute the incident"));
+    assert!(f["statement"]
+        .as_str()
+        .unwrap()
+        .contains("Cleared alternatives: "));
+    // Who: APF's rejections by flow schema and priority level.
+    let apf = doc["axes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["leaf"] == "apf")
+        .unwrap();
+    let rej = apf["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["signal"] == "apf_rejection_ratio")
+        .unwrap();
+    // The queue the demo fills to 128 is read from APF's own gauge
+    // (apiserver_current_inqueue_requests stays 0 in the capture).
+    let inq = apf["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["signal"] == "apf_inqueue_requests")
+        .unwrap();
+    assert_eq!(inq["alternative"], 0);
+    assert_eq!(inq["value"], 128.0);
+    let c = &rej["contributors"][0];
+    assert_eq!(c["labels"]["flow_schema"], "service-accounts");
+    assert_eq!(c["labels"]["priority_level"], "workload-low");
+    assert_eq!(c["share"], 1.0);
+    assert!(m.contains("### Who contributes"), "{m}");
 }
 
 /// Each real capture alone gets an answer within the scope of its data: read

@@ -297,6 +297,18 @@ fn every_real_capture_loads_with_the_right_role() {
             let v = name.split('_').nth(2).unwrap().trim_start_matches('v');
             assert_eq!(t.version.as_deref(), Some(v), "{name}");
         }
+        // kube-apiserver's version from kubernetes_build_info: `git_version`,
+        // or `gitVersion` in 1.10–1.15.
+        if let Some(rest) = name.strip_prefix("apiserver_").filter(|r| !r.starts_with("slis")) {
+            // The file names the minor version (a capture of 1.27.4 is named 1.27.0).
+            let v = rest.rsplit('_').next().unwrap().trim_end_matches(".prom");
+            let minor = &v[..v.rfind('.').unwrap() + 1];
+            let got = t
+                .version
+                .as_deref()
+                .unwrap_or_else(|| panic!("{name}: no version"));
+            assert!(got.starts_with(minor), "{name}: {got}");
+        }
         assert!(ds.store.point_count() > 0, "{name}");
     }
     assert_eq!(n, 32);

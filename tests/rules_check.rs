@@ -18,7 +18,7 @@ fn first_error(file: &str) -> String {
 #[test]
 fn bad_rule_files_give_located_messages() {
     let cases: &[(&str, &str, &str)] = &[
-        ("unknown_key", "18:5: error: signals[1]: unknown field `treshold`, expected one of `id`, `role`, `description`, `unit`, `expr`, `alternatives`, `optional_metrics`, `threshold`, `snapshot`, `for`, `observations`", "treshold: {below: 1}"),
+        ("unknown_key", "18:5: error: signals[1]: unknown field `treshold`, expected one of `id`, `role`, `description`, `unit`, `expr`, `alternatives`, `optional_metrics`, `threshold`, `snapshot`, `for`, `observations`, `breakdown`", "treshold: {below: 1}"),
         ("bad_yaml", "13:5: error: signals[1]: missing field `unit`", "- id: no_leader"),
         ("bad_severity", "35:15: error: leaves[0].severity: unknown variant `P5`, expected one of `P0`, `P1`, `P2`, `P3`", "severity: P5"),
         ("bad_version", "2:1: error: unsupported rule format version 2 (this build reads version 1)", "version: 2"),
@@ -151,10 +151,11 @@ fn default_tree_has_every_axis_of_the_design() {
         "joint",
         "write-timeouts",
         "stale-reads",
-        "conflict-rollback",
+        "storage/conflict-rollback",
         "duplicate-events",
         "node-status",
         "etcd/commit-stall",
+        "etcd/leader",
     ] {
         assert!(axes.contains(a), "missing axis {a}");
     }
@@ -181,7 +182,8 @@ fn default_tree_has_every_axis_of_the_design() {
             "node-status",
         ]
         .contains(&l.axis.as_str())
-            || l.sub_axis.as_deref() == Some("compaction");
+            || l.sub_axis.as_deref() == Some("compaction")
+            || l.sub_axis.as_deref() == Some("conflict-rollback");
         let sev = format!("{}", l.severity);
         if eventual {
             assert!(sev == "P2" || sev == "P3", "{} {sev}", l.id);

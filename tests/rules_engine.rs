@@ -2,7 +2,7 @@
 //! built by hand (counters advanced, histogram observations added per snapshot,
 //! every series labelled with `instance` and `role` as the sources do).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use cptriage::rules::engine::{diagnose, grid, BaselineSpec, EngineError, Options};
@@ -154,6 +154,7 @@ impl Sim {
             store: self.store,
             targets: self.targets,
             warnings: Vec::new(),
+            audit: None,
         }
     }
 }
@@ -697,6 +698,7 @@ fn live_scrape_of_six_rounds_at_five_seconds_gets_a_20s_window_and_rates() {
         store,
         targets: vec![target],
         warnings: Vec::new(),
+        audit: None,
     };
     let r = diagnose(&mini(), &data, &Options::default()).expect("diagnose");
     assert_eq!(r.window.step, 5_000);
@@ -1012,6 +1014,209 @@ fn a_p99_of_too_few_requests_is_not_judged() {
     assert_eq!(
         r.symptom.as_ref().map(|s| s.state),
         Some(AxisState::Lit),
+        "{}",
+        r.verdict.summary
+    );
+}
+
+/// One apiserver whose APF rejects from step 20 on, with the rejections'
+/// labels as given (snake case from 1.20, camel case in 1.17–1.19).
+fn apf_rejecting(rejected: &[(&[(&str, &str)], f64)]) -> Dataset {
+    let mut s = Sim::new(40);
+    let api = s.target("apiserver-0", Role::Apiserver);
+    s.counter(
+        api,
+        "apiserver_request_total",
+        &[("code", "200"), ("verb", "GET")],
+        0,
+        |_| 100.0,
+    );
+    s.counter(
+        api,
+        "apiserver_flowcontrol_dispatched_requests_total",
+        &[
+            ("priority_level", "workload-low"),
+            ("flow_schema", "service-accounts"),
+        ],
+        0,
+        |_| 100.0,
+    );
+    for (labels, rate) in rejected {
+        let r = *rate;
+        s.counter(
+            api,
+            "apiserver_flowcontrol_rejected_requests_total",
+            labels,
+            20,
+            move |_| r,
+        );
+    }
+    s.finish()
+}
+
+#[test]
+fn apf_contributors_are_named_by_flow_schema_and_priority_level() {
+    let rules = RuleSet::default_rules().expect("shipped rules");
+    let data = apf_rejecting(&[
+        (
+            &[
+                ("flow_schema", "service-accounts"),
+                ("priority_level", "workload-low"),
+                ("reason", "queue-full"),
+            ],
+            30.0,
+        ),
+        (
+            &[
+                ("flow_schema", "global-default"),
+                ("priority_level", "global-default"),
+                ("reason", "time-out"),
+            ],
+            10.0,
+        ),
+    ]);
+    let r = diagnose(&rules, &data, &Options::default()).expect("diagnose");
+    let rc = r.verdict.root_cause.as_ref().expect("root cause");
+    assert_eq!(rc.axis, "apf", "{}", r.verdict.summary);
+    let ev = r
+        .axes
+        .iter()
+        .find(|a| a.leaf == "apf")
+        .and_then(|a| a.evidence.iter().find(|e| e.signal == "apf_rejection_ratio"))
+        .expect("apf evidence");
+    let who: Vec<(String, String, f64, f64)> = ev
+        .contributors
+        .iter()
+        .map(|c| {
+            (
+                c.labels["flow_schema"].clone(),
+                c.labels["priority_level"].clone(),
+                c.value.unwrap(),
+                c.share.unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(who.len(), 2, "{who:?}");
+    assert_eq!(
+        (who[0].0.as_str(), who[0].1.as_str()),
+        ("service-accounts", "workload-low")
+    );
+    assert!(
+        (who[0].2 - 30.0).abs() < 1e-6 && (who[0].3 - 0.75).abs() < 1e-9,
+        "{who:?}"
+    );
+    assert_eq!(who[1].0, "global-default");
+    assert!((who[1].3 - 0.25).abs() < 1e-9, "{who:?}");
+    assert!(ev.contributors_note.is_none(), "{:?}", ev.contributors_note);
+    // The same rejections in the camel-case labels of 1.17–1.19: the
+    // contributors cannot be named, and the evidence says why.
+    let data = apf_rejecting(&[(
+        &[
+            ("flowSchema", "service-accounts"),
+            ("priorityLevel", "workload-low"),
+            ("reason", "queue-full"),
+        ],
+        30.0,
+    )]);
+    let r = diagnose(&rules, &data, &Options::default()).expect("diagnose");
+    assert_eq!(
+        r.verdict.root_cause.as_ref().map(|rc| rc.axis.as_str()),
+        Some("apf")
+    );
+    let ev = r
+        .axes
+        .iter()
+        .find(|a| a.leaf == "apf")
+        .and_then(|a| a.evidence.iter().find(|e| e.signal == "apf_rejection_ratio"))
+        .unwrap();
+    let note = ev.contributors_note.as_deref().unwrap_or("");
+    assert!(
+        note.contains("flow_schema, priority_level absent in this version"),
+        "{note}"
+    );
+    assert!(ev
+        .contributors
+        .iter()
+        .all(|c| c.labels.values().all(|v| v.is_empty())));
+}
+
+/// Context evidence of what fills etcd and where LISTs go: the LIST
+/// fall-through share (1 − cached LISTs / LISTs) rising from 10% to 80%, and
+/// the fragmentation of a 500 MB file with 200 MB in use (60% free) against one
+/// under the 100 MB floor of etcdDatabaseHighFragmentationRatio.
+#[test]
+fn list_fallthrough_and_fragmentation_are_measured_as_context() {
+    let rules = RuleSet::default_rules().expect("shipped rules");
+    let mut s = Sim::new(40);
+    let api = s.target("apiserver-0", Role::Apiserver);
+    let e0 = s.target("etcd-0", Role::Etcd);
+    let e1 = s.target("etcd-1", Role::Etcd);
+    s.counter(
+        api,
+        "apiserver_request_total",
+        &[("code", "200"), ("verb", "LIST")],
+        0,
+        |_| 10.0,
+    );
+    s.counter(
+        api,
+        "apiserver_cache_list_total",
+        &[("resource_prefix", "/pods")],
+        0,
+        |i| {
+            if i < 20 {
+                9.0
+            } else {
+                2.0
+            }
+        },
+    );
+    for (e, in_use) in [(e0, 200e6), (e1, 50e6)] {
+        s.gauge(e, "etcd_mvcc_db_total_size_in_bytes", &[], |_| 500e6);
+        s.gauge(e, "etcd_mvcc_db_total_size_in_use_in_bytes", &[], move |_| in_use);
+        s.gauge(e, "etcd_server_has_leader", &[], |_| 1.0);
+    }
+    let data = s.finish();
+    let r = diagnose(&rules, &data, &Options::default()).expect("diagnose");
+    let ev = |leaf: &str, sig: &str| {
+        r.axes
+            .iter()
+            .find(|a| a.leaf == leaf)
+            .and_then(|a| a.evidence.iter().find(|e| e.signal == sig))
+            .unwrap_or_else(|| panic!("{leaf}: no {sig}"))
+            .clone()
+    };
+    let ft = ev("etcd-other", "list_cache_fallthrough_ratio");
+    assert!(ft.context);
+    assert!((ft.value.unwrap() - 0.8).abs() < 1e-6, "{:?}", ft.value);
+    assert!((ft.baseline.unwrap() - 0.1).abs() < 1e-6, "{:?}", ft.baseline);
+    assert_eq!(ft.lit, Some(true), "8 × its baseline share");
+    let series = &ft.series;
+    assert!(series[5].is_some_and(|v| (v - 0.1).abs() < 1e-6), "{series:?}");
+    let fr = ev("etcd-quota", "etcd_db_fragmentation");
+    let by: BTreeMap<&str, Option<f64>> = fr
+        .instances
+        .iter()
+        .map(|i| (i.instance.as_str(), i.value))
+        .collect();
+    assert!((by["etcd-0"].unwrap() - 0.6).abs() < 1e-9, "{by:?}");
+    assert_eq!(
+        by["etcd-1"],
+        Some(0.0),
+        "under 100 MB in use: not judged fragmented"
+    );
+    assert_eq!(fr.lit, Some(true));
+    assert!(
+        fr.localisation
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("only etcd-0"),
+        "{:?}",
+        fr.localisation
+    );
+    // Context only: neither lights an axis by itself.
+    assert!(
+        r.axes.iter().all(|a| a.state != AxisState::Lit),
         "{}",
         r.verdict.summary
     );

@@ -573,6 +573,14 @@ scenario_tests! {
     joint_5xx_only => "joint-5xx-only",
     bitter_zone_etcd_first => "bitter-zone-etcd-first",
     bitter_zone_apf_only => "bitter-zone-apf-only",
+    etcd_leader_heartbeats_late => "etcd-leader-heartbeats-late",
+    write_timeouts_504 => "write-timeouts-504",
+    stale_reads_cache_fallback => "stale-reads-cache-fallback",
+    conflict_rollback_retries => "conflict-rollback-retries",
+    duplicate_events_watch_reconnects => "duplicate-events-watch-reconnects",
+    node_status_lease_errors => "node-status-lease-errors",
+    etcd_leader_heartbeats_late_3_6 => "etcd-leader-heartbeats-late-3.6",
+    etcd_raft_elections_noisy_leader_3_4 => "etcd-raft-elections-noisy-leader-3.4",
 }
 
 // ---------------------------------------------------------------------------

@@ -321,6 +321,19 @@ fn kubeconfig_credentials_never_show() {
             runs.run(&case, &args, &[&save]);
         }
     }
+    // The HTML report of a reflecting server, for every kind of credential.
+    let reflecting_port = servers[3].1.port();
+    for (u, user) in &users {
+        let k = env.kubeconfig(&format!("k-html-{}", runs.runs), reflecting_port, user);
+        let mut args = vec!["diagnose", "--live", "--kubeconfig", &k, "-o", "html"];
+        args.extend(LIVE);
+        let out = runs.run(&format!("kubeconfig {u}, -o html"), &args, &[]);
+        assert!(
+            out.stdout.starts_with(b"<!DOCTYPE html>"),
+            "kubeconfig {u}, -o html: no page\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     // A recording, whose capture holds the health bodies and metrics of a
     // reflecting server.
     let k = env.kubeconfig("k-record", servers[3].1.port(), &users[0].1);
@@ -337,7 +350,7 @@ fn kubeconfig_credentials_never_show() {
     );
     let health = std::fs::read_to_string(cap.join("health/apiserver-localhost.json")).expect("health file");
     assert!(health.contains("<redacted>"), "{health}");
-    runs.finish(users.len() * servers.len() + 1);
+    runs.finish(users.len() * servers.len() + users.len() + 1);
 }
 
 /// Exec plugins that fail: exit with the token on stderr, print it in

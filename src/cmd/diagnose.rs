@@ -7,7 +7,7 @@ use crate::cli::{DiagnoseArgs, DumpArgs, PromArgs, ReportFormat};
 use crate::cmd::{load_dumps, load_rules};
 use crate::error::CliError;
 use crate::exit::ExitCode;
-use crate::report::{json, markdown, page, table};
+use crate::report::{html, json, markdown, page, table};
 use crate::rules::engine::{self, BaselineSpec, Options};
 use crate::rules::report::Report;
 use crate::rules::report::Status;
@@ -24,11 +24,11 @@ use crate::timefmt::{format_time, parse_duration, parse_time};
 pub fn run(mut a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
     // `diagnose DIR` is `diagnose --dump DIR`.
     a.dump.append(&mut a.paths);
-    if a.dump.is_empty() && !a.live && a.prom.prometheus.is_none() {
+    if a.dump.is_empty() && !a.live && a.prom.prometheus.is_none() && a.audit.is_empty() {
         return Err(CliError::Usage(
             "no metrics to diagnose: give a capture (`cptriage diagnose DIR` or `--dump PATH`), \
              scrape now with `--live` (with a kubeconfig and/or `--etcd URL`), or query \
-             `--prometheus URL`"
+             `--prometheus URL` (and/or read audit logs with `--audit FILE`)"
                 .into(),
         ));
     }
@@ -54,8 +54,8 @@ pub fn run(mut a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
     };
     match result {
         // Scripts always get a verdict: unusable data is `inconclusive`, with
-        // the failures as warnings.
-        Err(CliError::Data(msg)) if a.output == ReportFormat::Json => {
+        // the failures as warnings (so does the HTML page, which says why).
+        Err(CliError::Data(msg)) if matches!(a.output, ReportFormat::Json | ReportFormat::Html) => {
             let mut lines = msg.lines();
             let reason = lines.next().unwrap_or("no usable data").trim_end_matches(':');
             let failures = lines
@@ -64,7 +64,11 @@ pub fn run(mut a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
                 .collect();
             let now = chrono::Utc::now().timestamp_millis() / 1000 * 1000;
             let report = Report::unusable(&rules, reason, failures, now, a.debounce as usize);
-            json::render(&report, out)?;
+            if a.output == ReportFormat::Html {
+                html::render(&report, out)?;
+            } else {
+                json::render(&report, out)?;
+            }
             Err(CliError::Data(msg))
         }
         r => r,
@@ -79,8 +83,10 @@ fn run_local(
     err: &mut dyn Write,
 ) -> Result<ExitCode, CliError> {
     let keep = Keep::Names(rules.referenced_metrics());
-    let ds = if a.live {
+    let mut ds = if a.live {
         live_dataset(a, &keep, err)?
+    } else if a.dump.is_empty() {
+        crate::source::Dataset::default()
     } else {
         load_dumps(
             &DumpArgs { dump: a.dump.clone() },
@@ -89,6 +95,7 @@ fn run_local(
             &mut std::io::sink(),
         )?
     };
+    add_audit(a, &mut ds, err)?;
     let baseline_ds = baseline_dataset(a, &keep, err)?;
     let opts = options(a, &ds, baseline_ds.as_ref())?;
     let report = judge(rules, &ds, &opts)?;
@@ -170,10 +177,11 @@ pub(crate) fn judge(
 pub(crate) fn render(report: &Report, a: &DiagnoseArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let opts = || crate::cmd::screen_opts(a.color);
     match (a.output, a.wide) {
-        (_, true) | (ReportFormat::Wide, _) => table::render(report, &opts(), out)?,
-        (ReportFormat::Table, _) => out.write_all(page::first_page(report, &opts()).as_bytes())?,
         (ReportFormat::Json, _) => json::render(report, out)?,
         (ReportFormat::Markdown, _) => markdown::render(report, out)?,
+        (ReportFormat::Html, _) => html::render(report, out)?,
+        (_, true) | (ReportFormat::Wide, _) => table::render(report, &opts(), out)?,
+        (ReportFormat::Table, _) => out.write_all(page::first_page(report, &opts()).as_bytes())?,
     }
     Ok(match report.status {
         Status::Healthy => ExitCode::Ok,
@@ -232,10 +240,11 @@ fn run_prometheus(
         },
         _ => BaselineSpec::WindowStart,
     };
-    let ds = prom.dataset(from, to, step).map_err(prom_error)?;
+    let mut ds = prom.dataset(from, to, step).map_err(prom_error)?;
     for w in &ds.warnings {
         writeln!(err, "warning: {}: {}", w.origin, w.message)?;
     }
+    add_audit(a, &mut ds, err)?;
     if ds.targets.is_empty() {
         return Err(CliError::Data(format!(
             "no target of any role in {} from {} to {}: no `up` series match the role selectors",
@@ -252,7 +261,8 @@ fn run_prometheus(
         baseline,
         debounce: a.debounce as usize,
     };
-    let mut report = engine::diagnose_with(rules, &ds, &prom, &opts).map_err(|e| match e {
+    let routed = engine::LocalRole::new(&prom, Role::Audit);
+    let mut report = engine::diagnose_with(rules, &ds, &routed, &opts).map_err(|e| match e {
         engine::EngineError::NoData => CliError::Data(e.to_string()),
         _ => CliError::Usage(e.to_string()),
     })?;
@@ -283,6 +293,58 @@ fn run_prometheus(
         ));
     }
     render(&report, a, out)
+}
+
+/// Reads `--audit` logs into the dataset: bucketed on `--step`, else on the
+/// metrics' scrape interval (15 s alone), and cut to the metrics' window
+/// when there are metrics.
+fn add_audit(a: &DiagnoseArgs, ds: &mut crate::source::Dataset, err: &mut dyn Write) -> Result<(), CliError> {
+    use crate::source::audit;
+    if a.audit.is_empty() {
+        return Ok(());
+    }
+    let step = a.step.as_deref().map(parse_duration).transpose()?;
+    let resolution = step
+        .filter(|s| *s > 0)
+        .or_else(|| ds.typical_interval())
+        .unwrap_or(15_000);
+    let cfg = audit::AuditConfig {
+        resolution,
+        clip: ds.window(),
+        ..audit::AuditConfig::default()
+    };
+    let before = ds.warnings.len();
+    audit::load_into(ds, &a.audit, &cfg).map_err(|e| match e {
+        audit::AuditError::NoEvents(..) => CliError::Data(e.to_string()),
+        _ => CliError::Usage(e.to_string()),
+    })?;
+    for w in &ds.warnings[before..] {
+        writeln!(err, "warning: {}: {}", w.origin, w.message)?;
+    }
+    let empty = ds
+        .targets
+        .iter()
+        .any(|t| t.role == crate::source::Role::Audit && t.snapshots.is_empty());
+    if empty {
+        let what = a
+            .audit
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        if ds.targets.iter().all(|t| t.snapshots.is_empty()) {
+            return Err(CliError::Data(format!(
+                "no usable event in the audit logs ({what}): no ResponseComplete event"
+            )));
+        }
+        let m = format!("no audit event of {what} falls in the metrics' window: the audit logs add nothing");
+        writeln!(err, "warning: {m}")?;
+        ds.warnings.push(crate::source::SourceWarning {
+            origin: "--audit".into(),
+            message: m,
+        });
+    }
+    Ok(())
 }
 
 fn prom_error(e: PromError) -> CliError {

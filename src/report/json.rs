@@ -65,8 +65,56 @@ struct Verdict<'a> {
     sources: Vec<J>,
     warnings: &'a [String],
     falsifier: Option<&'a str>,
+    falsification: Option<J>,
     runbook: &'a [String],
     rules: J,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    audit: Option<J>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    corroboration: Vec<J>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    advisories: Vec<J>,
+}
+
+/// The audit-log summary (`--audit`): counts, bad lines, the layer split of
+/// slow requests (with each layer's share of their total time), the slowest
+/// requests and the most denied clients.
+fn audit_json(a: &crate::source::audit::AuditSummary) -> J {
+    let total = a
+        .layers
+        .iter()
+        .find(|(l, _)| l == "total")
+        .map(|(_, s)| *s)
+        .unwrap_or(0.0);
+    serde_json::json!({
+        "files": a.files,
+        "lines": a.lines,
+        "events": a.events,
+        "other_stages": a.other_stages,
+        "outside_window": a.outside_window,
+        "bad_lines": a.bad_lines,
+        "bad_examples": a.bad_examples.iter().map(|b| serde_json::json!({"at": b.at, "message": b.message})).collect::<Vec<_>>(),
+        "slow_requests": a.slow_requests,
+        "slow_annotated": a.slow_annotated,
+        "first": ot(a.first),
+        "last": ot(a.last),
+        "layers": a.layers.iter().map(|(l, s)| serde_json::json!({
+            "layer": l, "seconds": num(Some(*s)),
+            "share": num((total > 0.0).then(|| s / total)),
+        })).collect::<Vec<_>>(),
+        "slowest": a.slowest.iter().map(|r| serde_json::json!({
+            "time": t(r.time), "audit_id": r.audit_id, "verb": r.verb, "resource": r.resource,
+            "object": r.object, "user": r.user, "user_agent": r.user_agent, "code": r.code,
+            "total_seconds": num(Some(r.total_seconds)),
+            "layers": r.layers.iter().map(|(l, s)| serde_json::json!({"layer": l, "seconds": num(Some(*s))})).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "denied": a.denied.iter().map(|d| serde_json::json!({
+            "code": d.code, "user": d.user, "user_agent": d.user_agent, "count": d.count,
+        })).collect::<Vec<_>>(),
+        "folded": a.folded,
+        "gaps": a.gaps,
+        "notes": a.notes,
+    })
 }
 
 fn instance_values(v: &[model::InstanceValue]) -> J {
@@ -104,6 +152,37 @@ fn evidence(e: &model::Evidence) -> J {
         "note": e.note,
         "since_start": e.since_start,
         "deciding": !e.context,
+        "contributors": e.contributors.iter().map(|c| serde_json::json!({
+            "labels": c.labels,
+            "unit": to_json(&c.unit),
+            "value": num(c.value),
+            "share": num(c.share),
+            "baseline": num(c.baseline),
+        })).collect::<Vec<_>>(),
+        "contributors_note": e.contributors_note,
+    })
+}
+
+fn measure(m: &model::Measure) -> J {
+    serde_json::json!({
+        "axis": m.axis,
+        "signal": m.signal,
+        "description": m.description,
+        "unit": to_json(&m.unit),
+        "value": num(m.value),
+        "baseline": num(m.baseline),
+        "threshold": m.threshold_text,
+        "instance": m.instance,
+        "at": ot(m.at),
+    })
+}
+
+fn falsification(f: &model::Falsification) -> J {
+    serde_json::json!({
+        "statement": f.statement,
+        "adr": f.adr,
+        "deciding": f.deciding.iter().map(measure).collect::<Vec<_>>(),
+        "cleared": f.cleared.iter().map(measure).collect::<Vec<_>>(),
     })
 }
 
@@ -265,11 +344,40 @@ pub fn document(r: &Report) -> J {
             .collect(),
         warnings: &r.warnings,
         falsifier: r.falsifier.as_deref(),
+        falsification: r.falsification.as_ref().map(falsification),
         runbook: &r.runbook,
         rules: serde_json::json!({
             "origin": r.rules.origin, "signals": r.rules.signals,
             "nodes": r.rules.nodes, "leaves": r.rules.leaves,
         }),
+        audit: r.audit.as_ref().map(audit_json),
+        advisories: r
+            .advisories
+            .iter()
+            .map(|a| {
+                serde_json::json!({
+                    "id": a.id, "title": a.title, "since": t(a.since), "holds_at_end": a.holds_at_end,
+                    "advice": a.advice, "falsifier": a.falsifier,
+                    "evidence": a.evidence.iter().map(|e| serde_json::json!({
+                        "signal": e.signal, "description": e.description, "value": num(e.value),
+                        "value_text": e.value_text, "threshold": e.threshold,
+                    })).collect::<Vec<_>>(),
+                    "not_applicable": a.not_applicable, "reason": a.reason,
+                })
+            })
+            .collect(),
+        corroboration: r
+            .verdict
+            .corroboration
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "kind": c.kind.as_str(), "axis": c.axis, "signal": c.signal,
+                    "other_axis": c.other_axis, "from": ot(c.from), "value": num(c.value),
+                    "text": c.text,
+                })
+            })
+            .collect(),
     };
     to_json(&doc)
 }

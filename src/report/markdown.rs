@@ -102,6 +102,35 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             }
         }
     }
+    let who: Vec<String> = lit
+        .iter()
+        .flat_map(|a| {
+            a.evidence
+                .iter()
+                .filter(|e| !e.contributors.is_empty() || e.contributors_note.is_some())
+                .map(move |e| {
+                    let mut s = format!("- `{}` {}: ", axis_name(r, a), e.signal);
+                    let c: Vec<String> = e.contributors.iter().map(|c| c.text()).collect();
+                    s.push_str(&if c.is_empty() {
+                        "no contributor named".to_string()
+                    } else {
+                        c.join("; ")
+                    });
+                    if let Some(n) = &e.contributors_note {
+                        s.push_str(&format!(" ({n})"));
+                    }
+                    s
+                })
+        })
+        .collect();
+    if !who.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "### Who contributes")?;
+        writeln!(out)?;
+        for w in who {
+            writeln!(out, "{w}")?;
+        }
+    }
     writeln!(out)?;
     writeln!(out, "### Tree walk")?;
     writeln!(out)?;
@@ -130,7 +159,14 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(out)?;
         writeln!(out, "### Falsifier")?;
         writeln!(out)?;
-        writeln!(out, "> {f}")?;
+        match &r.falsification {
+            Some(fz) => {
+                writeln!(out, "> {}", fz.statement)?;
+                writeln!(out)?;
+                writeln!(out, "**ADR:** {}", fz.adr)?;
+            }
+            None => writeln!(out, "> {f}")?,
+        }
     }
     if !r.gaps.is_empty() {
         writeln!(out)?;
@@ -141,6 +177,7 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         }
     }
     writeln!(out)?;
+    super::audit::render_markdown(r, out)?;
     writeln!(out, "### Sources")?;
     writeln!(out)?;
     writeln!(out, "| target | role | version | snapshots | time from |")?;

@@ -86,6 +86,7 @@ pub fn first_page(r: &Report, opts: &RenderOpts) -> String {
     } else {
         no_cause(r, &mut p);
     }
+    beyond_metrics(r, &mut p);
     the_warning(r, &mut p);
     not_checked(r, &mut p);
     let mut s = p.lines.join("\n");
@@ -95,6 +96,32 @@ pub fn first_page(r: &Report, opts: &RenderOpts) -> String {
 
 fn steps_of(r: &Report) -> usize {
     r.window.steps.len()
+}
+
+/// What the audit logs say of the verdict (one line) and the advisories (one
+/// line): the details are in `-o wide`.
+fn beyond_metrics(r: &Report, p: &mut Page) {
+    let audit = r.verdict.corroboration.first();
+    let advisory = r
+        .advisories
+        .iter()
+        .find(|a| a.holds_at_end)
+        .or(r.advisories.first());
+    if audit.is_none() && advisory.is_none() {
+        return;
+    }
+    p.lines.push(String::new());
+    if let Some(c) = audit {
+        // The statement names its source ("the audit logs confirm …").
+        p.wrap("  ", 4, &c.text);
+    }
+    if let Some(a) = advisory {
+        let more = match r.advisories.len() {
+            1 => String::new(),
+            n => format!(" ({} more in -o wide)", n - 1),
+        };
+        p.wrap("  ", 4, &format!("advice: {}{more}", a.title));
+    }
 }
 
 fn root_axis(r: &Report) -> Option<&AxisReport> {
@@ -613,8 +640,21 @@ pub fn wrap(prefix: &str, indent: usize, text: &str, width: usize) -> Vec<String
     let mut cur_len = style::visible_len(prefix);
     let mut start_len = cur_len;
     let pad = " ".repeat(indent);
-    for word in text.split_whitespace() {
-        let mut word = word.to_string();
+    // A short option stays with its value (`-o wide` never breaks).
+    let mut words: Vec<String> = Vec::new();
+    let mut glue = false;
+    for w in text.split_whitespace() {
+        match words.last_mut() {
+            Some(last) if glue => {
+                last.push(' ');
+                last.push_str(w);
+            }
+            _ => words.push(w.to_string()),
+        }
+        glue = w.len() == 2 && w.starts_with('-') && w != "--";
+    }
+    for word in words {
+        let mut word = word;
         loop {
             let wl = style::visible_len(&word);
             let sep = usize::from(cur_len > start_len);

@@ -229,7 +229,11 @@ pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Re
         row.push(fit_timeline(&a.timeline, tl));
         t.add_row(row);
     }
-    let mut whole = vec![0, 3, inst_col, header.len() - 1];
+    // Instance names stay whole when the table fits with them.
+    let mut whole = vec![0, 3, header.len() - 1];
+    if text + 8 + 4 <= width {
+        whole.push(inst_col);
+    }
     if any_recovered {
         whole.push(4);
     }
@@ -400,6 +404,7 @@ pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Re
         for l in wrap("  ", 2, f, width) {
             writeln!(out, "{l}")?;
         }
+        measured_falsifier(r, width, out)?;
     }
     if !r.gaps.is_empty() {
         writeln!(out)?;
@@ -410,6 +415,7 @@ pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Re
             }
         }
     }
+    super::audit::render_text(r, out)?;
     writeln!(out)?;
     writeln!(out, "Sources")?;
     let mut t = new_table(
@@ -458,4 +464,40 @@ pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Re
         }
     }
     Ok(())
+}
+
+/// The falsifier with the measured numbers and the ADR sentence: what the
+/// root cause rests on, the alternatives cleared, one line each.
+fn measured_falsifier(r: &Report, width: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    let Some(f) = &r.falsification else {
+        return Ok(());
+    };
+    let mut line = |prefix: &str, text: &str| -> std::io::Result<()> {
+        for l in wrap(prefix, prefix.chars().count(), text, width) {
+            writeln!(out, "{l}")?;
+        }
+        Ok(())
+    };
+    let root = r.verdict.root_cause.as_ref().map(|rc| rc.leaf.as_str());
+    for e in r
+        .axes
+        .iter()
+        .filter(|a| Some(a.leaf.as_str()) == root)
+        .flat_map(|a| a.evidence.iter())
+        .filter(|e| e.lit == Some(true))
+    {
+        for c in &e.contributors {
+            line("  who:      ", &format!("{}: {}", e.signal, c.text()))?;
+        }
+        if let Some(n) = &e.contributors_note {
+            line("  who:      ", &format!("{}: {n}", e.signal))?;
+        }
+    }
+    for m in &f.deciding {
+        line("  measured: ", &m.text())?;
+    }
+    for m in &f.cleared {
+        line("  cleared:  ", &format!("{}: {}", m.axis, m.text()))?;
+    }
+    line("  ADR: ", &f.adr)
 }

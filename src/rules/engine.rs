@@ -18,10 +18,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::load::RuleSet;
-use super::model::Direction;
+use super::model::{Across, Direction};
 use super::promql;
 use super::report::{Availability, BaselineKind, Gap, GapKind, Report, SourceInfo};
-use super::verdict::{self, median, AssessInput, BaselinePlan, SignalInput, Skip};
+use super::verdict::{self, median, AssessInput, BaselinePlan, BreakdownInput, SignalInput, Skip};
 use crate::eval::{self, EvalOptions};
 use crate::source::{Dataset, Role, Target};
 use crate::store::{Millis, Series};
@@ -372,6 +372,76 @@ impl SignalEvaluator for LocalStore {
     }
 }
 
+/// An evaluator that evaluates the signals of one role over the dataset's own
+/// store and the others with `inner`: audit logs (`--audit`) read beside a
+/// Prometheus source are counters in the local store, not in Prometheus.
+pub struct LocalRole<'a> {
+    pub inner: &'a dyn SignalEvaluator,
+    pub role: Role,
+    /// The instantiated expressions of `role` (by their text).
+    local: std::sync::Mutex<BTreeSet<String>>,
+}
+
+impl<'a> LocalRole<'a> {
+    pub fn new(inner: &'a dyn SignalEvaluator, role: Role) -> Self {
+        LocalRole {
+            inner,
+            role,
+            local: std::sync::Mutex::new(BTreeSet::new()),
+        }
+    }
+}
+
+impl SignalEvaluator for LocalRole<'_> {
+    fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, String> {
+        if role != self.role {
+            return self.inner.instantiate(text, window, role);
+        }
+        let e = LocalStore.instantiate(text, window, role)?;
+        self.local
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(e.to_string());
+        Ok(e)
+    }
+
+    fn range(&self, data: &Dataset, queries: &[RangeQuery]) -> Vec<Result<Vec<Series>, String>> {
+        let local = self.local.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let is_local: Vec<bool> = queries
+            .iter()
+            .map(|q| local.contains(&q.expr.to_string()))
+            .collect();
+        let remote: Vec<RangeQuery> = queries
+            .iter()
+            .zip(&is_local)
+            .filter(|(_, l)| !**l)
+            .map(|(q, _)| *q)
+            .collect();
+        let mut remote_results = if remote.is_empty() {
+            Vec::new()
+        } else {
+            self.inner.range(data, &remote)
+        }
+        .into_iter();
+        queries
+            .iter()
+            .zip(is_local)
+            .map(|(q, l)| {
+                if l {
+                    LocalStore
+                        .range(data, std::slice::from_ref(q))
+                        .pop()
+                        .unwrap_or_else(|| Ok(Vec::new()))
+                } else {
+                    remote_results
+                        .next()
+                        .unwrap_or_else(|| Err("no result from the remote evaluator".into()))
+                }
+            })
+            .collect()
+    }
+}
+
 /// What signal evaluation needs besides the signal.
 struct Ctx<'a> {
     data: &'a Dataset,
@@ -644,6 +714,114 @@ fn eval_signals(rules: &RuleSet, ks: &[usize], ctx: &Ctx) -> Vec<SignalInput> {
         .collect()
 }
 
+/// Evaluates the contributor breakdown of every evaluated signal that has one:
+/// the first expression whose metrics the role's targets expose, summed over
+/// instances per label set of `by`. Labels no series carries are reported as
+/// absent in this version instead of naming an empty contributor.
+fn eval_breakdowns(rules: &RuleSet, signals: &mut [SignalInput], ctx: &Ctx) {
+    let (Some(&start), Some(&end)) = (ctx.steps.first(), ctx.steps.last()) else {
+        return;
+    };
+    let mut planned: Vec<(usize, Expr)> = Vec::new();
+    for (k, sig) in rules.signals.iter().enumerate() {
+        let Some(b) = &sig.breakdown else { continue };
+        let Some(input) = signals.get_mut(k) else { continue };
+        if input.availability != Availability::Evaluated {
+            continue;
+        }
+        let role = sig.def.role.role();
+        let optional: BTreeSet<&str> = sig.def.optional_metrics.iter().map(|s| s.as_str()).collect();
+        let chosen = b.reads.iter().position(|r| {
+            r.metrics
+                .iter()
+                .filter(|m| !optional.contains(m.as_str()) && !optional.contains(promql::family_of(m)))
+                .all(|m| exposed(ctx.data, role, m))
+        });
+        let note = |msg: String| BreakdownInput {
+            by: b.by.clone(),
+            groups: BTreeMap::new(),
+            note: Some(msg),
+        };
+        match chosen.map(|i| (i, ctx.eval.instantiate(&b.exprs[i], ctx.range, role))) {
+            None => {
+                input.breakdown = Some(note(format!(
+                    "contributors by {} not exposed by this version/target",
+                    b.by.join(", ")
+                )))
+            }
+            Some((_, Err(e))) => input.breakdown = Some(note(format!("contributors: {e}"))),
+            Some((_, Ok(e))) => planned.push((k, e)),
+        }
+    }
+    let queries: Vec<RangeQuery> = planned
+        .iter()
+        .map(|(k, e)| RangeQuery {
+            signal: &rules.signals[*k].def.id,
+            expr: e,
+            start,
+            end,
+            step: ctx.step,
+            range: ctx.range,
+        })
+        .collect();
+    let results = ctx.eval.range(ctx.data, &queries);
+    let index: BTreeMap<Millis, usize> = ctx.steps.iter().enumerate().map(|(i, t)| (*t, i)).collect();
+    for ((k, _), res) in planned.iter().zip(results) {
+        let Some(b) = &rules.signals[*k].breakdown else {
+            continue;
+        };
+        let mut out = BreakdownInput {
+            by: b.by.clone(),
+            ..BreakdownInput::default()
+        };
+        match res {
+            Err(e) => out.note = Some(format!("contributors: {e}")),
+            Ok(series) => {
+                let mut seen: BTreeSet<&str> = BTreeSet::new();
+                for s in &series {
+                    let key: Vec<String> =
+                        b.by.iter()
+                            .map(|l| {
+                                let v = s.labels.get(l).unwrap_or("");
+                                if !v.is_empty() {
+                                    seen.insert(l.as_str());
+                                }
+                                v.to_string()
+                            })
+                            .collect();
+                    let row = out
+                        .groups
+                        .entry(key)
+                        .or_insert_with(|| vec![None; ctx.steps.len()]);
+                    for p in &s.samples {
+                        let Some(&i) = index.get(&p.t) else { continue };
+                        if p.v.is_nan() {
+                            continue;
+                        }
+                        row[i] = Some(match (row[i], b.across) {
+                            (None, _) => p.v,
+                            (Some(o), Across::Sum) => o + p.v,
+                            (Some(o), Across::Max) => o.max(p.v),
+                        });
+                    }
+                }
+                let absent: Vec<&str> =
+                    b.by.iter()
+                        .map(|l| l.as_str())
+                        .filter(|l| !seen.contains(l))
+                        .collect();
+                if !series.is_empty() && !absent.is_empty() {
+                    out.note = Some(format!(
+                        "label(s) {} absent in this version: contributors are not named by them",
+                        absent.join(", ")
+                    ));
+                }
+            }
+        }
+        signals[*k].breakdown = Some(out);
+    }
+}
+
 /// Marks the steps whose value rests on fewer than `min` observations (or on
 /// an unknown number) as not judged. No observation at all is not "too few":
 /// the value is then NaN (nothing was observed), which is judged unlit.
@@ -714,6 +892,7 @@ pub fn diagnose_with(
     };
     let all: Vec<usize> = (0..rules.signals.len()).collect();
     let mut signals: Vec<SignalInput> = eval_signals(rules, &all, &ctx);
+    eval_breakdowns(rules, &mut signals, &ctx);
 
     // Baseline.
     let plan = match opts.baseline {
@@ -793,6 +972,9 @@ pub fn diagnose_with(
     for (k, s) in signals.iter().enumerate() {
         let id = &rules.signals[k].def.id;
         match s.availability {
+            // Audit logs are optional evidence: without them nothing of the
+            // tree goes unchecked that metrics cover.
+            Availability::RoleAbsent if rules.signals[k].def.role.role() == Role::Audit => {}
             Availability::RoleAbsent => {
                 roles_absent.insert(rules.signals[k].def.role.as_str());
             }
@@ -829,6 +1011,16 @@ pub fn diagnose_with(
         });
     }
 
+    if let Some(a) = &data.audit {
+        for m in &a.gaps {
+            gaps.push(Gap {
+                kind: GapKind::NotExposed,
+                subject: "audit".into(),
+                message: m.clone(),
+            });
+        }
+    }
+
     let input = AssessInput {
         steps: g.steps.clone(),
         step: g.step,
@@ -841,7 +1033,9 @@ pub fn diagnose_with(
         warnings,
         gaps,
     };
-    Ok(verdict::assess(rules, &input))
+    let mut report = verdict::assess(rules, &input);
+    report.audit = data.audit.clone();
+    Ok(report)
 }
 
 /// Evaluates the chosen expressions over a baseline range or dataset and stores

@@ -127,6 +127,10 @@ pub struct ExportOptions {
     pub apiserver: RoleSelector,
     pub etcd: RoleSelector,
     pub controller: RoleSelector,
+    /// Audit signals read cptriage's own counters of audit logs, which no
+    /// Prometheus holds: they select [`AUDIT_SELECTOR`], so their recording
+    /// rules are empty and a compound that needs them never fires.
+    pub audit: RoleSelector,
     /// Name of the rule group.
     pub group: String,
 }
@@ -143,6 +147,8 @@ pub const DEFAULT_BASELINE_OFFSET: Millis = 60 * 60_000;
 pub const DEFAULT_APISERVER_SELECTOR: &str = "{job=\"apiserver\"}";
 pub const DEFAULT_ETCD_SELECTOR: &str = "{job=~\".*etcd.*\"}";
 pub const DEFAULT_CONTROLLER_SELECTOR: &str = "{job=\"kube-controller-manager\"}";
+/// The selector of audit signals in an export (see [`ExportOptions::audit`]).
+pub const AUDIT_SELECTOR: &str = "{job=\"cptriage-audit-log\"}";
 
 impl ExportOptions {
     /// The defaults with these selectors.
@@ -155,6 +161,7 @@ impl ExportOptions {
             apiserver: RoleSelector::parse(SignalRole::Apiserver, apiserver)?,
             etcd: RoleSelector::parse(SignalRole::Etcd, etcd)?,
             controller: RoleSelector::parse(SignalRole::Controller, controller)?,
+            audit: RoleSelector::parse(SignalRole::Audit, AUDIT_SELECTOR)?,
             group: PREFIX.to_string(),
         })
     }
@@ -165,6 +172,7 @@ impl ExportOptions {
             SignalRole::Apiserver => &self.apiserver,
             SignalRole::Etcd => &self.etcd,
             SignalRole::Controller => &self.controller,
+            SignalRole::Audit => &self.audit,
         }
     }
 
@@ -1145,6 +1153,7 @@ mod tests {
             store,
             targets: Vec::new(),
             warnings: Vec::new(),
+            audit: None,
         }
     }
 

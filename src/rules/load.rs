@@ -101,6 +101,19 @@ pub struct Signal {
     pub since_start: bool,
     /// The checked observation count (`observations:`), if any.
     pub observations: Option<Observations>,
+    /// The checked contributor breakdown (`breakdown:`), if any.
+    pub breakdown: Option<Breakdown>,
+}
+
+/// A signal's contributor breakdown: the labels, the expressions in the order
+/// they are tried and what each reads.
+#[derive(Clone, Debug)]
+pub struct Breakdown {
+    pub by: Vec<String>,
+    pub unit: super::model::Unit,
+    pub across: super::model::Across,
+    pub exprs: Vec<String>,
+    pub reads: Vec<Reads>,
 }
 
 /// A signal's observation count: the expression, what it reads, the minimum.
@@ -158,6 +171,8 @@ pub struct RuleSet {
     pub logic: Vec<LeafLogic>,
     /// Per role, the node that judges it by its own metrics (`scopes:`).
     pub scopes: Vec<Scope>,
+    /// Advisories (`advisories:`), in file order.
+    pub advisories: Vec<crate::rules::model::AdvisoryDef>,
     signal_index: HashMap<String, usize>,
     leaf_index: HashMap<String, usize>,
     node_index: HashMap<String, usize>,
@@ -177,7 +192,10 @@ impl RuleSet {
     /// Every metric name any expression reads (for the sources' family filter).
     pub fn referenced_metrics(&self) -> BTreeSet<String> {
         fn all(s: &Signal) -> impl Iterator<Item = &Reads> {
-            s.reads.iter().chain(s.observations.iter().map(|o| &o.reads))
+            s.reads
+                .iter()
+                .chain(s.observations.iter().map(|o| &o.reads))
+                .chain(s.breakdown.iter().flat_map(|b| b.reads.iter()))
         }
         self.signals
             .iter()
@@ -445,6 +463,54 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
             }
         }
     }
+    let mut advisory_ids = BTreeSet::new();
+    for a in &file.advisories {
+        if !advisory_ids.insert(a.id.clone()) {
+            d.push(loc.key(
+                None,
+                "advisories",
+                Level::Error,
+                format!("advisory `{}` is defined twice", a.id),
+            ));
+        }
+        let mut sigs: Vec<String> = a.when.signals().into_iter().map(str::to_string).collect();
+        if let Some(u) = &a.unless {
+            sigs.extend(u.signals().into_iter().map(str::to_string));
+        }
+        sigs.extend(a.evidence.iter().cloned());
+        for s in &sigs {
+            used_signals.insert(s.clone());
+            if !signal_index.contains_key(s) {
+                d.push(loc.token(
+                    ("advisories", &a.id),
+                    s,
+                    Level::Error,
+                    format!("advisory `{}` reads unknown signal `{s}`", a.id),
+                ));
+            }
+        }
+        for l in &a.not_applicable {
+            if !leaf_index.contains_key(l) {
+                d.push(loc.token(
+                    ("advisories", &a.id),
+                    l,
+                    Level::Error,
+                    format!("advisory `{}` marks unknown leaf `{l}` not applicable", a.id),
+                ));
+            }
+        }
+        if !a.not_applicable.is_empty() && a.reason.is_none() {
+            d.push(loc.key(
+                Some(("advisories", &a.id)),
+                "not_applicable",
+                Level::Error,
+                format!(
+                    "advisory `{}` marks leaves not applicable without a `reason`",
+                    a.id
+                ),
+            ));
+        }
+    }
     let mut scopes = Vec::new();
     let mut scoped_roles = BTreeSet::new();
     for sc in &file.scopes {
@@ -553,6 +619,7 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
             signals,
             nodes,
             leaves: file.leaves.clone(),
+            advisories: file.advisories.clone(),
             leaf_order,
             signal_index,
             leaf_index,
@@ -762,6 +829,7 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
             observations: sn.observations.clone(),
             persistence: None,
             snapshot: None,
+            breakdown: None,
             ..s.clone()
         };
         let mut sig = check_signal(loc, &def, d);
@@ -790,6 +858,49 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
         }
         Box::new(sig)
     });
+    let breakdown = s.breakdown.as_ref().map(|b| {
+        if b.by.is_empty() {
+            d.push(loc.key(
+                at,
+                "breakdown",
+                Level::Error,
+                format!("signal `{}` breakdown needs at least one label in `by`", s.id),
+            ));
+        }
+        let mut exprs = vec![b.expr.clone()];
+        exprs.extend(b.alternatives.iter().cloned());
+        let reads = exprs
+            .iter()
+            .map(|text| match promql::parse_template(text) {
+                Ok(e) => {
+                    let r = promql::reads(&e);
+                    if r.matcher_labels.contains(ROLE_LABEL) {
+                        d.push(loc.text_or_key(at, text, "breakdown", Level::Error, format!(
+                            "signal `{}` breakdown matches on `{ROLE_LABEL}`; the engine injects the role from `role:`", s.id
+                        )));
+                    }
+                    r
+                }
+                Err(e) => {
+                    d.push(loc.text_or_key(
+                        at,
+                        text,
+                        "breakdown",
+                        Level::Error,
+                        format!("signal `{}` breakdown: {e}", s.id),
+                    ));
+                    Reads::default()
+                }
+            })
+            .collect();
+        Breakdown {
+            by: b.by.clone(),
+            unit: b.unit,
+            across: b.across,
+            exprs,
+            reads,
+        }
+    });
     Signal {
         def: s.clone(),
         exprs,
@@ -797,6 +908,7 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
         snapshot,
         since_start: false,
         observations,
+        breakdown,
     }
 }
 

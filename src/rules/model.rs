@@ -28,6 +28,40 @@ pub struct RuleFile {
     /// only, cptriage judges the scopes it can and says which it could not.
     #[serde(default)]
     pub scopes: Vec<ScopeDef>,
+    /// Advice that is not a failing axis: a property of the control plane
+    /// the data shows (a Kine backend, events on the shared etcd), stated with
+    /// its evidence, an ADR-ready sentence and a falsifier.
+    #[serde(default)]
+    pub advisories: Vec<AdvisoryDef>,
+}
+
+/// An advisory: when `when` holds (and `unless` does not) at some step of the
+/// window, the report states `advice` with the evidence signals and the
+/// falsifier, and marks `not_applicable` leaves as such (with `reason`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdvisoryDef {
+    pub id: String,
+    /// One line, for tables.
+    pub title: String,
+    pub when: Condition,
+    /// The advisory does not apply at a step where this holds.
+    #[serde(default)]
+    pub unless: Option<Condition>,
+    /// The decision the evidence supports, written to be pasted into an
+    /// architecture decision record.
+    pub advice: String,
+    /// The observation that would prove the advice wrong.
+    pub falsifier: String,
+    /// Leaves that do not apply while the advisory holds (not lit ones are
+    /// reported "not applicable" with `reason`).
+    #[serde(default)]
+    pub not_applicable: Vec<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Signals shown as its evidence.
+    #[serde(default)]
+    pub evidence: Vec<String>,
 }
 
 /// The question that judges one role's health by its own metrics.
@@ -50,6 +84,8 @@ pub enum SignalRole {
     Apiserver,
     Etcd,
     Controller,
+    /// Audit logs (`--audit`), as counters ([`crate::source::audit::names`]).
+    Audit,
 }
 
 impl SignalRole {
@@ -58,6 +94,7 @@ impl SignalRole {
             SignalRole::Apiserver => "apiserver",
             SignalRole::Etcd => "etcd",
             SignalRole::Controller => "controller",
+            SignalRole::Audit => "audit",
         }
     }
 
@@ -67,6 +104,7 @@ impl SignalRole {
             SignalRole::Apiserver => crate::source::Role::Apiserver,
             SignalRole::Etcd => crate::source::Role::Etcd,
             SignalRole::Controller => crate::source::Role::Controller,
+            SignalRole::Audit => crate::source::Role::Audit,
         }
     }
 }
@@ -181,6 +219,39 @@ pub struct SignalDef {
     /// not judged (a quantile of a handful of observations is noise).
     #[serde(default)]
     pub observations: Option<ObservationsDef>,
+    /// Who contributes: the signal's numerator by labels (flow schema and
+    /// priority level, resource and verb), shown with the evidence.
+    #[serde(default)]
+    pub breakdown: Option<BreakdownDef>,
+}
+
+/// The contributors to a signal (see [`SignalDef::breakdown`]): an expression
+/// keeping `instance` and the `by` labels, tried like the signal's own
+/// (alternatives in order, the first whose metrics are exposed).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakdownDef {
+    /// The labels that name a contributor, e.g. `[flow_schema, priority_level]`.
+    pub by: Vec<String>,
+    /// The unit of the breakdown's values (e.g. `per-second` for the rate of
+    /// the requests a ratio signal counts).
+    pub unit: Unit,
+    /// How instances combine: `sum` (rates, the default) or `max` (gauges
+    /// of shared state every replica reports, such as object counts).
+    #[serde(default)]
+    pub across: Across,
+    pub expr: String,
+    #[serde(default)]
+    pub alternatives: Vec<String>,
+}
+
+/// How a breakdown combines the instances' values of one contributor.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Across {
+    #[default]
+    Sum,
+    Max,
 }
 
 /// How long a signal must stay lit (see [`SignalDef::persistence`]).

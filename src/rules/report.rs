@@ -63,12 +63,110 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// Falsifier of the root-cause leaf.
     pub falsifier: Option<String>,
+    /// The falsifier filled in with what was measured, and an ADR-ready
+    /// sentence (`None` without a root cause).
+    #[serde(default)]
+    pub falsification: Option<Falsification>,
     /// Runbook of the root-cause leaf.
     pub runbook: Vec<String>,
     /// Which rules produced this report.
     pub rules: RulesInfo,
     /// Which parts of the control plane the data shows, and which were judged.
     pub scope: ScopeInfo,
+    /// What the audit logs (`--audit`) held: counts, bad lines, the layer
+    /// split of slow requests, the slowest requests, the most denied clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<crate::source::audit::AuditSummary>,
+    /// Advisories that hold in the window (`advisories:` of the rules).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub advisories: Vec<AdvisoryReport>,
+}
+
+/// An advisory that holds: a property of the control plane, not a failing axis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AdvisoryReport {
+    pub id: String,
+    pub title: String,
+    /// First step at which it holds.
+    pub since: Millis,
+    /// Whether it still holds at the assessment time.
+    pub holds_at_end: bool,
+    /// The ADR-ready sentence.
+    pub advice: String,
+    pub falsifier: String,
+    pub evidence: Vec<AdvisoryEvidence>,
+    /// Leaves that do not apply while it holds.
+    pub not_applicable: Vec<String>,
+    pub reason: Option<String>,
+}
+
+/// One signal behind an advisory, at the last step it held.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AdvisoryEvidence {
+    pub signal: String,
+    pub description: String,
+    pub value: Option<f64>,
+    /// The value with its unit, or why there is none.
+    pub value_text: String,
+    pub threshold: String,
+}
+
+/// The root cause's falsifier filled in with the measured numbers: what the
+/// verdict rests on, which competing axes were checked and found clear, and
+/// what would prove it wrong.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Falsification {
+    /// The root cause's deciding signals lit in its episode (its own question's
+    /// first), at the reference step of its evidence.
+    pub deciding: Vec<Measure>,
+    /// Competing axes of the strong-consistency path (P0/P1 leaves) that were
+    /// checked and stayed clear in the window: for each, the value of its
+    /// deciding signal that came nearest to its threshold, at the same time.
+    pub cleared: Vec<Measure>,
+    /// The measurements, the cleared alternatives and the leaf's falsifier, as
+    /// one paragraph for the incident record.
+    pub statement: String,
+    /// One sentence for an architecture decision record.
+    pub adr: String,
+}
+
+/// One measured value of a signal, as the falsifier quotes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measure {
+    /// `axis` or `axis/sub_axis`.
+    pub axis: String,
+    pub signal: String,
+    pub description: String,
+    pub unit: Unit,
+    /// The worst instance's value.
+    pub value: Option<f64>,
+    /// That instance's baseline.
+    pub baseline: Option<f64>,
+    pub threshold_text: String,
+    /// The instance the value is from.
+    pub instance: Option<String>,
+    /// When the value was measured.
+    pub at: Option<Millis>,
+}
+
+impl Measure {
+    /// "share of WAL fsyncs slower than 64 ms 100% on etcd-0 (threshold > 10%, baseline 0%)".
+    pub fn text(&self) -> String {
+        let v = self
+            .value
+            .map(|v| self.unit.format(v))
+            .unwrap_or_else(|| "no value".into());
+        let mut s = format!("{} {v}", self.description);
+        if let Some(i) = &self.instance {
+            s.push_str(&format!(" on {i}"));
+        }
+        s.push_str(&format!(" (threshold {}", self.threshold_text));
+        if let Some(b) = self.baseline {
+            s.push_str(&format!(", baseline {}", self.unit.format(b)));
+        }
+        s.push(')');
+        s
+    }
 }
 
 /// The parts of the control plane (roles) the data covers.
@@ -109,6 +207,53 @@ pub struct Verdict {
     /// Episodes of earlier, separate incidents in the window (the verdict is
     /// about the incident lit at the assessment time, or the latest one).
     pub earlier: Vec<Episode>,
+    /// What audit logs (`--audit`) say about the root cause: they confirm it,
+    /// contradict it (point at another axis), do not confirm it, or cannot tell.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub corroboration: Vec<Corroboration>,
+}
+
+/// How audit logs bear on an axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CorroborationKind {
+    /// The axis's audit signal is lit during its episode.
+    Confirms,
+    /// Another axis's audit signal is lit instead.
+    Contradicts,
+    /// Read, and not lit.
+    DoesNotConfirm,
+    /// Not readable (no latency annotations, too few slow requests).
+    CannotTell,
+}
+
+impl CorroborationKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CorroborationKind::Confirms => "confirms",
+            CorroborationKind::Contradicts => "contradicts",
+            CorroborationKind::DoesNotConfirm => "does-not-confirm",
+            CorroborationKind::CannotTell => "cannot-tell",
+        }
+    }
+}
+
+/// One statement of audit logs about the root cause.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Corroboration {
+    pub kind: CorroborationKind,
+    /// The axis judged (`etcd/disk`).
+    pub axis: String,
+    /// The audit signal the statement rests on.
+    pub signal: String,
+    /// The axis the audit logs point at instead (contradicts).
+    pub other_axis: Option<String>,
+    /// First lit step of `signal` during the episode.
+    pub from: Option<Millis>,
+    /// Its largest value there.
+    pub value: Option<f64>,
+    /// The sentence for people.
+    pub text: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -274,6 +419,15 @@ pub struct Evidence {
     pub series: Vec<Option<f64>>,
     /// Values per instance per step.
     pub instance_series: BTreeMap<String, Vec<Option<f64>>>,
+    /// Judged state per instance per step (`Some(true)` lit, after the
+    /// persistence, warm-up and observation rules; `None` not judged): what a
+    /// plot of `instance_series` marks as lit.
+    #[serde(default)]
+    pub instance_lit: BTreeMap<String, Vec<Option<bool>>>,
+    /// The threshold as lines in the signal's unit: the absolute part for every
+    /// instance, the relative part per instance from its baseline.
+    #[serde(default)]
+    pub threshold_lines: Vec<ThresholdLine>,
     pub localisation: Option<String>,
     pub note: Option<String>,
     /// The value is the since-process-start form (a single snapshot): counts
@@ -281,6 +435,67 @@ pub struct Evidence {
     pub since_start: bool,
     /// Shown as evidence only: this signal does not decide the leaf.
     pub context: bool,
+    /// Who contributes at the reference step (the signal's `breakdown:`), the
+    /// largest first.
+    #[serde(default)]
+    pub contributors: Vec<Contributor>,
+    /// Why contributors are missing or unnamed (labels absent in this version).
+    #[serde(default)]
+    pub contributors_note: Option<String>,
+}
+
+/// One contributor to a signal: a label set of its breakdown, its value at the
+/// reference step, its share of all contributors and its window-start baseline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Contributor {
+    /// `by` label → value (`""`: the series lacks the label).
+    pub labels: BTreeMap<String, String>,
+    pub unit: Unit,
+    pub value: Option<f64>,
+    /// Share of the total over all contributors at that step.
+    pub share: Option<f64>,
+    pub baseline: Option<f64>,
+}
+
+impl Contributor {
+    /// "flow_schema=service-accounts, priority_level=workload-low 25/s (100%, baseline 0/s)".
+    pub fn text(&self) -> String {
+        let names: Vec<String> = self
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}={}", if v.is_empty() { "(none)" } else { v }))
+            .collect();
+        let mut s = format!(
+            "{} {}",
+            names.join(", "),
+            self.value
+                .map(|v| self.unit.format(v))
+                .unwrap_or_else(|| "no value".into())
+        );
+        let mut paren = Vec::new();
+        if let Some(sh) = self.share {
+            paren.push(format!("{} of the total", Unit::Ratio.format(sh)));
+        }
+        if let Some(b) = self.baseline {
+            paren.push(format!("baseline {}", self.unit.format(b)));
+        }
+        if !paren.is_empty() {
+            s.push_str(&format!(" ({})", paren.join(", ")));
+        }
+        s
+    }
+}
+
+/// One line of a signal's threshold on a plot of its values.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ThresholdLine {
+    /// The instance whose baseline the line derives from (a relative
+    /// threshold); `None` for the absolute part, which holds for every instance.
+    pub instance: Option<String>,
+    /// The value the signal is compared with, in the signal's unit.
+    pub value: f64,
+    /// Lit above the line (`true`) or below it.
+    pub above: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -490,6 +705,7 @@ impl Report {
             sources: Vec::new(),
             warnings: failures,
             falsifier: None,
+            falsification: None,
             runbook: Vec::new(),
             rules: RulesInfo {
                 origin: rules.origin.clone(),
@@ -498,6 +714,8 @@ impl Report {
                 leaves: rules.leaves.len(),
             },
             scope: ScopeInfo::default(),
+            audit: None,
+            advisories: Vec::new(),
         }
     }
 }

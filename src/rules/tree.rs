@@ -30,6 +30,22 @@ pub fn render_text(rules: &RuleSet) -> String {
     let mut visiting = vec![false; rules.nodes.len()];
     visiting[rules.root] = true;
     text_children(rules, rules.root, "", &mut out, &mut visiting);
+    if !rules.advisories.is_empty() {
+        out.push('\n');
+        let _ = writeln!(out, "advisories (stated beside the verdict, not failing axes):");
+        for a in &rules.advisories {
+            let _ = writeln!(out, "  [{}] {}", a.id, a.title);
+            let _ = writeln!(out, "     when {}", a.when);
+            if let Some(u) = &a.unless {
+                let _ = writeln!(out, "     unless {u}");
+            }
+            if !a.not_applicable.is_empty() {
+                let _ = writeln!(out, "     not applicable then: {}", a.not_applicable.join(", "));
+            }
+            let _ = writeln!(out, "     advice: {}", a.advice.trim());
+            let _ = writeln!(out, "     falsifier: {}", a.falsifier.trim());
+        }
+    }
     out
 }
 

@@ -128,7 +128,7 @@ struct NewFamily {
 pub struct TargetState {
     pub name: String,
     pub role: Role,
-    /// `kubernetes_build_info{git_version}` or `etcd_server_version{server_version}`.
+    /// From the build-information metric ([`crate::source::VERSION_LABELS`]).
     pub version: Option<String>,
     pub base_path: PathBuf,
     base: Arc<Exposition>,
@@ -385,18 +385,14 @@ impl TargetState {
         for g in &mut groups {
             g.buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
         }
-        let version = [
-            "kubernetes_build_info:git_version",
-            "etcd_server_version:server_version",
-        ]
-        .iter()
-        .map(|s| s.split_once(':').unwrap_or((s, "")))
-        .filter(|(f, _)| match role {
-            Role::Etcd => f.starts_with("etcd"),
-            Role::Apiserver => f.starts_with("kubernetes"),
-            _ => true,
-        })
-        .find_map(|(f, l)| base.first_label(f, l).map(str::to_string));
+        let version = crate::source::VERSION_LABELS
+            .iter()
+            .filter(|(f, _)| match role {
+                Role::Etcd => f.starts_with("etcd"),
+                Role::Apiserver => f.starts_with("kubernetes"),
+                _ => true,
+            })
+            .find_map(|(f, l)| base.first_label(f, l).map(str::to_string));
         let process_start = base
             .family("process_start_time_seconds")
             .filter(|f| !f.samples.is_empty())

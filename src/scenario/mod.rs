@@ -17,6 +17,7 @@
 //! Output is a pure function of the spec and the base files: no clock, no
 //! randomness (the manifest's `created` is the scenario's last snapshot time).
 
+pub mod audit;
 pub mod duration;
 pub mod expo;
 pub mod gen;

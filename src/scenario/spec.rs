@@ -116,6 +116,10 @@ pub struct Expect {
     /// Targets the fault is localised to (empty: not localised, or all).
     #[serde(default)]
     pub instances: Vec<String>,
+    /// When given: exactly the targets the verdict names as affected by the
+    /// cause (lit, but not the cause), none of them among `instances`.
+    #[serde(default)]
+    pub affected: Option<Vec<String>>,
     /// Axes expected to light up after the root cause, with their onsets.
     #[serde(default)]
     pub downstream: Vec<Downstream>,
@@ -139,6 +143,10 @@ pub const AXES: &[&str] = &[
     "watch-cache",
     "storage",
     "joint",
+    "write-timeouts",
+    "stale-reads",
+    "duplicate-events",
+    "node-status",
 ];
 
 /// What a validated move does.
@@ -446,6 +454,17 @@ fn validate(
         for inst in &e.instances {
             if !spec.targets.iter().any(|t| &t.name == inst) {
                 return Err(fail(line, format!("expect.instances: `{inst}` is not a target")));
+            }
+        }
+        for inst in e.affected.iter().flatten() {
+            if !spec.targets.iter().any(|t| &t.name == inst) {
+                return Err(fail(line, format!("expect.affected: `{inst}` is not a target")));
+            }
+            if e.instances.contains(inst) {
+                return Err(fail(
+                    line,
+                    format!("expect.affected: `{inst}` is also named as the cause in `instances`"),
+                ));
             }
         }
         for d in e

@@ -759,13 +759,17 @@ fn parse_file(pf: &Planned, keep: &Keep, known: &SeriesKeys, max: u64) -> Result
         match s.name {
             "process_start_time_seconds" => data.process_start = Some(s.value),
             "kubernetes_build_info" => {
-                if let Some(v) = s.labels.iter().find(|l| l.name == "git_version") {
-                    data.apiserver_version = Some(v.value.to_string());
+                if let Some(v) =
+                    super::version_of(s.name, s.labels.iter().map(|l| (l.name, l.value.as_ref())))
+                {
+                    data.apiserver_version = Some(v.to_string());
                 }
             }
             "etcd_server_version" => {
-                if let Some(v) = s.labels.iter().find(|l| l.name == "server_version") {
-                    data.etcd_version = Some(v.value.to_string());
+                if let Some(v) =
+                    super::version_of(s.name, s.labels.iter().map(|l| (l.name, l.value.as_ref())))
+                {
+                    data.etcd_version = Some(v.to_string());
                 }
             }
             _ => {}
@@ -1143,6 +1147,7 @@ fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError> {
         store,
         targets,
         warnings,
+        audit: None,
     })
 }
 

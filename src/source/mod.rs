@@ -6,6 +6,7 @@
 //! label, if any, is renamed `exported_instance`, as Prometheus does). Rules select
 //! a role by matching on `role`; per-instance localisation groups by `instance`.
 
+pub mod audit;
 pub mod dump;
 pub mod expfmt;
 pub mod live;
@@ -21,6 +22,28 @@ use serde::Serialize;
 
 use crate::store::{Millis, Store};
 
+/// The version label of a component's build-information metric, in the order
+/// they are tried: `kubernetes_build_info{git_version}` (kube-apiserver 1.16+),
+/// `kubernetes_build_info{gitVersion}` (1.10–1.15, before the labels were
+/// renamed to snake case), `etcd_server_version{server_version}` (METRICS.md §1.1).
+pub const VERSION_LABELS: &[(&str, &str)] = &[
+    ("kubernetes_build_info", "git_version"),
+    ("kubernetes_build_info", "gitVersion"),
+    ("etcd_server_version", "server_version"),
+];
+
+/// The version a sample of `metric` with these `(name, value)` labels carries,
+/// if `metric` is a build-information metric.
+pub fn version_of<'a>(
+    metric: &str,
+    labels: impl Iterator<Item = (&'a str, &'a str)> + Clone,
+) -> Option<&'a str> {
+    VERSION_LABELS
+        .iter()
+        .filter(|(m, _)| *m == metric)
+        .find_map(|(_, l)| labels.clone().find(|(n, _)| n == l).map(|(_, v)| v))
+}
+
 /// What a target is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -28,6 +51,8 @@ pub enum Role {
     Apiserver,
     Etcd,
     Controller,
+    /// Audit logs (`--audit`): events turned into counters.
+    Audit,
     Unknown,
 }
 
@@ -37,6 +62,7 @@ impl Role {
             Role::Apiserver => "apiserver",
             Role::Etcd => "etcd",
             Role::Controller => "controller",
+            Role::Audit => "audit",
             Role::Unknown => "unknown",
         }
     }
@@ -118,6 +144,8 @@ pub struct Dataset {
     pub store: Store,
     pub targets: Vec<Target>,
     pub warnings: Vec<SourceWarning>,
+    /// What audit logs (`--audit`) held, when given.
+    pub audit: Option<audit::AuditSummary>,
 }
 
 impl Dataset {
@@ -164,5 +192,32 @@ impl Dataset {
         }
         gaps.sort_unstable();
         Some(gaps[gaps.len() / 2])
+    }
+}
+
+#[cfg(test)]
+mod version_tests {
+    use super::version_of;
+
+    #[test]
+    fn version_from_either_spelling_of_the_build_label() {
+        let new = [("major", "1"), ("git_version", "v1.19.7")];
+        let old = [("gitCommit", "637c7e2"), ("gitVersion", "v1.10.11")];
+        let etcd = [("server_version", "3.5.21")];
+        assert_eq!(
+            version_of("kubernetes_build_info", new.iter().copied()),
+            Some("v1.19.7")
+        );
+        assert_eq!(
+            version_of("kubernetes_build_info", old.iter().copied()),
+            Some("v1.10.11")
+        );
+        assert_eq!(
+            version_of("etcd_server_version", etcd.iter().copied()),
+            Some("3.5.21")
+        );
+        // The label belongs to its metric only.
+        assert_eq!(version_of("etcd_server_version", old.iter().copied()), None);
+        assert_eq!(version_of("some_info", new.iter().copied()), None);
     }
 }

@@ -167,7 +167,12 @@ pub(super) fn leaf_reports(
                 k,
                 input.signals.get(k).unwrap_or(&empty),
                 &judged[k],
-                &Shown { ref_i, span, context },
+                &Shown {
+                    ref_i,
+                    span,
+                    context,
+                    baseline_steps: input.baseline.steps,
+                },
                 &input.steps,
             )
         };

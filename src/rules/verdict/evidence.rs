@@ -1,11 +1,11 @@
 //! Evidence: a signal's values, baseline, threshold and per-instance state at
 //! the reference step, and the localisation sentence ("only etcd-2: …").
 
-use super::judge::Judged;
-use super::SignalInput;
+use super::judge::{median, Judged};
+use super::{BreakdownInput, SignalInput};
 use crate::rules::load::RuleSet;
 use crate::rules::model::{Direction, Threshold, Unit};
-use crate::rules::report::{Evidence, InstanceValue, StepState};
+use crate::rules::report::{Contributor, Evidence, InstanceValue, StepState};
 use crate::store::Millis;
 
 pub(super) fn worst(dir_below: bool, vals: impl Iterator<Item = f64>) -> Option<f64> {
@@ -34,6 +34,9 @@ pub(super) struct Shown {
     pub span: Option<(usize, usize)>,
     /// Shown only, not deciding the leaf.
     pub context: bool,
+    /// The window-start baseline steps `[start, end)`, for the contributors'
+    /// baselines.
+    pub baseline_steps: Option<(usize, usize)>,
 }
 
 pub(super) fn evidence(
@@ -105,6 +108,11 @@ pub(super) fn evidence(
     for (reason, count) in input.skip_counts() {
         notes.push(format!("{count} step(s) not judged: {reason}"));
     }
+    if shown.context {
+        if let Some(t) = lit_over_time(j, steps) {
+            notes.push(t);
+        }
+    }
     if j.dated_back > 0 {
         notes.push(format!(
             "onset dated {} step(s) earlier by the shortest window that holds two scrapes",
@@ -118,7 +126,13 @@ pub(super) fn evidence(
             crate::timefmt::format_lag(j.persistence)
         ));
     }
+    let (contributors, contributors_note) = match (&input.breakdown, &sig.breakdown) {
+        (Some(b), Some(def)) => who(b, def.unit, ref_i, shown.baseline_steps),
+        _ => (Vec::new(), None),
+    };
     Evidence {
+        contributors,
+        contributors_note,
         signal: def.id.clone(),
         description: def.description.clone(),
         role: def.role.as_str().to_string(),
@@ -135,6 +149,8 @@ pub(super) fn evidence(
         instances,
         series,
         instance_series: input.values.clone(),
+        instance_lit: j.lit.clone(),
+        threshold_lines: super::judge::threshold_lines(&def.threshold, &j.baseline),
         localisation,
         note: (!notes.is_empty()).then(|| notes.join("; ")),
         since_start: sig.since_start,
@@ -183,4 +199,113 @@ fn localise(unit: Unit, threshold: &Threshold, what: &str, inst: &[InstanceValue
         names.join(", "),
         values.join(", ")
     ))
+}
+
+/// Most runs [`lit_over_time`] lists.
+const MAX_RUNS: usize = 8;
+
+/// Which instances a context signal lit on over the window, as runs: "lit
+/// over the window: etcd-0 from 00:00:00Z, etcd-1 from 00:04:30Z" (for
+/// `etcd_is_leader`: who led when). `None` when it never lit.
+fn lit_over_time(j: &Judged, steps: &[Millis]) -> Option<String> {
+    let at_step = |i: usize| -> Option<Vec<&str>> {
+        let mut known = false;
+        let mut lit = Vec::new();
+        for (inst, l) in &j.lit {
+            match l.get(i).copied().flatten() {
+                Some(true) => lit.push(inst.as_str()),
+                Some(false) => known = true,
+                None => {}
+            }
+        }
+        (known || !lit.is_empty()).then_some(lit)
+    };
+    let mut runs: Vec<(usize, Option<Vec<&str>>)> = Vec::new();
+    for i in 0..steps.len() {
+        let cur = at_step(i);
+        if runs.last().is_none_or(|(_, prev)| *prev != cur) {
+            runs.push((i, cur));
+        }
+    }
+    if !runs
+        .iter()
+        .any(|(_, r)| r.as_ref().is_some_and(|v| !v.is_empty()))
+    {
+        return None;
+    }
+    let name = |r: &Option<Vec<&str>>| match r {
+        None => "unknown".to_string(),
+        Some(v) if v.is_empty() => "none".to_string(),
+        Some(v) => v.join(", "),
+    };
+    if runs.len() == 1 {
+        return Some(format!("lit over the window: {} throughout", name(&runs[0].1)));
+    }
+    let mut parts: Vec<String> = runs
+        .iter()
+        .take(MAX_RUNS)
+        .map(|(i, r)| format!("{} from {}", name(r), crate::timefmt::format_time(steps[*i])))
+        .collect();
+    if runs.len() > MAX_RUNS {
+        parts.push(format!("… ({} changes in all)", runs.len() - 1));
+    }
+    Some(format!("lit over the window: {}", parts.join(", ")))
+}
+
+/// Most contributors shown per signal.
+const MAX_CONTRIBUTORS: usize = 5;
+
+/// The largest contributors at step `i`, with their share of the total and
+/// their median over the baseline steps.
+fn who(
+    b: &BreakdownInput,
+    unit: Unit,
+    i: usize,
+    base: Option<(usize, usize)>,
+) -> (Vec<Contributor>, Option<String>) {
+    let mut notes: Vec<String> = b.note.iter().cloned().collect();
+    let mut at: Vec<(&Vec<String>, f64)> = b
+        .groups
+        .iter()
+        .filter_map(|(k, v)| {
+            v.get(i)
+                .copied()
+                .flatten()
+                .filter(|x| x.is_finite())
+                .map(|x| (k, x))
+        })
+        .collect();
+    let total: f64 = at.iter().map(|(_, v)| v).sum();
+    if at.is_empty() || total <= 0.0 {
+        return (Vec::new(), (!notes.is_empty()).then(|| notes.join("; ")));
+    }
+    at.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    let nonzero = at.iter().filter(|(_, v)| *v > 0.0).count();
+    if nonzero > MAX_CONTRIBUTORS {
+        notes.push(format!(
+            "{} smaller contributors not shown",
+            nonzero - MAX_CONTRIBUTORS
+        ));
+    }
+    let out = at
+        .into_iter()
+        .filter(|(_, v)| *v > 0.0)
+        .take(MAX_CONTRIBUTORS)
+        .map(|(k, v)| Contributor {
+            labels: b.by.iter().cloned().zip(k.iter().cloned()).collect(),
+            unit,
+            value: Some(v),
+            share: Some(v / total),
+            baseline: base.and_then(|(s, e)| {
+                let vals = &b.groups[k];
+                median(
+                    (s..e.min(vals.len()))
+                        .filter_map(|j| vals[j])
+                        .filter(|x| x.is_finite())
+                        .collect(),
+                )
+            }),
+        })
+        .collect();
+    (out, (!notes.is_empty()).then(|| notes.join("; ")))
 }

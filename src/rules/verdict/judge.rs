@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::SignalInput;
 use crate::rules::model::{Combine, Direction, Threshold};
-use crate::rules::report::{Availability, StepState};
+use crate::rules::report::{Availability, StepState, ThresholdLine};
 use crate::store::Millis;
 
 /// Per-signal judgement at every step.
@@ -64,6 +64,44 @@ pub fn judge(t: &Threshold, v: Option<f64>, baseline: Option<f64>) -> Option<boo
         (None, Some(r)) => Some(r),
         (None, None) => None,
     }
+}
+
+/// The threshold as lines a plot can draw, in the signal's unit: the absolute
+/// part once, the relative part per instance with a baseline (`factor ×
+/// baseline`, raised to the floor for `above`; none for `below` when the
+/// baseline is not above the floor, as [`judge`] then never lights). How the
+/// parts combine stays in the threshold (`combine`).
+pub fn threshold_lines(t: &Threshold, baselines: &BTreeMap<String, f64>) -> Vec<ThresholdLine> {
+    let mut out = Vec::new();
+    if let Some(a) = t.above {
+        out.push(ThresholdLine {
+            instance: None,
+            value: a,
+            above: true,
+        });
+    } else if let Some(b) = t.below {
+        out.push(ThresholdLine {
+            instance: None,
+            value: b,
+            above: false,
+        });
+    }
+    if let Some(r) = &t.relative {
+        for (inst, b) in baselines.iter().filter(|(_, b)| b.is_finite()) {
+            let line = match r.direction {
+                Direction::Above => Some((r.factor * b).max(r.floor)),
+                Direction::Below => (*b > r.floor).then_some(r.factor * b),
+            };
+            if let Some(value) = line.filter(|v| v.is_finite()) {
+                out.push(ThresholdLine {
+                    instance: Some(inst.clone()),
+                    value,
+                    above: r.direction == Direction::Above,
+                });
+            }
+        }
+    }
+    out
 }
 
 /// The 95% Wilson score interval of a share `p` of `n` observations.
@@ -126,9 +164,11 @@ fn skipped(input: &SignalInput, inst: &str, i: usize) -> bool {
 
 pub(super) fn judge_signal(input: &SignalInput, plan: &Plan) -> Judged {
     let nsteps = plan.steps.len();
-    let t = plan.threshold;
     let mut baseline: BTreeMap<String, f64> = BTreeMap::new();
-    if input.availability == Availability::Evaluated && t.relative.is_some() {
+    // Every signal gets its window-start baseline (evidence and the falsifier
+    // quote it); only relative thresholds judge against it. A separate
+    // baseline range or capture is evaluated for relative signals only.
+    if input.availability == Availability::Evaluated {
         if let Some(b) = &input.baseline {
             baseline = b.clone();
         } else if let Some((s, e)) = plan.baseline_steps {
@@ -366,6 +406,55 @@ mod tests {
         let mut lit = vec![f, f, f, l];
         assert_eq!(date_back(&mut lit, &[l, u, l, l], 4), 1);
         assert_eq!(lit, vec![f, f, l, l]);
+    }
+
+    #[test]
+    fn threshold_lines_are_where_judge_flips() {
+        use crate::rules::model::Relative;
+        let base: BTreeMap<String, f64> = [("a".to_string(), 0.004), ("b".to_string(), 0.2)]
+            .into_iter()
+            .collect();
+        let t = Threshold {
+            above: Some(0.5),
+            below: None,
+            relative: Some(Relative {
+                factor: 4.0,
+                floor: 0.05,
+                direction: Direction::Above,
+            }),
+            combine: Combine::All,
+        };
+        let lines = threshold_lines(&t, &base);
+        assert_eq!(lines.len(), 3);
+        // The relative part alone (no absolute), judged just past each line.
+        let rel = Threshold {
+            above: None,
+            ..t.clone()
+        };
+        for l in &lines[1..] {
+            let inst = l.instance.as_deref().unwrap();
+            let b = Some(base[inst]);
+            assert_eq!(judge(&rel, Some(l.value * 1.001), b), Some(true), "{l:?}");
+            assert_eq!(judge(&rel, Some(l.value * 0.999), b), Some(false), "{l:?}");
+        }
+        // The floor raises a's line (4 × 4 ms < 50 ms), not b's.
+        assert_eq!(lines[1].value, 0.05);
+        assert!((lines[2].value - 0.8).abs() < 1e-12);
+        // Below: no line when the baseline is not above the floor.
+        let below = Threshold {
+            above: None,
+            below: None,
+            relative: Some(Relative {
+                factor: 0.5,
+                floor: 0.1,
+                direction: Direction::Below,
+            }),
+            combine: Combine::Any,
+        };
+        let lines = threshold_lines(&below, &base);
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0].instance.as_deref(), Some("b"));
+        assert!(!lines[0].above);
     }
 
     #[test]

@@ -38,9 +38,12 @@
 //!   time, recovered when all had recovered; healthy only when every observed
 //!   role's scope question answered "no" from signals that were read.
 
+mod advise;
 mod axes;
+mod corroborate;
 mod decide;
 mod evidence;
+mod falsify;
 mod judge;
 mod timeline;
 mod walk;
@@ -77,6 +80,22 @@ pub struct SignalInput {
     /// that the full window confirms, since a full window dilutes a new fault
     /// with the minutes before it.
     pub short: Option<Box<SignalInput>>,
+    /// The contributors to the signal (its `breakdown:`), when it has one.
+    pub breakdown: Option<BreakdownInput>,
+}
+
+/// A signal's contributors: the breakdown expression's values per label set,
+/// summed over instances, per step.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BreakdownInput {
+    /// The labels naming a contributor.
+    pub by: Vec<String>,
+    /// Label values (in `by` order; `""` when a series lacks the label) →
+    /// value per step.
+    pub groups: BTreeMap<Vec<String>, Vec<Option<f64>>>,
+    /// Why contributors are missing or unnamed (the breakdown's metrics not
+    /// exposed, its labels absent in this version).
+    pub note: Option<String>,
 }
 
 /// Why a value is shown but not judged.
@@ -111,6 +130,7 @@ impl SignalInput {
             skips: BTreeMap::new(),
             observations: BTreeMap::new(),
             short: None,
+            breakdown: None,
         }
     }
 
@@ -137,6 +157,7 @@ impl SignalInput {
             skips: BTreeMap::new(),
             observations: BTreeMap::new(),
             short: None,
+            breakdown: None,
         }
     }
 }
@@ -290,6 +311,8 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         single,
     };
     let mut axes = axes::leaf_reports(rules, input, &frame, &mut warnings, &mut gaps);
+    let advisories = advise::advisories(rules, input, &judged, at);
+    advise::mark_not_applicable(&advisories, &mut axes, &mut gaps);
 
     // 5. Root cause, downstream, ties; who stopped answering.
     let (mut verdict, root_axis) = decide::root_cause(rules, input, &mut axes, &sel, single);
@@ -325,6 +348,7 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
     // 7. Scope, status and summary.
     let scope = scope_info(rules, input, &node_states, at);
     let mut falsifier = None;
+    let mut falsification = None;
     let mut runbook = Vec::new();
     let status;
     if let Some(r) = root_axis {
@@ -343,13 +367,30 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         };
         let l = rules.leaf(&ax.leaf).unwrap_or(0);
         falsifier = Some(rules.leaves[l].falsifier.clone());
+        falsification = falsify::falsification(rules, &axes, r, &verdict.downstream, &input.steps);
         runbook = rules.leaves[l].runbook.clone();
         let name = axis_name(&ax.axis, &ax.sub_axis);
         // The cause member: a target that stopped answering during the episode;
         // the lit instances are then the affected ones.
         let stopped: Vec<String> = unreachable.iter().map(|u| u.target.clone()).collect();
         let (instances, affected) = if stopped.is_empty() {
-            (ax.instances.clone(), Vec::new())
+            // The cause is where the leaf's own question lit; the other
+            // instances lit on its deciding signals in the episode felt it
+            // (the followers that lost a leader whose heartbeats failed, the
+            // apiserver that saw a member's slow disk).
+            let steps: Vec<usize> = match sel.reported[l] {
+                Some(run) => (run.start..=run.end)
+                    .filter(|&i| leaf_states[l].get(i) == Some(&StepState::Lit))
+                    .collect(),
+                None if single => vec![0],
+                None => Vec::new(),
+            };
+            let affected: Vec<String> =
+                axes::lit_instances(&judged, &axes::deciding_signals(rules, l), &steps)
+                    .into_iter()
+                    .filter(|i| !ax.instances.contains(i))
+                    .collect();
+            (ax.instances.clone(), affected)
         } else {
             let affected: Vec<String> = ax
                 .instances
@@ -410,6 +451,13 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
             unreachable,
             affected,
         });
+        verdict.corroboration =
+            corroborate::corroborate(rules, input, &judged, verdict.root_cause.as_ref(), at);
+        for c in &verdict.corroboration {
+            if c.kind == crate::rules::report::CorroborationKind::Contradicts {
+                warnings.push(c.text.clone());
+            }
+        }
         if walk_end != ax.leaf && walk_end != crate::rules::HEALTHY {
             warnings.push(format!(
                 "the tree walk at {} ends at `{walk_end}`, but {name} lit first: the walk shows the state at that time, the verdict follows the onsets",
@@ -473,6 +521,7 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         sources: input.sources.clone(),
         warnings,
         falsifier,
+        falsification,
         runbook,
         rules: RulesInfo {
             origin: rules.origin.clone(),
@@ -481,6 +530,8 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
             leaves: rules.leaves.len(),
         },
         scope,
+        audit: None,
+        advisories,
     }
 }
 

@@ -22,10 +22,7 @@ pub(super) fn eval_condition(c: &Condition, rules: &RuleSet, judged: &[Judged], 
             // `any`; if nothing is left, the answer is unknown.
             let v: Vec<StepState> = any
                 .iter()
-                .filter(|c| match c {
-                    Condition::Signal(s) => !rules.signal(s).is_some_and(|k| judged[k].unavailable),
-                    _ => true,
-                })
+                .filter(|c| !cannot_have(c, rules, judged))
                 .map(|c| eval_condition(c, rules, judged, i))
                 .collect();
             if v.is_empty() {
@@ -43,6 +40,19 @@ pub(super) fn eval_condition(c: &Condition, rules: &RuleSet, judged: &[Judged], 
             let v: Vec<StepState> = all.iter().map(|c| eval_condition(c, rules, judged, i)).collect();
             and_states(&v)
         }
+    }
+}
+
+/// Whether this data cannot have a condition at all: a signal not exposed
+/// by the version or without targets of its role; an `all` with such a part
+/// (a compound cannot be half-seen); an `any` whose every part is such. An
+/// `any` leaves these parts out, so that e.g. an audit-log compound does not
+/// make a metrics-only question unknown.
+fn cannot_have(c: &Condition, rules: &RuleSet, judged: &[Judged]) -> bool {
+    match c {
+        Condition::Signal(s) => rules.signal(s).is_some_and(|k| judged[k].unavailable),
+        Condition::All { all } => all.iter().any(|c| cannot_have(c, rules, judged)),
+        Condition::Any { any } => any.iter().all(|c| cannot_have(c, rules, judged)),
     }
 }
 

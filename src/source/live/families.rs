@@ -1,6 +1,8 @@
 //! The metric families `record` keeps by default: every apiserver and etcd
 //! family of the metrics catalog (METRICS.md; all versions, old and new names),
-//! plus the process and Go runtime families that show restarts and pressure.
+//! plus the process and Go runtime families that show restarts and pressure, and
+//! Kine's own families (`kine_*`, K3s and other Kine-backed apiservers expose them
+//! beside the apiserver's: they tell a SQL backend from etcd).
 //! `record --all` keeps everything instead.
 
 /// Family names (the `Keep` logic adds `_bucket`/`_sum`/`_count`/`_total` forms).
@@ -284,6 +286,10 @@ pub const RECORD_FAMILIES: &[&str] = &[
     "grpc_server_handling_seconds",
     "grpc_server_msg_received_total",
     "grpc_server_started_total",
+    "kine_compact_total",
+    "kine_insert_errors_total",
+    "kine_sql_time_seconds",
+    "kine_sql_total",
     "leader_election_master_status",
     "os_fd_limit",
     "os_fd_used",

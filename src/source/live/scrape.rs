@@ -146,14 +146,11 @@ impl Identity {
 fn identity_sample(id: &mut Identity, s: &SampleRef<'_>) {
     match s.name {
         "process_start_time_seconds" => id.process_start = Some(s.value),
-        "kubernetes_build_info" => {
-            if let Some(v) = s.labels.iter().find(|l| l.name == "git_version") {
-                id.version = Some(v.value.to_string());
-            }
-        }
-        "etcd_server_version" => {
-            if let Some(v) = s.labels.iter().find(|l| l.name == "server_version") {
-                id.version = Some(v.value.to_string());
+        "kubernetes_build_info" | "etcd_server_version" => {
+            if let Some(v) =
+                crate::source::version_of(s.name, s.labels.iter().map(|l| (l.name, l.value.as_ref())))
+            {
+                id.version = Some(v.to_string());
             }
         }
         _ => {}

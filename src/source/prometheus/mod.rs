@@ -247,7 +247,7 @@ impl Prometheus {
             })?;
         let mut versions: BTreeMap<String, String> = BTreeMap::new();
         let vq = format!(
-            "group by ({il}, server_version, git_version) (last_over_time({{__name__=~\"etcd_server_version|kubernetes_build_info\",{}}}[{}]))",
+            "group by ({il}, server_version, git_version, gitVersion) (last_over_time({{__name__=~\"etcd_server_version|kubernetes_build_info\",{}}}[{}]))",
             sel.trim_start_matches('{').trim_end_matches('}'),
             format_duration(span.clamp(60_000, RAW_UP_LIMIT) + 1000)
         );
@@ -255,7 +255,16 @@ impl Prometheus {
             if let crate::eval::Value::Vector(v) = a.data {
                 for s in v {
                     let inst = s.labels.get(il).unwrap_or("").to_string();
-                    if let Some(ver) = s.labels.get("server_version").or(s.labels.get("git_version")) {
+                    let name = if s.labels.get("server_version").is_some() {
+                        "etcd_server_version"
+                    } else {
+                        "kubernetes_build_info"
+                    };
+                    let pairs: Vec<(&str, &str)> = crate::source::VERSION_LABELS
+                        .iter()
+                        .filter_map(|(_, l)| s.labels.get(l).map(|v| (*l, v)))
+                        .collect();
+                    if let Some(ver) = crate::source::version_of(name, pairs.iter().copied()) {
                         versions.insert(inst, ver.to_string());
                     }
                 }
