@@ -10,6 +10,8 @@
 //! headline, no float noise), and colour follows `--color`, `NO_COLOR` and
 //! whether stdout is a terminal.
 
+#[path = "common/realdata.rs"]
+mod realcap;
 #[path = "common/scenarios.rs"]
 mod scenarios;
 
@@ -68,6 +70,23 @@ fn first_pages_match_their_snapshots_and_fit_the_terminal() {
                 let n = l.chars().count();
                 if n > width {
                     problems.push(format!("{name} at {width}: line of {n} columns: {l:?}"));
+                }
+            }
+            // The wide report fits too, and splits no axis or instance name.
+            let mut wide = Vec::new();
+            cptriage::report::table::render(r, &RenderOpts { width, color: false }, &mut wide).unwrap();
+            let wide = String::from_utf8(wide).unwrap();
+            for l in wide.lines() {
+                let n = l.chars().count();
+                if n > width {
+                    problems.push(format!("{name} at {width}, wide: line of {n} columns: {l:?}"));
+                }
+            }
+            for a in r.axes.iter().filter(|a| !a.instances.is_empty()) {
+                for i in &a.instances {
+                    if !wide.contains(i.as_str()) {
+                        problems.push(format!("{name} at {width}, wide: instance {i} split"));
+                    }
                 }
             }
             let lines = page.lines().count();
@@ -281,4 +300,27 @@ fn the_readme_shows_the_first_page() {
         example, page,
         "README.md's example is stale: paste the output of `COLUMNS=80 cptriage diagnose --dump {DEMO}`"
     );
+}
+
+/// Every real capture alone (one snapshot: no onsets, most axes not checked)
+/// also gets a page that fits 80 columns and one screen.
+#[test]
+fn single_snapshot_pages_fit_too() {
+    let mut n = 0;
+    for (name, p) in realcap::files() {
+        n += 1;
+        let page = run(
+            &["diagnose", "--dump", &p.display().to_string()],
+            &[("COLUMNS", "80")],
+        );
+        assert!(
+            page.starts_with("HEALTHY") || page.starts_with("DEGRADED") || page.starts_with("INCONCLUSIVE"),
+            "{name}:\n{page}"
+        );
+        assert!(page.lines().all(|l| l.chars().count() <= 80), "{name}:\n{page}");
+        assert!(page.lines().count() <= MAX_LINES_AT_80, "{name}:\n{page}");
+        assert!(page.contains("one snapshot at "), "{name}:\n{page}");
+        assert!(!page.contains("unknown is"), "{name}:\n{page}");
+    }
+    assert!(n >= 20, "real captures: {n}");
 }

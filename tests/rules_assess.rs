@@ -352,7 +352,7 @@ fn a_single_snapshot_evaluates_gauges_and_says_onsets_need_a_series() {
     assert_eq!(rc.instances, vec!["etcd-1".to_string()]);
     assert_eq!(
         rc.localisation.as_deref(),
-        Some("only etcd-1: member has no leader 0, others 1")
+        Some("only etcd-1: member has a leader no, others yes")
     );
     assert!(
         r.verdict

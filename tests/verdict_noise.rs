@@ -290,6 +290,25 @@ fn the_verdict_is_about_the_incident_lit_at_the_end_and_lists_earlier_ones() {
     let d = axis(&r, "etcd-disk");
     assert_eq!(d.onset, Some(T0 + 5 * STEP));
     assert_eq!(d.instances, ["etcd-0"]);
+    // The first page names the earlier incident, and reads the leader flag
+    // the right way round.
+    let page = cptriage::report::page::first_page(&r, &Default::default());
+    let at = cptriage::timefmt::format_clock(T0 + 5 * STEP, false);
+    assert!(
+        page.contains(&format!("earlier, over before this incident: etcd/disk at {at}")),
+        "{page}"
+    );
+    assert!(
+        page.contains("the etcd member has a leader: no on etcd-2"),
+        "{page}"
+    );
+    let mut wide = Vec::new();
+    cptriage::report::table::render(&r, &Default::default(), &mut wide).unwrap();
+    let wide = String::from_utf8(wide).unwrap();
+    assert!(
+        wide.contains(&format!("earlier: etcd/disk from {at}, over at")),
+        "{wide}"
+    );
 }
 
 #[test]

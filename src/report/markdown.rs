@@ -2,9 +2,9 @@
 
 use std::io::Write;
 
-use super::text::{axis_label, sparkline, timeline, value};
+use super::text::{axis_name, shown_threshold, shown_value, sparkline, timeline, value};
 use crate::rules::report::{Answer, AxisState, Report};
-use crate::timefmt::{format_duration, format_time};
+use crate::timefmt::{format_span, format_time};
 
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', "<br>")
@@ -51,7 +51,7 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         "Window {} → {}, step {}, assessed at {}.",
         format_time(w.from),
         format_time(w.to),
-        format_duration(w.step),
+        format_span(w.step),
         format_time(w.at)
     )?;
     writeln!(out)?;
@@ -72,7 +72,7 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(
             out,
             "| `{}` | {} | {state} | {} | {} | {} | `{}` |",
-            axis_label(a),
+            axis_name(r, a),
             a.severity,
             opt_time(a.onset),
             opt_time(a.recovered),
@@ -92,10 +92,10 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
                 writeln!(
                     out,
                     "| `{}` | {} | {} | {} | {} | `{}` |",
-                    axis_label(a),
+                    axis_name(r, a),
                     cell(&format!("{} — {}", e.signal, e.description)),
-                    cell(&value(e.unit, e.value)),
-                    cell(&e.threshold_text),
+                    cell(&shown_value(e, e.value)),
+                    cell(&shown_threshold(e)),
                     value(e.unit, e.baseline),
                     sparkline(&e.series)
                 )?;
@@ -109,7 +109,7 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
                 .iter()
                 .filter(|e| !e.contributors.is_empty() || e.contributors_note.is_some())
                 .map(move |e| {
-                    let mut s = format!("- `{}` {}: ", axis_label(a), e.signal);
+                    let mut s = format!("- `{}` {}: ", axis_name(r, a), e.signal);
                     let c: Vec<String> = e.contributors.iter().map(|c| c.text()).collect();
                     s.push_str(&if c.is_empty() {
                         "no contributor named".to_string()

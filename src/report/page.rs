@@ -80,6 +80,7 @@ pub fn first_page(r: &Report, opts: &RenderOpts) -> String {
     headline(r, &mut p);
     if r.verdict.root_cause.is_some() {
         axes_block(r, &mut p);
+        earlier(r, &mut p);
         deciding(r, &mut p);
         next_steps(r, &mut p);
     } else {
@@ -91,6 +92,10 @@ pub fn first_page(r: &Report, opts: &RenderOpts) -> String {
     let mut s = p.lines.join("\n");
     s.push('\n');
     s
+}
+
+fn steps_of(r: &Report) -> usize {
+    r.window.steps.len()
 }
 
 /// What the audit logs say of the verdict (one line) and the advisories (one
@@ -135,10 +140,10 @@ fn headline(r: &Report, p: &mut Page) {
     let text = match (&r.status, &r.verdict.root_cause) {
         (Status::Healthy, _) => {
             let parts: Vec<&str> = r.scope.judged.iter().map(|s| s.as_str()).collect();
-            if parts.is_empty() {
-                "no part of the control plane is failing".to_string()
-            } else {
-                format!("{} healthy by their own metrics", and_list(&parts))
+            match parts.len() {
+                0 => "no part of the control plane is failing".to_string(),
+                1 => format!("{} is healthy by its own metrics", parts[0]),
+                _ => format!("{} are healthy by their own metrics", and_list(&parts)),
             }
         }
         (Status::Inconclusive, _) => "the data cannot decide".to_string(),
@@ -189,6 +194,7 @@ fn axes_block(r: &Report, p: &mut Page) {
             (&"cause", Some(o), _) => format!("since {}", format_clock(o, with_date)),
             (_, Some(o), Some(ro)) => format_offset(o - ro),
             (_, Some(o), None) => format_clock(o, with_date),
+            _ if steps_of(r) <= 1 => "one snapshot".to_string(),
             _ => "—".to_string(),
         };
         let state = match (a.state, a.lit_at_end, a.recovered) {
@@ -311,6 +317,38 @@ fn axes_block(r: &Report, p: &mut Page) {
     }
 }
 
+/// Earlier, separate incidents in the window, on one line.
+fn earlier(r: &Report, p: &mut Page) {
+    let e = &r.verdict.earlier;
+    if e.is_empty() {
+        return;
+    }
+    let with_date = !same_day(r.window.from, r.window.to);
+    let items: Vec<String> = e
+        .iter()
+        .take(3)
+        .map(|x| {
+            let name = r
+                .axes
+                .iter()
+                .find(|a| a.leaf == x.leaf)
+                .map(|a| axis_name(r, a))
+                .unwrap_or_else(|| x.leaf.clone());
+            format!("{name} at {}", format_clock(x.onset, with_date))
+        })
+        .collect();
+    let more = if e.len() > 3 {
+        format!(" +{}", e.len() - 3)
+    } else {
+        String::new()
+    };
+    p.wrap(
+        "  ",
+        4,
+        &format!("earlier, over before this incident: {}{more}", items.join(", ")),
+    );
+}
+
 /// The signals that decided the root cause, value against threshold.
 fn deciding(r: &Report, p: &mut Page) {
     let Some(a) = root_axis(r) else { return };
@@ -343,7 +381,7 @@ fn deciding(r: &Report, p: &mut Page) {
         .iter()
         .filter_map(|e| e.value_at)
         .max()
-        .map(|t| format!(" at {}", format_clock(t, false)))
+        .map(|t| format!(" at {}", format_clock(t, !same_day(r.window.from, r.window.to))))
         .unwrap_or_default();
     let more = ev.len().saturating_sub(MAX_SIGNALS);
     let more = if more > 0 {
@@ -370,12 +408,12 @@ fn deciding(r: &Report, p: &mut Page) {
             Some(false) => Tone::Good,
             None => Tone::Dim,
         };
-        let text = format!(
-            "{}: {}{on}; limit {}",
-            signal_label(e),
-            p.paint(tone, &value),
+        let limit = if e.threshold.is_flag(e.unit) {
             shown_threshold(e)
-        );
+        } else {
+            format!("limit {}", shown_threshold(e))
+        };
+        let text = format!("{}: {}{on}; {limit}", signal_label(e), p.paint(tone, &value));
         p.wrap("  ", 4, &text);
     }
 }
@@ -394,36 +432,42 @@ fn next_steps(r: &Report, p: &mut Page) {
 /// Healthy or inconclusive: what was judged, and what the data could not say.
 fn no_cause(r: &Report, p: &mut Page) {
     let sc = &r.scope;
+    let mut said_absent = false;
     match r.status {
         Status::Healthy => {
             let judged: Vec<&str> = sc.judged.iter().map(|s| s.as_str()).collect();
             if !judged.is_empty() {
                 let clear = r.axes.iter().filter(|a| a.state == AxisState::Clear).count();
-                p.wrap(
-                    "  ",
-                    4,
-                    &format!(
-                        "{} of {} axes checked and clear over the window",
-                        clear,
-                        r.axes.len()
-                    ),
-                );
+                let text = if clear == r.axes.len() {
+                    format!("all {clear} axes checked, none failing")
+                } else {
+                    format!("{clear} of {} axes checked, none failing", r.axes.len())
+                };
+                p.wrap("  ", 4, &text);
             }
         }
         _ => {
             let symptom = r.symptom.as_ref().is_some_and(|s| s.state == AxisState::Lit);
             let text = if symptom {
                 "clients are affected, but no part of the control plane shows the cause yet".to_string()
-            } else if sc.observed.is_empty() {
-                "the data has no apiserver or etcd target to judge".to_string()
             } else {
+                // Roles the rules judge that are in the data but were not judged
+                // (a target of unknown role is judged by no scope).
                 let roles: Vec<&str> = sc
                     .observed
                     .iter()
-                    .filter(|x| !sc.judged.contains(x))
+                    .filter(|x| {
+                        !sc.judged.contains(x) && !sc.not_observed.contains(x) && x.as_str() != "unknown"
+                    })
                     .map(|s| s.as_str())
                     .collect();
-                if roles.is_empty() {
+                if roles.is_empty() && sc.judged.is_empty() && !sc.not_observed.is_empty() {
+                    let parts: Vec<&str> = sc.not_observed.iter().map(|s| s.as_str()).collect();
+                    said_absent = true;
+                    format!("the data holds no {}", parts.join(" or "))
+                } else if roles.is_empty() && sc.judged.is_empty() {
+                    "the data holds no target the rules judge".to_string()
+                } else if roles.is_empty() {
                     "nothing is failing, but the signals that say \"healthy\" were not all read".to_string()
                 } else {
                     format!(
@@ -436,7 +480,7 @@ fn no_cause(r: &Report, p: &mut Page) {
             p.wrap("  ", 4, &text);
         }
     }
-    if !sc.not_observed.is_empty() {
+    if !sc.not_observed.is_empty() && !said_absent {
         let roles: Vec<&str> = sc.not_observed.iter().map(|s| s.as_str()).collect();
         p.wrap("  ", 4, &format!("{} not in the data", and_list(&roles)));
     }
@@ -484,7 +528,7 @@ fn the_warning(r: &Report, p: &mut Page) {
     }
     let Some(text) = text else { return };
     p.blank();
-    let mut text = text;
+    let mut text = condense(&text);
     let more = r.warnings.len().saturating_sub(shown);
     if more > 0 {
         text.push_str(&format!(" (and {more} more warning{})", plural(more)));
@@ -504,12 +548,16 @@ fn not_checked(r: &Report, p: &mut Page) {
         .collect();
     let w = &r.window;
     let with_date = !same_day(w.from, w.to);
-    let window = format!(
-        "{} → {}, step {}",
-        format_clock(w.from, true),
-        format_clock(w.to, with_date),
-        format_span(w.step)
-    );
+    let window = if w.steps.len() <= 1 {
+        format!("one snapshot at {}", format_clock(w.at, true))
+    } else {
+        format!(
+            "{} → {}, step {}",
+            format_clock(w.from, true),
+            format_clock(w.to, with_date),
+            format_span(w.step)
+        )
+    };
     let text = if unchecked.is_empty() {
         format!("All axes checked · {window} · more: -o wide")
     } else {
@@ -523,6 +571,27 @@ fn not_checked(r: &Report, p: &mut Page) {
     }
     let dim = p.paint(Tone::Dim, &text);
     p.wrap("", 0, &dim);
+}
+
+/// A warning for the page: a parenthesised list of more than three ids
+/// (`(a, b, c, d, …)`) becomes its count; `-o wide` lists them.
+fn condense(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('(') {
+        let Some(len) = rest[open..].find(')') else { break };
+        let inner = &rest[open + 1..open + len];
+        let items: Vec<&str> = inner.split(", ").collect();
+        out.push_str(&rest[..open]);
+        if items.len() > 3 && items.iter().all(|i| !i.is_empty() && !i.contains(' ')) {
+            out.push_str(&format!("({} of them)", items.len()));
+        } else {
+            out.push_str(&rest[open..=open + len]);
+        }
+        rest = &rest[open + len + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn plural(n: usize) -> &'static str {
@@ -693,6 +762,15 @@ mod tests {
             .into();
         assert_eq!(short_list(&v), "apiserver-0, etcd-0 +2");
         assert_eq!(short_list(&v[1..]), "etcd-0, etcd-1, etcd-2");
+    }
+
+    #[test]
+    fn long_id_lists_in_warnings_are_counted() {
+        assert_eq!(
+            condense("read since start (a_b, c, d, e); history (not now)"),
+            "read since start (4 of them); history (not now)"
+        );
+        assert_eq!(condense("x (a, b) y"), "x (a, b) y");
     }
 
     #[test]

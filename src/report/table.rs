@@ -21,6 +21,9 @@ fn new_table(header: &[&str], width: usize) -> Table {
     t
 }
 
+/// Narrower than this, the evidence is a list rather than a table.
+const NARROW: usize = 110;
+
 /// Columns never wrapped: names, times and timelines read whole or not at all.
 fn keep_whole(t: &mut Table, cols: &[usize]) {
     for &c in cols {
@@ -145,6 +148,20 @@ pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Re
     for a in &r.verdict.assumptions {
         line("assumption: ", a);
     }
+    for e in &r.verdict.earlier {
+        let over = e
+            .recovered
+            .map(|x| format!(", over at {}", clock(Some(x))))
+            .unwrap_or_default();
+        line(
+            "earlier: ",
+            &format!(
+                "{} from {}{over} (a separate incident)",
+                named(&e.leaf),
+                clock(Some(e.onset))
+            ),
+        );
+    }
     for h in head {
         writeln!(out, "{h}")?;
     }
@@ -163,7 +180,14 @@ pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Re
     for l in wrap("", 2, &title, width) {
         writeln!(out, "{l}")?;
     }
-    let mut rows = Vec::new();
+    // The recovered column only when something recovered.
+    let any_recovered = r.axes.iter().any(|a| a.recovered.is_some());
+    let mut header = vec!["axis", "sev", "state", "onset"];
+    if any_recovered {
+        header.push("recovered");
+    }
+    header.push("instances");
+    let mut rows: Vec<Vec<String>> = Vec::new();
     for a in &r.axes {
         let state = match a.state {
             AxisState::Lit if a.lit_at_end => "LIT",
@@ -172,61 +196,62 @@ pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Re
             AxisState::Unknown => "unknown",
             AxisState::NotChecked => "not checked",
         };
-        rows.push([
+        let mut row = vec![
             axis_name(r, a),
             a.severity.to_string(),
             state.to_string(),
             clock(a.onset),
-            clock(a.recovered),
-            a.instances.join(", "),
-        ]);
+        ];
+        if any_recovered {
+            row.push(clock(a.recovered));
+        }
+        // One instance a line: a name is never split.
+        row.push(a.instances.join("\n"));
+        rows.push(row);
     }
     // The timeline takes what the other columns leave (3 columns of border
     // and padding each), at most one cell per step.
-    let text: usize = (0..6)
+    let text: usize = (0..header.len())
         .map(|c| {
             rows.iter()
-                .map(|x| x[c].chars().count())
-                .chain(std::iter::once(9))
+                .flat_map(|x| x[c].lines().map(|l| l.chars().count()).collect::<Vec<_>>())
+                .chain(std::iter::once(header[c].len()))
                 .max()
                 .unwrap_or(0)
                 + 3
         })
         .sum();
-    let tl = width.saturating_sub(text + 4).clamp(8, super::text::MAX_WIDTH);
-    let mut t = new_table(
-        &[
-            "axis",
-            "sev",
-            "state",
-            "onset",
-            "recovered",
-            "instances",
-            "timeline",
-        ],
-        width,
-    );
-    for (a, row) in r.axes.iter().zip(rows) {
-        let mut cells: Vec<String> = row.into();
-        cells.push(fit_timeline(&a.timeline, tl));
-        t.add_row(cells);
+    let tl = width.saturating_sub(text + 6).clamp(8, super::text::MAX_WIDTH);
+    header.push("timeline");
+    let mut t = new_table(&header, width);
+    let inst_col = header.len() - 2;
+    for (a, mut row) in r.axes.iter().zip(rows) {
+        row.push(fit_timeline(&a.timeline, tl));
+        t.add_row(row);
     }
-    keep_whole(&mut t, &[0, 3, 4, 6]);
+    // Instance names stay whole when the table fits with them.
+    let mut whole = vec![0, 3, header.len() - 1];
+    if text + 8 + 4 <= width {
+        whole.push(inst_col);
+    }
+    if any_recovered {
+        whole.push(4);
+    }
+    keep_whole(&mut t, &whole);
     writeln!(out, "{t}")?;
 
     let lit: Vec<_> = r.axes.iter().filter(|a| a.state == AxisState::Lit).collect();
     if !lit.is_empty() {
         writeln!(out)?;
         writeln!(out, "Evidence")?;
-        let mut t = new_table(
-            &["axis", "signal", "value", "threshold", "baseline", "trend"],
-            width,
-        );
         // Trends as wide as a narrow terminal allows.
         let trend = (width / 8).clamp(8, super::text::MAX_WIDTH);
+        // Per axis: the signals that lit (and the context the rules ask to
+        // show) in full, as [signal, value, threshold, baseline, trend]; the
+        // others on the axis's path in one line.
+        let mut groups: Vec<(String, Vec<[String; 5]>, Vec<String>)> = Vec::new();
         for a in &lit {
-            // The signals that lit (and the context the rules ask to show) in
-            // full; the others on the axis's path in one row.
+            let mut rows = Vec::new();
             let mut quiet = Vec::new();
             for e in &a.evidence {
                 if e.lit != Some(true) && !e.context {
@@ -243,31 +268,64 @@ pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Re
                         .map(|i| i.instance.as_str())
                         .collect();
                     if !on.is_empty() {
-                        v = format!("{v}\non {}", on.join(", "));
+                        v = format!("{v} on {}", on.join(", "));
                     }
                 }
-                t.add_row(vec![
-                    axis_name(r, a),
-                    format!("{}\n({})", e.description, e.signal),
+                rows.push([
+                    format!("{} ({})", e.description, e.signal),
                     v,
                     shown_threshold(e),
                     value(e.unit, e.baseline),
                     fit_sparkline(&e.series, trend),
                 ]);
             }
+            groups.push((axis_name(r, a), rows, quiet));
+        }
+        if width >= NARROW {
+            let mut t = new_table(
+                &["axis", "signal", "value", "threshold", "baseline", "trend"],
+                width,
+            );
+            for (axis, rows, quiet) in &groups {
+                for row in rows {
+                    let mut cells = vec![axis.clone()];
+                    cells.extend(row.iter().cloned());
+                    t.add_row(cells);
+                }
+                if !quiet.is_empty() {
+                    t.add_row(vec![
+                        axis.clone(),
+                        format!("{} more, not failing", quiet.len()),
+                        quiet.join(", "),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                    ]);
+                }
+            }
             keep_whole(&mut t, &[0, 5]);
-            if !quiet.is_empty() {
-                t.add_row(vec![
-                    axis_name(r, a),
-                    format!("{} more, not failing", quiet.len()),
-                    quiet.join(", "),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                ]);
+            writeln!(out, "{t}")?;
+        } else {
+            // A table of six columns does not fit: one block per signal.
+            for (axis, rows, quiet) in &groups {
+                writeln!(out, "  {axis}")?;
+                for [signal, v, thr, base, tr] in rows {
+                    let text = format!("{v}; threshold {thr}; baseline {base}; {tr}");
+                    for l in wrap("    ", 6, signal, width)
+                        .into_iter()
+                        .chain(wrap("      ", 8, &text, width))
+                    {
+                        writeln!(out, "{l}")?;
+                    }
+                }
+                if !quiet.is_empty() {
+                    let text = format!("{} more, not failing: {}", quiet.len(), quiet.join(", "));
+                    for l in wrap("    ", 6, &text, width) {
+                        writeln!(out, "{l}")?;
+                    }
+                }
             }
         }
-        writeln!(out, "{t}")?;
     }
 
     writeln!(out)?;
@@ -372,6 +430,7 @@ pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Re
         ],
         width,
     );
+    keep_whole(&mut t, &[0, 2]);
     for s in &r.sources {
         let mut notes = Vec::new();
         for x in &s.restarts {

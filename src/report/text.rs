@@ -89,20 +89,16 @@ pub fn fit_timeline(steps: &[StepState], width: usize) -> String {
         .collect()
 }
 
-/// Whether a signal is a yes/no flag: a 0/1 count lit below 1 (a member
-/// answering its scrape, having a leader). Its description states the "yes".
+/// Whether a signal is a yes/no flag ([`Threshold::is_flag`]).
 pub fn is_flag(unit: Unit, t: &Threshold) -> bool {
-    unit == Unit::Count && t.above.is_none() && t.relative.is_none() && t.below == Some(1.0)
+    t.is_flag(unit)
 }
 
-/// A signal's value for people: `yes`/`no` for flags, else the unit's format.
+/// A signal's value for people: `yes`/`no` for flags, else the unit's
+/// format ([`Threshold::format_value`]); `—` when missing.
 pub fn shown_value(e: &Evidence, v: Option<f64>) -> String {
-    match v {
-        Some(x) if is_flag(e.unit, &e.threshold) && (x == 0.0 || x == 1.0) => {
-            if x == 1.0 { "yes" } else { "no" }.to_string()
-        }
-        _ => value(e.unit, v),
-    }
+    v.map(|x| e.threshold.format_value(e.unit, x))
+        .unwrap_or_else(|| "—".into())
 }
 
 /// A signal's threshold for people: `failing when no` for flags.

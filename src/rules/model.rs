@@ -355,6 +355,22 @@ pub struct Threshold {
 }
 
 impl Threshold {
+    /// Whether the signal is a yes/no flag: a 0/1 count lit below 1 (a member
+    /// answering its scrape, having a leader); its description states the "yes".
+    pub fn is_flag(&self, unit: Unit) -> bool {
+        unit == Unit::Count && self.above.is_none() && self.relative.is_none() && self.below == Some(1.0)
+    }
+
+    /// A value of a signal with this threshold for people: `yes`/`no` for a
+    /// flag, else [`Unit::format`].
+    pub fn format_value(&self, unit: Unit, v: f64) -> String {
+        if self.is_flag(unit) && (v == 0.0 || v == 1.0) {
+            if v == 1.0 { "yes" } else { "no" }.to_string()
+        } else {
+            unit.format(v)
+        }
+    }
+
     /// Human form of the threshold, values formatted in `unit`:
     /// `> 500 ms or > 4 × baseline (and > 50 ms)`.
     pub fn text(&self, unit: Unit) -> String {

@@ -103,7 +103,7 @@ pub(super) fn evidence(
             }
         })
         .collect();
-    let localisation = localise(def.unit, &def.description, &in_span);
+    let localisation = localise(def.unit, &def.threshold, &def.description, &in_span);
     let mut notes: Vec<String> = input.note.iter().cloned().collect();
     for (reason, count) in input.skip_counts() {
         notes.push(format!("{count} step(s) not judged: {reason}"));
@@ -160,7 +160,7 @@ pub(super) fn evidence(
 
 /// "only etcd-2: 1.2 s; others ≤ 7 ms" when some but not all instances are lit;
 /// "all 3 instances" when every instance with a value is lit.
-fn localise(unit: Unit, what: &str, inst: &[InstanceValue]) -> Option<String> {
+fn localise(unit: Unit, threshold: &Threshold, what: &str, inst: &[InstanceValue]) -> Option<String> {
     let lit: Vec<&InstanceValue> = inst.iter().filter(|i| i.lit == Some(true)).collect();
     let unlit: Vec<&InstanceValue> = inst.iter().filter(|i| i.lit == Some(false)).collect();
     if lit.is_empty() {
@@ -168,7 +168,7 @@ fn localise(unit: Unit, what: &str, inst: &[InstanceValue]) -> Option<String> {
     }
     let fmt_v = |i: &InstanceValue| {
         i.value
-            .map(|v| unit.format(v))
+            .map(|v| threshold.format_value(unit, v))
             .unwrap_or_else(|| "no data".into())
     };
     let names: Vec<&str> = lit.iter().map(|i| i.instance.as_str()).collect();
@@ -190,7 +190,7 @@ fn localise(unit: Unit, what: &str, inst: &[InstanceValue]) -> Option<String> {
     let range = if others.is_empty() {
         "no data".to_string()
     } else if lo == hi {
-        unit.format(lo)
+        threshold.format_value(unit, lo)
     } else {
         format!("{}–{}", unit.format(lo), unit.format(hi))
     };
