@@ -148,13 +148,8 @@ fn write_fleet(gens: &[Generated], path: &Path) {
     std::fs::write(path, out).expect("write openmetrics");
 }
 
-/// Runs the fleet diagnosis; returns (exit code, verdicts, signal queries).
-fn fleet(
-    url: &str,
-    from: i64,
-    to: i64,
-    clusters: Option<&str>,
-) -> (Option<i32>, Vec<serde_json::Value>, usize) {
+/// Runs the fleet diagnosis; returns (exit code, stdout, stderr).
+fn run(url: &str, from: i64, to: i64, clusters: Option<&str>, output: &str) -> (Option<i32>, String, String) {
     let fmt = |t: i64| {
         chrono::DateTime::from_timestamp_millis(t)
             .expect("time")
@@ -179,7 +174,7 @@ fn fleet(
         "--step".into(),
         "15s".into(),
         "-o".into(),
-        "json".into(),
+        output.into(),
     ];
     if let Some(re) = clusters {
         args.push("--clusters".into());
@@ -189,9 +184,23 @@ fn fleet(
         .args(&args)
         .output()
         .expect("run cptriage");
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+/// Runs the fleet diagnosis as JSON; returns (exit code, verdicts, signal queries).
+fn fleet(
+    url: &str,
+    from: i64,
+    to: i64,
+    clusters: Option<&str>,
+) -> (Option<i32>, Vec<serde_json::Value>, usize) {
+    let (code, stdout, stderr) = run(url, from, to, clusters, "json");
     let v: serde_json::Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("json: {e}\nstderr: {stderr}"));
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("json: {e}\nstderr: {stderr}"));
     let queries = stderr
         .lines()
         .find_map(|l| {
@@ -199,7 +208,7 @@ fn fleet(
             rest.split_whitespace().next()?.parse::<usize>().ok()
         })
         .unwrap_or_else(|| panic!("no query count in stderr: {stderr}"));
-    (out.status.code(), v.as_array().expect("array").clone(), queries)
+    (code, v.as_array().expect("array").clone(), queries)
 }
 
 #[test]
@@ -258,6 +267,22 @@ fn fifty_clusters_are_judged_from_the_queries_of_one() {
     assert_eq!(ten.len(), 10);
     assert!(q10 > 0);
     assert_eq!(q10, q50, "queries for 10 clusters vs 50");
+    // The table: a header, one row per cluster, sick first, and the counts.
+    let (code, table, _) = run(&url, from, to, Some("c0[0-4]"), "table");
+    eprintln!("{table}");
+    let rows: Vec<&str> = table.lines().collect();
+    assert!(
+        rows[0].starts_with("CLUSTER") && rows[0].contains("ROOT CAUSE"),
+        "{table}"
+    );
+    assert!(
+        rows[1].contains("degraded") && rows[5].starts_with("c00 ") && rows[5].contains("healthy"),
+        "{table}"
+    );
+    assert!(table.contains("5 clusters: 4 degraded, 1 healthy"), "{table}");
+    assert_eq!(code, Some(1));
+    let (code, _, _) = run(&url, from, to, Some("c00|c05"), "table");
+    assert_eq!(code, Some(0), "a healthy fleet exits 0");
     eprintln!(
         "{CLUSTERS} clusters: {q50} signal queries (10 clusters: {q10}); {:.1} s in all",
         t0.elapsed().as_secs_f64()

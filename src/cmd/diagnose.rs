@@ -274,20 +274,17 @@ fn run_prometheus(
     render(&report, a, out)
 }
 
-/// The window and baseline of a Prometheus diagnosis from the flags: (from,
-/// to, at, step, baseline).
-fn prom_window(
-    a: &DiagnoseArgs,
-) -> Result<
-    (
-        Millis,
-        Millis,
-        Option<Millis>,
-        Option<Millis>,
-        BaselineSpec<'static>,
-    ),
-    CliError,
-> {
+/// The window of a Prometheus diagnosis: (from, to, at, step, baseline).
+type PromWindow = (
+    Millis,
+    Millis,
+    Option<Millis>,
+    Option<Millis>,
+    BaselineSpec<'static>,
+);
+
+/// The window and baseline of a Prometheus diagnosis from the flags.
+fn prom_window(a: &DiagnoseArgs) -> Result<PromWindow, CliError> {
     let step = a.step.as_deref().map(parse_duration).transpose()?;
     if step == Some(0) {
         return Err(CliError::Usage("`--step` must be greater than zero".into()));
@@ -370,7 +367,7 @@ fn run_fleet(
             from: Some(from),
             to: Some(to),
             step,
-            baseline: baseline.clone(),
+            baseline,
             debounce: a.debounce as usize,
         };
         let view = shared.cluster(cluster);

@@ -234,7 +234,7 @@ impl Prometheus {
         to: Millis,
         step: Option<Millis>,
         by: Option<&str>,
-    ) -> Result<(Vec<(String, Target)>, Vec<String>), PromError> {
+    ) -> Result<(Vec<GroupedTarget>, Vec<String>), PromError> {
         let ms = self.role_matchers(role).unwrap_or_default();
         let sel = select::selector_text(&ms);
         let il = self.cfg.instance_label.as_str();
@@ -403,6 +403,10 @@ fn rename_instance(mut s: Series, label: &str) -> Series {
     }
     s
 }
+
+/// A target with the value of the fleet label it belongs to (empty outside
+/// fleet mode).
+type GroupedTarget = (String, Target);
 
 /// One query's result, filled by whichever worker ran it.
 type Slot = Mutex<Option<Result<Vec<Series>, String>>>;
