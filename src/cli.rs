@@ -336,6 +336,16 @@ pub struct DiagnoseArgs {
     /// print the final report (and keep the `--save` capture).
     #[arg(long, requires = "live")]
     pub watch: bool,
+    /// With `--prometheus`: fleet mode. Judge every value of this label (e.g.
+    /// `cluster`) as its own control plane, from the same queries: one row
+    /// per cluster, sick first (`-o json`: an array of verdicts, each with
+    /// its `cluster`). The exit code is the worst of the fleet.
+    #[arg(long, value_name = "LABEL", requires = "prometheus", conflicts_with_all = ["audit", "watch"])]
+    pub by: Option<String>,
+    /// With `--by`: only the clusters whose label value matches this regular
+    /// expression (anchored, as in PromQL).
+    #[arg(long, value_name = "REGEX", requires = "by")]
+    pub clusters: Option<String>,
     /// With `--live`: also write the rounds as a capture directory (as `record`
     /// does), to diagnose the same rounds again later with `--dump DIR`.
     #[arg(long, value_name = "DIR", requires = "live")]

@@ -47,6 +47,8 @@ pub fn run(mut a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
     let rules = load_rules(a.rules.as_deref())?;
     let result = if a.watch {
         crate::cmd::watch::run(&a, &rules, out, err)
+    } else if a.by.is_some() {
+        run_fleet(&a, &rules, out, err)
     } else if a.prom.prometheus.is_some() {
         run_prometheus(&a, &rules, out, err)
     } else {
@@ -216,30 +218,7 @@ fn run_prometheus(
     if let Some(w) = &insecure {
         writeln!(err, "warning: {w}")?;
     }
-    let step = a.step.as_deref().map(parse_duration).transpose()?;
-    if step == Some(0) {
-        return Err(CliError::Usage("`--step` must be greater than zero".into()));
-    }
-    let at = a.at.as_deref().map(parse_time).transpose()?;
-    let to = match (a.to.as_deref().map(parse_time).transpose()?, at) {
-        (Some(t), _) => t,
-        (None, Some(at)) => at,
-        (None, None) => chrono::Utc::now().timestamp_millis() / 1000 * 1000,
-    };
-    let from = match a.from.as_deref().map(parse_time).transpose()? {
-        Some(f) => f,
-        None => to - since(a)?.unwrap_or(PROMETHEUS_DEFAULT_WINDOW),
-    };
-    if to < from {
-        return Err(CliError::Usage("`--to` is before `--from`".into()));
-    }
-    let baseline = match (&a.baseline_from, &a.baseline_to) {
-        (Some(f), Some(t)) => BaselineSpec::Range {
-            from: parse_time(f)?,
-            to: parse_time(t)?,
-        },
-        _ => BaselineSpec::WindowStart,
-    };
+    let (from, to, at, step, baseline) = prom_window(a)?;
     let mut ds = prom.dataset(from, to, step).map_err(prom_error)?;
     for w in &ds.warnings {
         writeln!(err, "warning: {}: {}", w.origin, w.message)?;
@@ -293,6 +272,160 @@ fn run_prometheus(
         ));
     }
     render(&report, a, out)
+}
+
+/// The window of a Prometheus diagnosis: (from, to, at, step, baseline).
+type PromWindow = (
+    Millis,
+    Millis,
+    Option<Millis>,
+    Option<Millis>,
+    BaselineSpec<'static>,
+);
+
+/// The window and baseline of a Prometheus diagnosis from the flags.
+fn prom_window(a: &DiagnoseArgs) -> Result<PromWindow, CliError> {
+    let step = a.step.as_deref().map(parse_duration).transpose()?;
+    if step == Some(0) {
+        return Err(CliError::Usage("`--step` must be greater than zero".into()));
+    }
+    let at = a.at.as_deref().map(parse_time).transpose()?;
+    let to = match (a.to.as_deref().map(parse_time).transpose()?, at) {
+        (Some(t), _) => t,
+        (None, Some(at)) => at,
+        (None, None) => chrono::Utc::now().timestamp_millis() / 1000 * 1000,
+    };
+    let from = match a.from.as_deref().map(parse_time).transpose()? {
+        Some(f) => f,
+        None => to - since(a)?.unwrap_or(PROMETHEUS_DEFAULT_WINDOW),
+    };
+    if to < from {
+        return Err(CliError::Usage("`--to` is before `--from`".into()));
+    }
+    let baseline = match (&a.baseline_from, &a.baseline_to) {
+        (Some(f), Some(t)) => BaselineSpec::Range {
+            from: parse_time(f)?,
+            to: parse_time(t)?,
+        },
+        _ => BaselineSpec::WindowStart,
+    };
+    Ok((from, to, at, step, baseline))
+}
+
+/// `diagnose --prometheus URL --by LABEL`: every value of LABEL judged as
+/// its own control plane from the same queries (see
+/// [`crate::source::prometheus::fleet`]); the exit code is the worst of the
+/// fleet.
+fn run_fleet(
+    a: &DiagnoseArgs,
+    rules: &RuleSet,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<ExitCode, CliError> {
+    use crate::report::fleet;
+    let label = a.by.as_deref().unwrap_or_default().trim().to_string();
+    if label.is_empty() || !label.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(CliError::Usage(format!(
+            "`--by` expects a label name (letters, digits, `_`), got `{label}`"
+        )));
+    }
+    let mut more = Vec::new();
+    if let Some(re) = &a.clusters {
+        let text = format!(
+            "{{{label}=~\"{}\"}}",
+            re.replace('\\', "\\\\").replace('"', "\\\"")
+        );
+        more = parse_selector("--clusters", &text).map_err(|e| CliError::Usage(e.to_string()))?;
+    }
+    let prom = connect_with(&a.prom, more)?;
+    let insecure = insecure_warning(&a.prom, &prom);
+    if let Some(w) = &insecure {
+        writeln!(err, "warning: {w}")?;
+    }
+    let (from, to, at, step, baseline) = prom_window(a)?;
+    let datasets = prom.fleet_datasets(from, to, step, &label).map_err(prom_error)?;
+    if datasets.is_empty() {
+        return Err(CliError::Data(format!(
+            "no cluster in {} from {} to {}: no `up` series of the role selectors has a `{label}` label{}",
+            prom.url(),
+            format_time(from),
+            format_time(to),
+            if a.clusters.is_some() {
+                " matching `--clusters`"
+            } else {
+                ""
+            }
+        )));
+    }
+    // One step for the whole fleet, so every cluster asks the same queries.
+    let step = step.or_else(|| datasets.values().find_map(|d| d.typical_interval()));
+    let shared = crate::source::prometheus::fleet::Fleet::new(&prom, &label);
+    let mut reports = Vec::new();
+    for (cluster, ds) in &datasets {
+        let opts = Options {
+            at,
+            from: Some(from),
+            to: Some(to),
+            step,
+            baseline,
+            debounce: a.debounce as usize,
+        };
+        let view = shared.cluster(cluster);
+        let mut report = match engine::diagnose_with(rules, ds, &view, &opts) {
+            Ok(r) => r,
+            Err(engine::EngineError::NoData) => Report::unusable(
+                rules,
+                "no snapshots in the window",
+                Vec::new(),
+                to,
+                a.debounce as usize,
+            ),
+            Err(e) => return Err(CliError::Usage(e.to_string())),
+        };
+        report.warnings.extend(insecure.iter().cloned());
+        reports.push((cluster.clone(), report));
+    }
+    let (answered, failed) = prom.outcome();
+    if answered == 0 {
+        if let Some(first) = failed.first() {
+            return Err(CliError::Data(format!(
+                "no signal could be queried from Prometheus ({} failed); the first error: {first}",
+                failed.len()
+            )));
+        }
+    }
+    let api_warnings = prom.take_warnings();
+    for (_, r) in &mut reports {
+        r.warnings.extend(api_warnings.iter().cloned());
+        if !failed.is_empty() {
+            r.warnings.push(format!(
+                "{} queries to Prometheus failed; their axes are listed under what could not be checked",
+                failed.len()
+            ));
+        }
+    }
+    writeln!(
+        err,
+        "{} clusters judged from {answered} signal queries ({} failed)",
+        reports.len(),
+        failed.len()
+    )?;
+    match a.output {
+        ReportFormat::Json => fleet::render_json(&reports, out)?,
+        ReportFormat::Table | ReportFormat::Wide => fleet::render_table(&label, &reports, out)?,
+        other => {
+            return Err(CliError::Usage(format!(
+                "`--by` writes a table or JSON; `-o {}` is not supported for a fleet",
+                format!("{other:?}").to_lowercase()
+            )))
+        }
+    }
+    Ok(match fleet::worst(&reports) {
+        Some(Status::Degraded) => ExitCode::AxisNamed,
+        Some(Status::Inconclusive) | None => ExitCode::Data,
+        Some(Status::Recovered) => ExitCode::Recovered,
+        Some(Status::Healthy) => ExitCode::Ok,
+    })
 }
 
 /// Reads `--audit` logs into the dataset: bucketed on `--step`, else on the
@@ -369,6 +502,11 @@ fn read_file(what: &str, p: &std::path::Path) -> Result<Vec<u8>, CliError> {
 
 /// Builds the Prometheus source of `--prometheus` and its flags.
 pub(crate) fn connect(a: &PromArgs) -> Result<Prometheus, CliError> {
+    connect_with(a, Vec::new())
+}
+
+/// [`connect`] with more matchers added to every selector.
+fn connect_with(a: &PromArgs, more: Vec<promql_parser::label::Matcher>) -> Result<Prometheus, CliError> {
     let url = a
         .prometheus
         .clone()
@@ -404,10 +542,12 @@ pub(crate) fn connect(a: &PromArgs) -> Result<Prometheus, CliError> {
             matchers: role_sel("--controller-selector", &a.controller_selector)?,
         },
     ];
-    let extra = match &a.selector {
+    let mut extra = match &a.selector {
         Some(s) => sel("--selector", s)?,
         None => Vec::new(),
     };
+    extra.retain(|m| !more.iter().any(|x| x.name == m.name));
+    extra.extend(more);
     let mut headers = Vec::new();
     for h in &a.prometheus_header {
         let Some((name, value)) = h.split_once(':') else {

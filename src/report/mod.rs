@@ -4,6 +4,7 @@
 //! and a writer; rendering never evaluates.
 
 pub mod audit;
+pub mod fleet;
 pub mod html;
 pub mod json;
 pub mod markdown;

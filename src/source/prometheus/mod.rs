@@ -22,6 +22,7 @@
 
 pub mod api;
 pub mod decode;
+pub mod fleet;
 pub mod select;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -146,24 +147,65 @@ impl Prometheus {
     /// Fails when the API cannot be reached or answers no role's `up` query;
     /// a role without series is left out (its axes become gaps).
     pub fn dataset(&self, from: Millis, to: Millis, step: Option<Millis>) -> Result<Dataset, PromError> {
-        let mut ds = Dataset::default();
+        let mut all = self.datasets_by(from, to, step, None)?;
+        Ok(all.remove("").unwrap_or_default())
+    }
+
+    /// [`Prometheus::dataset`] split by the values of the label `by` (fleet
+    /// mode, `--by cluster`): one dataset per value, from the same queries as
+    /// one dataset. Targets without the label are left out, with a warning.
+    pub fn fleet_datasets(
+        &self,
+        from: Millis,
+        to: Millis,
+        step: Option<Millis>,
+        by: &str,
+    ) -> Result<BTreeMap<String, Dataset>, PromError> {
+        let mut all = self.datasets_by(from, to, step, Some(by))?;
+        if let Some(unlabelled) = all.remove("") {
+            let n = unlabelled.targets.len();
+            let w = SourceWarning {
+                origin: self.url().to_string(),
+                message: format!("{n} target(s) have no `{by}` label and are left out of the fleet"),
+            };
+            for ds in all.values_mut() {
+                ds.warnings.extend(unlabelled.warnings.iter().cloned());
+                if n > 0 {
+                    ds.warnings.push(w.clone());
+                }
+            }
+        }
+        Ok(all)
+    }
+
+    fn datasets_by(
+        &self,
+        from: Millis,
+        to: Millis,
+        step: Option<Millis>,
+        by: Option<&str>,
+    ) -> Result<BTreeMap<String, Dataset>, PromError> {
+        let mut out: BTreeMap<String, Dataset> = BTreeMap::new();
+        let mut warnings = Vec::new();
         let mut answered = 0;
         let mut last_err = None;
         for r in &self.cfg.roles {
-            match self.role_targets(r.role, from, to, step) {
-                Ok((targets, warnings)) => {
+            match self.role_targets(r.role, from, to, step, by) {
+                Ok((targets, ws)) => {
                     answered += 1;
-                    for w in warnings {
-                        ds.warnings.push(SourceWarning {
+                    for w in ws {
+                        warnings.push(SourceWarning {
                             origin: self.url().to_string(),
                             message: w,
                         });
                     }
-                    ds.targets.extend(targets);
+                    for (group, t) in targets {
+                        out.entry(group).or_default().targets.push(t);
+                    }
                 }
                 Err(e) if e.is_connection() => return Err(e),
                 Err(e) => {
-                    ds.warnings.push(SourceWarning {
+                    warnings.push(SourceWarning {
                         origin: self.url().to_string(),
                         message: format!("the {} targets could not be listed: {e}", r.role),
                     });
@@ -176,7 +218,13 @@ impl Prometheus {
                 return Err(e);
             }
         }
-        Ok(ds)
+        if by.is_none() {
+            out.entry(String::new()).or_default();
+        }
+        for ds in out.values_mut() {
+            ds.warnings.extend(warnings.iter().cloned());
+        }
+        Ok(out)
     }
 
     fn role_targets(
@@ -185,7 +233,8 @@ impl Prometheus {
         from: Millis,
         to: Millis,
         step: Option<Millis>,
-    ) -> Result<(Vec<Target>, Vec<String>), PromError> {
+        by: Option<&str>,
+    ) -> Result<(Vec<GroupedTarget>, Vec<String>), PromError> {
         let ms = self.role_matchers(role).unwrap_or_default();
         let sel = select::selector_text(&ms);
         let il = self.cfg.instance_label.as_str();
@@ -215,9 +264,17 @@ impl Prometheus {
             ));
             return Ok((Vec::new(), warnings));
         }
-        let mut times: BTreeMap<String, BTreeSet<Millis>> = BTreeMap::new();
+        // Targets are keyed by (group, instance): the group is the value of
+        // `by` (fleet mode), else empty.
+        let key = |l: &Labels| {
+            (
+                by.and_then(|b| l.get(b)).unwrap_or("").to_string(),
+                l.get(il).unwrap_or("").to_string(),
+            )
+        };
+        let mut times: BTreeMap<(String, String), BTreeSet<Millis>> = BTreeMap::new();
         for s in &up {
-            let inst = s.labels.get(il).unwrap_or("").to_string();
+            let inst = key(&s.labels);
             let e = times.entry(inst).or_default();
             for p in &s.samples {
                 if p.v == 1.0 {
@@ -225,14 +282,14 @@ impl Prometheus {
                 }
             }
         }
-        if times.contains_key("") {
+        if times.keys().any(|(_, i)| i.is_empty()) {
             warnings.push(format!(
                 "some {role} `up` series have no `{il}` label; they are shown as one target `(none)`"
             ));
         }
-        let mut starts: BTreeMap<String, BTreeMap<Millis, f64>> = BTreeMap::new();
+        let mut starts: BTreeMap<(String, String), BTreeMap<Millis, f64>> = BTreeMap::new();
         for s in ps.iter().flatten() {
-            let inst = s.labels.get(il).unwrap_or("").to_string();
+            let inst = key(&s.labels);
             let e = starts.entry(inst).or_default();
             for p in &s.samples {
                 e.insert(p.t, p.v);
@@ -245,16 +302,17 @@ impl Prometheus {
                 warnings.extend(a.warnings);
                 a.data.into_iter().collect::<BTreeSet<String>>()
             })?;
-        let mut versions: BTreeMap<String, String> = BTreeMap::new();
+        let mut versions: BTreeMap<(String, String), String> = BTreeMap::new();
+        let by_list = by.map(|b| format!("{b}, ")).unwrap_or_default();
         let vq = format!(
-            "group by ({il}, server_version, git_version, gitVersion) (last_over_time({{__name__=~\"etcd_server_version|kubernetes_build_info\",{}}}[{}]))",
+            "group by ({by_list}{il}, server_version, git_version, gitVersion) (last_over_time({{__name__=~\"etcd_server_version|kubernetes_build_info\",{}}}[{}]))",
             sel.trim_start_matches('{').trim_end_matches('}'),
             format_duration(span.clamp(60_000, RAW_UP_LIMIT) + 1000)
         );
         if let Ok(a) = self.api.query(&vq, to) {
             if let crate::eval::Value::Vector(v) = a.data {
                 for s in v {
-                    let inst = s.labels.get(il).unwrap_or("").to_string();
+                    let inst = key(&s.labels);
                     let name = if s.labels.get("server_version").is_some() {
                         "etcd_server_version"
                     } else {
@@ -272,18 +330,20 @@ impl Prometheus {
         }
         let targets = times
             .into_iter()
-            .map(|(inst, ts)| {
-                let st = starts.get(&inst);
+            .map(|(k, ts)| {
+                let st = starts.get(&k);
+                let version = versions.get(&k).cloned();
+                let (group, inst) = k;
                 let name = if inst.is_empty() {
                     "(none)".to_string()
                 } else {
                     inst.clone()
                 };
-                Target {
+                let t = Target {
                     name,
                     role,
                     role_reason: format!("Prometheus series matching `{sel}`"),
-                    version: versions.get(&inst).cloned(),
+                    version,
                     time_source: TimeSource::Prometheus,
                     snapshots: ts
                         .into_iter()
@@ -295,7 +355,8 @@ impl Prometheus {
                         .collect(),
                     failures: Vec::new(),
                     families: names.clone(),
-                }
+                };
+                (group, t)
             })
             .collect();
         Ok((targets, warnings))
@@ -342,6 +403,10 @@ fn rename_instance(mut s: Series, label: &str) -> Series {
     }
     s
 }
+
+/// A target with the value of the fleet label it belongs to (empty outside
+/// fleet mode).
+type GroupedTarget = (String, Target);
 
 /// One query's result, filled by whichever worker ran it.
 type Slot = Mutex<Option<Result<Vec<Series>, String>>>;

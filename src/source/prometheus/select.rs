@@ -117,6 +117,53 @@ pub fn rename_grouping_label(expr: &mut Expr, from: &str, to: &str) {
     let _ = walk_expr_mut(&mut Rename(from, to), expr);
 }
 
+/// Keeps the label `label` through every aggregation and vector match of
+/// `expr`, so that one query answers for every value of it (fleet mode,
+/// `--by cluster`): `label` is added to every `by (…)` list and every
+/// `on (…)` list, an aggregation without a grouping becomes `by (label)`, and
+/// `label` is removed from every `without (…)`/`ignoring (…)` list.
+/// `group_left`/`group_right` lists are left alone: the label is on both
+/// sides of the match already.
+pub fn add_grouping_label(expr: &mut Expr, label: &str) {
+    use promql_parser::parser::LabelModifier;
+    struct Add<'a>(&'a str);
+    fn keep(m: &mut LabelModifier, label: &str) {
+        match m {
+            LabelModifier::Include(l) => {
+                if !l.labels.iter().any(|x| x == label) {
+                    l.labels.push(label.to_string());
+                }
+            }
+            LabelModifier::Exclude(l) => l.labels.retain(|x| x != label),
+        }
+    }
+    impl ExprVisitorMut for Add<'_> {
+        type Error = std::convert::Infallible;
+        fn pre_visit(&mut self, e: &mut Expr) -> Result<bool, Self::Error> {
+            match e {
+                Expr::Aggregate(a) => match a.modifier.as_mut() {
+                    Some(m) => keep(m, self.0),
+                    None => {
+                        a.modifier = Some(LabelModifier::Include(promql_parser::label::Labels::new(vec![
+                            self.0,
+                        ])))
+                    }
+                },
+                Expr::Binary(b) => {
+                    if let Some(m) = b.modifier.as_mut() {
+                        if let Some(l) = m.matching.as_mut() {
+                            keep(l, self.0);
+                        }
+                    }
+                }
+                _ => {}
+            }
+            Ok(true)
+        }
+    }
+    let _ = walk_expr_mut(&mut Add(label), expr);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,6 +194,19 @@ mod tests {
         assert_eq!(
             e.to_string(),
             r#"sum by (instance) (rate(a_total{cluster="prod",code="5",job=~".*etcd.*"}[1m])) / on (instance) b{cluster="prod",job=~".*etcd.*"}"#
+        );
+    }
+
+    #[test]
+    fn the_fleet_label_is_kept_through_every_grouping() {
+        let mut e = promql_parser::parser::parse(
+            "histogram_quantile(0.99, sum by (instance, le) (rate(x_bucket[1m]))) / on (instance) max without (instance, cluster) (y) > ignoring (le, cluster) group_left (instance) sum(z) + count(w)",
+        )
+        .unwrap();
+        add_grouping_label(&mut e, "cluster");
+        assert_eq!(
+            e.to_string(),
+            "histogram_quantile(0.99, sum by (instance, le, cluster) (rate(x_bucket[1m]))) / on (instance, cluster) max without (instance) (y) > ignoring (le) group_left (instance) sum by (cluster) (z) + count by (cluster) (w)"
         );
     }
 
