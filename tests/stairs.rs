@@ -31,6 +31,7 @@ const KNOWN: &[(&str, &str)] = &[
     // The Prometheus source evaluates signals remotely through the rules
     // engine's evaluation seam and rewrites rule expressions: the seam and
     // the rewriting belong in eval/.
+    ("src/source/prometheus/fleet.rs", "rules"),
     ("src/source/prometheus/mod.rs", "rules"),
     ("src/source/prometheus/select.rs", "rules"),
 ];
