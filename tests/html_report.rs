@@ -13,15 +13,15 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+#[path = "common/scenarios.rs"]
+mod scenarios;
+
 use cptriage::report::html;
-use cptriage::rules::engine::{self, Options};
 use cptriage::rules::load::RuleSet;
 use cptriage::rules::report::{Availability, Report, Status};
-use cptriage::scenario::{self, GenOptions, Scenario};
-use cptriage::source::dump::{self, Keep, MemorySnapshot};
+use cptriage::scenario;
 use serde_json::Value;
 
 fn diagnose(name: &str) -> (scenario::Validated, Report) {
@@ -29,32 +29,7 @@ fn diagnose(name: &str) -> (scenario::Validated, Report) {
     let spec_path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("testdata/scenarios")
         .join(format!("{name}.yaml"));
-    let spec = scenario::load_spec(&spec_path).unwrap_or_else(|e| panic!("{}: {e}", spec_path.display()));
-    let mut sc = Scenario::build(spec.clone(), &GenOptions::default()).expect("build scenario");
-    let names: Vec<(String, cptriage::source::Role)> =
-        sc.targets.iter().map(|t| (t.name.clone(), t.role)).collect();
-    let snaps = Mutex::new(Vec::new());
-    sc.run(2, |s| {
-        let (target, role) = &names[s.target];
-        snaps.lock().unwrap().push(MemorySnapshot {
-            target: target.clone(),
-            role: Some(*role),
-            role_reason: "scenario spec".into(),
-            time: s.time,
-            origin: format!("{}#{}", spec_path.display(), s.step),
-            bytes: Arc::new(s.bytes.to_vec()),
-        });
-        Ok(())
-    })
-    .expect("generate scenario");
-    let ds = dump::load_memory(
-        snaps.into_inner().unwrap(),
-        vec![],
-        &Keep::Names(rules.referenced_metrics()),
-    )
-    .expect("load scenario");
-    let report = engine::diagnose(&rules, &ds, &Options::default()).expect("diagnose");
-    (spec, report)
+    scenarios::diagnose(&spec_path, &rules)
 }
 
 /// The Chromium binary: `CPTRIAGE_CHROMIUM`, or `chromium` on the PATH. A

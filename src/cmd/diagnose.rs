@@ -694,22 +694,31 @@ fn live_dataset(
         r.finish(&cfg, &res)?;
         writeln!(err, "rounds saved to {}", dir.display())?;
     }
-    if res.all_failed() {
-        let mut reasons: Vec<String> = res
-            .failure_details
-            .iter()
-            .map(|f| format!("{}: {}", f.target, f.error))
-            .collect();
-        reasons.sort();
-        reasons.dedup();
-        let when = match &res.stopped_early {
-            Some(why) => format!(" (stopped after the first round: {why})"),
-            None => String::new(),
-        };
-        return Err(CliError::Data(format!(
-            "every scrape failed{when}:\n  {}",
-            reasons.join("\n  ")
-        )));
+    if let Some(e) = all_failed_error(&res) {
+        return Err(e);
     }
     Ok(res.dataset(keep)?)
+}
+
+/// When every scrape of live rounds failed: the error naming each distinct
+/// failure (and why the rounds stopped early, if they did).
+pub(crate) fn all_failed_error(res: &crate::source::live::LiveResult) -> Option<CliError> {
+    if !res.all_failed() {
+        return None;
+    }
+    let mut reasons: Vec<String> = res
+        .failure_details
+        .iter()
+        .map(|f| format!("{}: {}", f.target, f.error))
+        .collect();
+    reasons.sort();
+    reasons.dedup();
+    let when = match &res.stopped_early {
+        Some(why) => format!(" (stopped after the first round: {why})"),
+        None => String::new(),
+    };
+    Some(CliError::Data(format!(
+        "every scrape failed{when}:\n  {}",
+        reasons.join("\n  ")
+    )))
 }

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::cli::DiagnoseArgs;
-use crate::cmd::diagnose::{judge, options, render, scrape_keep};
+use crate::cmd::diagnose::{all_failed_error, judge, options, render, scrape_keep};
 use crate::cmd::record::{self, Progress, Recorder};
 use crate::error::CliError;
 use crate::exit::ExitCode;
@@ -156,18 +156,8 @@ fn finish(
     state: Watch,
     out: &mut dyn Write,
 ) -> Result<ExitCode, CliError> {
-    if res.all_failed() {
-        let mut reasons: Vec<String> = res
-            .failure_details
-            .iter()
-            .map(|f| format!("{}: {}", f.target, f.error))
-            .collect();
-        reasons.sort();
-        reasons.dedup();
-        return Err(CliError::Data(format!(
-            "every scrape failed:\n  {}",
-            reasons.join("\n  ")
-        )));
+    if let Some(e) = all_failed_error(res) {
+        return Err(e);
     }
     match (state.last, state.last_error) {
         (Some(report), _) => {
