@@ -8,8 +8,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
+use cptriage::eval::template::family_of;
 use cptriage::rules::engine::{diagnose, Options};
-use cptriage::rules::promql::family_of;
 use cptriage::rules::RuleSet;
 use cptriage::source::{Dataset, Role, Snapshot, Target, TimeSource};
 

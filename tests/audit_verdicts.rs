@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use cptriage::eval::seam;
 use cptriage::rules::engine::{self, Options};
 use cptriage::rules::load::RuleSet;
 use cptriage::rules::report::{CorroborationKind, GapKind, Report, Status};
@@ -383,25 +384,25 @@ struct Remote {
     asked: Mutex<Vec<String>>,
 }
 
-impl engine::SignalEvaluator for Remote {
+impl seam::SignalEvaluator for Remote {
     fn instantiate(
         &self,
         text: &str,
         window: i64,
         role: cptriage::source::Role,
     ) -> Result<promql_parser::parser::Expr, String> {
-        engine::LocalStore.instantiate(text, window, role)
+        seam::LocalStore.instantiate(text, window, role)
     }
     fn range(
         &self,
-        data: &Dataset,
-        queries: &[engine::RangeQuery],
+        store: &cptriage::store::Store,
+        queries: &[seam::RangeQuery],
     ) -> Vec<Result<Vec<cptriage::store::Series>, String>> {
         let mut asked = self.asked.lock().unwrap();
         for q in queries {
             asked.push(q.expr.to_string());
         }
-        engine::LocalStore.range(data, queries)
+        seam::LocalStore.range(store, queries)
     }
 }
 
@@ -417,7 +418,7 @@ fn beside_a_remote_source_audit_signals_stay_local() {
     let remote = Remote {
         asked: Mutex::new(Vec::new()),
     };
-    let routed = engine::LocalRole::new(&remote, cptriage::source::Role::Audit);
+    let routed = seam::LocalRole::new(&remote, cptriage::source::Role::Audit);
     let r = engine::diagnose_with(&rules, &ds, &routed, &Options::default()).unwrap();
     let asked = remote.asked.lock().unwrap();
     assert!(!asked.is_empty());

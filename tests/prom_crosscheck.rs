@@ -48,10 +48,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use cptriage::eval::template;
 use cptriage::eval::{self, EvalOptions};
 use cptriage::rules::engine::{self, Options};
 use cptriage::rules::load::RuleSet;
-use cptriage::rules::promql;
 use cptriage::scenario::{self, GenOptions, Scenario};
 use cptriage::source::dump::{self, Keep, MemorySnapshot};
 use cptriage::source::Dataset;
@@ -151,7 +151,7 @@ fn write_openmetrics(ds: &Dataset, path: &Path) -> (usize, usize, usize) {
 fn exists(ds: &Dataset, role: &str, metric: &str) -> bool {
     ds.store
         .by_name(metric)
-        .any(|s| s.labels.get(promql::ROLE_LABEL) == Some(role))
+        .any(|s| s.labels.get(template::ROLE_LABEL) == Some(role))
 }
 
 type Key = Vec<(String, String)>;
@@ -193,7 +193,7 @@ fn crosscheck(name: &str) -> Tally {
 
     let (g, _) = engine::grid(&ds, &Options::default()).expect("grid");
     let (range, step) = (g.range, g.step);
-    let prom = promrun::Prometheus::start(&tsdb, &promql::format_duration(range))
+    let prom = promrun::Prometheus::start(&tsdb, &template::promql_duration(range))
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     let (from, to) = ds.window().expect("window");
     // Half a step off the sample grid, one window into the data (see the module comment).
@@ -219,7 +219,7 @@ fn crosscheck(name: &str) -> Tally {
             let missing: Vec<&String> = sig.reads[i]
                 .metrics
                 .iter()
-                .filter(|m| !optional.contains(m.as_str()) && !optional.contains(promql::family_of(m)))
+                .filter(|m| !optional.contains(m.as_str()) && !optional.contains(template::family_of(m)))
                 .filter(|m| !exists(&ds, role, m))
                 .collect();
             if !missing.is_empty() {
@@ -227,7 +227,7 @@ fn crosscheck(name: &str) -> Tally {
                 continue;
             }
             tally.exprs += 1;
-            let expr = promql::instantiate(text, range, role).expect("instantiate");
+            let expr = template::instantiate(text, range, role).expect("instantiate");
             let q = expr.to_string();
             let local = eval::range(&ds.store, &expr, start, end, step, &opts)
                 .unwrap_or_else(|e| panic!("{name}: {}[{i}] local: {e}", sig.def.id));

@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use cptriage::eval::template::family_of;
 use cptriage::rules::engine::{diagnose, grid, BaselineSpec, EngineError, Options};
-use cptriage::rules::promql::family_of;
 use cptriage::rules::report::*;
 use cptriage::rules::{load_file, RuleSet};
 use cptriage::source::{Dataset, Role, Snapshot, Target, TimeSource};

@@ -14,8 +14,8 @@ use std::path::Path;
 #[path = "common/realdata.rs"]
 mod realcap;
 
+use cptriage::eval::template::family_of;
 use cptriage::rules::engine::{diagnose, Options};
-use cptriage::rules::promql::family_of;
 use cptriage::rules::report::*;
 use cptriage::rules::RuleSet;
 use cptriage::source::{Dataset, Role, Snapshot, Target, TimeSource};

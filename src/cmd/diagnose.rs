@@ -6,6 +6,7 @@ use std::io::Write;
 use crate::cli::{DiagnoseArgs, DumpArgs, PromArgs, ReportFormat};
 use crate::cmd::{load_dumps, load_rules};
 use crate::error::CliError;
+use crate::eval::seam::LocalRole;
 use crate::exit::ExitCode;
 use crate::report::{html, json, markdown, page, table};
 use crate::rules::engine::{self, BaselineSpec, Options};
@@ -240,7 +241,7 @@ fn run_prometheus(
         baseline,
         debounce: a.debounce as usize,
     };
-    let routed = engine::LocalRole::new(&prom, Role::Audit);
+    let routed = LocalRole::new(&prom, Role::Audit);
     let mut report = engine::diagnose_with(rules, &ds, &routed, &opts).map_err(|e| match e {
         engine::EngineError::NoData => CliError::Data(e.to_string()),
         _ => CliError::Usage(e.to_string()),

@@ -21,7 +21,9 @@ mod binary;
 mod check;
 mod functions;
 mod histogram;
+pub mod seam;
 mod selector;
+pub mod template;
 
 use std::collections::{BTreeSet, HashMap};
 

@@ -19,10 +19,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::load::RuleSet;
 use super::model::{Across, Direction};
-use super::promql;
 use super::report::{Availability, BaselineKind, Gap, GapKind, Report, SourceInfo};
 use super::verdict::{self, median, AssessInput, BaselinePlan, BreakdownInput, SignalInput, Skip};
-use crate::eval::{self, EvalOptions};
+use crate::eval::seam::{LocalStore, RangeQuery, SignalEvaluator};
+use crate::eval::template;
 use crate::source::{Dataset, Role, Target};
 use crate::store::{Millis, Series};
 use promql_parser::parser::Expr;
@@ -162,7 +162,7 @@ pub fn grid(data: &Dataset, opts: &Options) -> Result<(Grid, Vec<String>), Engin
 /// Whether targets of `role` expose metric `name` (by family list, or by series
 /// in the store).
 fn exposed(data: &Dataset, role: Role, name: &str) -> bool {
-    let fam = promql::family_of(name);
+    let fam = template::family_of(name);
     if data
         .targets_with_role(role)
         .any(|t| t.families.contains(name) || t.families.contains(fam))
@@ -171,7 +171,7 @@ fn exposed(data: &Dataset, role: Role, name: &str) -> bool {
     }
     data.store
         .by_name(name)
-        .any(|s| s.labels.get(promql::ROLE_LABEL) == Some(role.as_str()))
+        .any(|s| s.labels.get(template::ROLE_LABEL) == Some(role.as_str()))
 }
 
 /// Instance → values per step from an evaluation result; several series of one
@@ -324,124 +324,6 @@ fn mark_warmup(input: &mut SignalInput, data: &Dataset, role: Role, steps: &[Mil
     }
 }
 
-/// One range query of a signal's expression, as the engine asks for it.
-#[derive(Clone, Copy, Debug)]
-pub struct RangeQuery<'a> {
-    /// The signal's id (for messages).
-    pub signal: &'a str,
-    /// The instantiated expression ([`SignalEvaluator::instantiate`]).
-    pub expr: &'a Expr,
-    pub start: Millis,
-    pub end: Millis,
-    pub step: Millis,
-    /// The resolved `$window`, also the instant-selector lookback of local evaluation.
-    pub range: Millis,
-}
-
-/// Where signal expressions are evaluated: the dataset's own series store
-/// ([`LocalStore`]) or a remote Prometheus-compatible API. Everything else of a
-/// diagnosis (choice of alternatives from the targets' families, the grid,
-/// baselines, sources, assessment) is the same for both.
-pub trait SignalEvaluator: Sync {
-    /// The expression of a signal for targets of `role`: `$window` resolved and
-    /// the selection of the role's series added to every selector.
-    fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, String>;
-    /// Evaluates `queries` (possibly concurrently); one result per query, in
-    /// order. A series's `instance` label names the target.
-    fn range(&self, data: &Dataset, queries: &[RangeQuery]) -> Vec<Result<Vec<Series>, String>>;
-}
-
-/// Evaluation over the dataset's series store (dumps and live scrapes): the
-/// role is selected by the `role` label cptriage adds to every series.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct LocalStore;
-
-impl SignalEvaluator for LocalStore {
-    fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, String> {
-        promql::instantiate(text, window, role.as_str()).map_err(|e| e.to_string())
-    }
-
-    fn range(&self, data: &Dataset, queries: &[RangeQuery]) -> Vec<Result<Vec<Series>, String>> {
-        queries
-            .iter()
-            .map(|q| {
-                let opts = EvalOptions { lookback: q.range };
-                eval::range(&data.store, q.expr, q.start, q.end, q.step, &opts).map_err(|e| e.to_string())
-            })
-            .collect()
-    }
-}
-
-/// An evaluator that evaluates the signals of one role over the dataset's own
-/// store and the others with `inner`: audit logs (`--audit`) read beside a
-/// Prometheus source are counters in the local store, not in Prometheus.
-pub struct LocalRole<'a> {
-    pub inner: &'a dyn SignalEvaluator,
-    pub role: Role,
-    /// The instantiated expressions of `role` (by their text).
-    local: std::sync::Mutex<BTreeSet<String>>,
-}
-
-impl<'a> LocalRole<'a> {
-    pub fn new(inner: &'a dyn SignalEvaluator, role: Role) -> Self {
-        LocalRole {
-            inner,
-            role,
-            local: std::sync::Mutex::new(BTreeSet::new()),
-        }
-    }
-}
-
-impl SignalEvaluator for LocalRole<'_> {
-    fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, String> {
-        if role != self.role {
-            return self.inner.instantiate(text, window, role);
-        }
-        let e = LocalStore.instantiate(text, window, role)?;
-        self.local
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(e.to_string());
-        Ok(e)
-    }
-
-    fn range(&self, data: &Dataset, queries: &[RangeQuery]) -> Vec<Result<Vec<Series>, String>> {
-        let local = self.local.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let is_local: Vec<bool> = queries
-            .iter()
-            .map(|q| local.contains(&q.expr.to_string()))
-            .collect();
-        let remote: Vec<RangeQuery> = queries
-            .iter()
-            .zip(&is_local)
-            .filter(|(_, l)| !**l)
-            .map(|(q, _)| *q)
-            .collect();
-        let mut remote_results = if remote.is_empty() {
-            Vec::new()
-        } else {
-            self.inner.range(data, &remote)
-        }
-        .into_iter();
-        queries
-            .iter()
-            .zip(is_local)
-            .map(|(q, l)| {
-                if l {
-                    LocalStore
-                        .range(data, std::slice::from_ref(q))
-                        .pop()
-                        .unwrap_or_else(|| Ok(Vec::new()))
-                } else {
-                    remote_results
-                        .next()
-                        .unwrap_or_else(|| Err("no result from the remote evaluator".into()))
-                }
-            })
-            .collect()
-    }
-}
-
 /// What signal evaluation needs besides the signal.
 struct Ctx<'a> {
     data: &'a Dataset,
@@ -492,7 +374,7 @@ fn plan_signal(rules: &RuleSet, k: usize, ctx: &Ctx) -> Result<Planned, Box<Sign
     let chosen = sig.reads.iter().position(|r| {
         r.metrics
             .iter()
-            .filter(|m| !optional.contains(m.as_str()) && !optional.contains(promql::family_of(m)))
+            .filter(|m| !optional.contains(m.as_str()) && !optional.contains(template::family_of(m)))
             .all(|m| exposed(ctx.data, role, m))
     });
     let Some(i) = chosen else {
@@ -505,7 +387,7 @@ fn plan_signal(rules: &RuleSet, k: usize, ctx: &Ctx) -> Result<Planned, Box<Sign
                     .iter()
                     .filter(|m| {
                         !optional.contains(m.as_str())
-                            && !optional.contains(promql::family_of(m))
+                            && !optional.contains(template::family_of(m))
                             && !exposed(ctx.data, role, m)
                     })
                     .map(|m| m.as_str())
@@ -641,7 +523,9 @@ fn eval_signals(rules: &RuleSet, ks: &[usize], ctx: &Ctx) -> Vec<SignalInput> {
                 }
             }
         }
-        tags.into_iter().zip(ctx.eval.range(ctx.data, &queries)).collect()
+        tags.into_iter()
+            .zip(ctx.eval.range(&ctx.data.store, &queries))
+            .collect()
     };
     let role_of = |k: usize| rules.signals[k].def.role.role();
     ks.iter()
@@ -734,7 +618,7 @@ fn eval_breakdowns(rules: &RuleSet, signals: &mut [SignalInput], ctx: &Ctx) {
         let chosen = b.reads.iter().position(|r| {
             r.metrics
                 .iter()
-                .filter(|m| !optional.contains(m.as_str()) && !optional.contains(promql::family_of(m)))
+                .filter(|m| !optional.contains(m.as_str()) && !optional.contains(template::family_of(m)))
                 .all(|m| exposed(ctx.data, role, m))
         });
         let note = |msg: String| BreakdownInput {
@@ -764,7 +648,7 @@ fn eval_breakdowns(rules: &RuleSet, signals: &mut [SignalInput], ctx: &Ctx) {
             range: ctx.range,
         })
         .collect();
-    let results = ctx.eval.range(ctx.data, &queries);
+    let results = ctx.eval.range(&ctx.data.store, &queries);
     let index: BTreeMap<Millis, usize> = ctx.steps.iter().enumerate().map(|(i, t)| (*t, i)).collect();
     for ((k, _), res) in planned.iter().zip(results) {
         let Some(b) = &rules.signals[*k].breakdown else {

@@ -33,7 +33,7 @@ use serde::Serialize;
 
 use super::load::{LeafLogic, RuleSet, Signal};
 use super::model::{Combine, Condition, Direction, LeafDef, Severity, SignalRole, Threshold};
-use super::promql::{substitute_window, ROLE_LABEL};
+use crate::eval::template::{substitute_window, ROLE_LABEL};
 use crate::source::Dataset;
 use crate::store::{is_stale, Labels, Millis, METRIC_NAME};
 use crate::timefmt::format_duration;
@@ -297,7 +297,7 @@ pub fn severity_label(s: Severity) -> &'static str {
 /// selector injected.
 pub fn export_expr(text: &str, window: Millis, sel: &RoleSelector) -> Result<String, String> {
     let mut e = crate::eval::parse(&substitute_window(text, window)).map_err(|e| e.to_string())?;
-    crate::rules::promql::inject_matchers(&mut e, &sel.matchers);
+    crate::eval::template::inject_matchers(&mut e, &sel.matchers);
     Ok(e.to_string())
 }
 

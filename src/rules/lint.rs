@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::load::{analyse, Diagnostic, Level, Locator};
-use super::promql;
+use crate::eval::template;
 
 /// The catalog of known metric families, one per line (`#` comments).
 pub const CATALOG: &str = include_str!("../../rules/catalog.txt");
@@ -23,7 +23,7 @@ pub fn catalog() -> BTreeSet<&'static str> {
 
 /// Whether `name` (a sample name such as `x_bucket`) belongs to a known family.
 pub fn known_metric(catalog: &BTreeSet<&str>, name: &str) -> bool {
-    catalog.contains(name) || catalog.contains(promql::family_of(name))
+    catalog.contains(name) || catalog.contains(template::family_of(name))
 }
 
 /// Checks rule text; `origin` names the file in messages. Errors first, then

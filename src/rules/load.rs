@@ -9,7 +9,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::model::{Direction, LeafDef, NodeDef, RuleFile, SignalDef, FORMAT_VERSION};
-use super::promql::{self, Reads, ROLE_LABEL, WINDOW_PLACEHOLDER};
+use crate::eval::template::{self, Reads, ROLE_LABEL, WINDOW_PLACEHOLDER};
 
 /// The reserved child id that ends the walk with "healthy".
 pub const HEALTHY: &str = "healthy";
@@ -642,9 +642,9 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
         } else {
             format!("alternative {i}")
         };
-        match promql::parse_template(text) {
+        match template::parse_template(text) {
             Ok(e) => {
-                let r = promql::reads(&e);
+                let r = template::reads(&e);
                 if r.matcher_labels.contains(ROLE_LABEL) {
                     d.push(loc.text_or_key(at, text, key, Level::Error, format!(
                         "signal `{}` {what} matches on `{ROLE_LABEL}`; the engine injects the role from `role:`", s.id
@@ -688,7 +688,7 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
     for m in &s.optional_metrics {
         if !reads
             .iter()
-            .any(|r| r.metrics.iter().any(|x| x == m || promql::family_of(x) == m))
+            .any(|r| r.metrics.iter().any(|x| x == m || template::family_of(x) == m))
         {
             d.push(loc.token(
                 ("signals", &s.id),
@@ -779,8 +779,8 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
         }
     }
     let observations = s.observations.as_ref().map(|o| {
-        let reads = match promql::parse_template(&o.expr) {
-            Ok(e) => promql::reads(&e),
+        let reads = match template::parse_template(&o.expr) {
+            Ok(e) => template::reads(&e),
             Err(e) => {
                 d.push(loc.text_or_key(
                     at,
@@ -871,9 +871,9 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
         exprs.extend(b.alternatives.iter().cloned());
         let reads = exprs
             .iter()
-            .map(|text| match promql::parse_template(text) {
+            .map(|text| match template::parse_template(text) {
                 Ok(e) => {
-                    let r = promql::reads(&e);
+                    let r = template::reads(&e);
                     if r.matcher_labels.contains(ROLE_LABEL) {
                         d.push(loc.text_or_key(at, text, "breakdown", Level::Error, format!(
                             "signal `{}` breakdown matches on `{ROLE_LABEL}`; the engine injects the role from `role:`", s.id

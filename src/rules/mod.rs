@@ -12,7 +12,6 @@ pub mod export;
 pub mod lint;
 pub mod load;
 pub mod model;
-pub mod promql;
 pub mod report;
 pub mod tree;
 pub mod unittest;

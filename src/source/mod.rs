@@ -16,10 +16,9 @@ pub mod prometheus;
 pub mod timename;
 pub mod yaml;
 
-use std::fmt;
-
 use serde::Serialize;
 
+pub use crate::store::Role;
 use crate::store::{Millis, Store};
 
 /// The version label of a component's build-information metric, in the order
@@ -42,46 +41,6 @@ pub fn version_of<'a>(
         .iter()
         .filter(|(m, _)| *m == metric)
         .find_map(|(_, l)| labels.clone().find(|(n, _)| n == l).map(|(_, v)| v))
-}
-
-/// What a target is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Apiserver,
-    Etcd,
-    Controller,
-    /// Audit logs (`--audit`): events turned into counters.
-    Audit,
-    Unknown,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Apiserver => "apiserver",
-            Role::Etcd => "etcd",
-            Role::Controller => "controller",
-            Role::Audit => "audit",
-            Role::Unknown => "unknown",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Role> {
-        match s.to_ascii_lowercase().as_str() {
-            "apiserver" | "kube-apiserver" => Some(Role::Apiserver),
-            "etcd" => Some(Role::Etcd),
-            "controller" | "controller-manager" | "kube-controller-manager" => Some(Role::Controller),
-            "unknown" => Some(Role::Unknown),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// Where a snapshot's time came from (the report states it).

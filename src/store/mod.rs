@@ -4,6 +4,7 @@
 
 pub mod labels;
 pub mod points;
+mod role;
 
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasher as _;
@@ -12,6 +13,7 @@ use hashbrown::HashTable;
 
 pub use labels::{Label, Labels, Str, METRIC_NAME};
 pub use points::{Points, PointsIter};
+pub use role::Role;
 
 pub use crate::timefmt::Millis;
 

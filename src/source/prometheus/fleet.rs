@@ -16,9 +16,9 @@ use std::sync::Mutex;
 use promql_parser::parser::Expr;
 
 use super::{select, Prometheus};
-use crate::rules::engine::{RangeQuery, SignalEvaluator};
-use crate::source::{Dataset, Role};
-use crate::store::{Labels, Millis, Series};
+use crate::eval::seam::{RangeQuery, SignalEvaluator};
+
+use crate::store::{Labels, Millis, Role, Series, Store};
 
 type Cached = Result<Vec<Series>, String>;
 
@@ -67,7 +67,7 @@ impl SignalEvaluator for ClusterView<'_> {
         Ok(e)
     }
 
-    fn range(&self, data: &Dataset, queries: &[RangeQuery]) -> Vec<Result<Vec<Series>, String>> {
+    fn range(&self, store: &Store, queries: &[RangeQuery]) -> Vec<Result<Vec<Series>, String>> {
         let keys: Vec<_> = queries
             .iter()
             .map(|q| (q.expr.to_string(), q.start, q.end, q.step))
@@ -83,7 +83,7 @@ impl SignalEvaluator for ClusterView<'_> {
                 .collect()
         };
         if !missing.is_empty() {
-            let answers = self.fleet.prom.range(data, &missing);
+            let answers = self.fleet.prom.range(store, &missing);
             let mut cache = self.fleet.cache.lock().unwrap_or_else(|p| p.into_inner());
             for (q, a) in missing.iter().zip(answers) {
                 cache.insert((q.expr.to_string(), q.start, q.end, q.step), a);

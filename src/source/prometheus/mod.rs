@@ -35,10 +35,10 @@ use promql_parser::parser::Expr;
 pub use api::{Answer, Api, ApiConfig, PromError};
 pub use select::{parse_selector, SelectorError};
 
-use crate::rules::engine::{RangeQuery, SignalEvaluator};
-use crate::rules::promql::{format_duration, substitute_window};
+use crate::eval::seam::{RangeQuery, SignalEvaluator};
+use crate::eval::template::{promql_duration, substitute_window};
 use crate::source::{Dataset, Role, Snapshot, SourceWarning, Target, TimeSource};
-use crate::store::{Labels, Millis, Series};
+use crate::store::{Labels, Millis, Series, Store};
 
 /// Default selectors of the roles (kube-prometheus, kubeadm with the
 /// Prometheus operator).
@@ -242,7 +242,7 @@ impl Prometheus {
         let span = (to - from).max(0);
         // Scrape times of `up`, and process start times, per instance.
         let (up, ps) = if span <= RAW_UP_LIMIT {
-            let range = format_duration(span + 1000);
+            let range = promql_duration(span + 1000);
             let up = self.api.query(&format!("up{sel}[{range}]"), to)?;
             let ps = self
                 .api
@@ -307,7 +307,7 @@ impl Prometheus {
         let vq = format!(
             "group by ({by_list}{il}, server_version, git_version, gitVersion) (last_over_time({{__name__=~\"etcd_server_version|kubernetes_build_info\",{}}}[{}]))",
             sel.trim_start_matches('{').trim_end_matches('}'),
-            format_duration(span.clamp(60_000, RAW_UP_LIMIT) + 1000)
+            promql_duration(span.clamp(60_000, RAW_UP_LIMIT) + 1000)
         );
         if let Ok(a) = self.api.query(&vq, to) {
             if let crate::eval::Value::Vector(v) = a.data {
@@ -422,7 +422,7 @@ impl SignalEvaluator for Prometheus {
         Ok(e)
     }
 
-    fn range(&self, _data: &Dataset, queries: &[RangeQuery]) -> Vec<Result<Vec<Series>, String>> {
+    fn range(&self, _store: &Store, queries: &[RangeQuery]) -> Vec<Result<Vec<Series>, String>> {
         let next = AtomicUsize::new(0);
         let results: Vec<Slot> = queries.iter().map(|_| Mutex::new(None)).collect();
         let workers = self.cfg.concurrency.clamp(1, 32).min(queries.len().max(1));

@@ -61,7 +61,7 @@ pub fn selector_text(ms: &[Matcher]) -> String {
     format!("{{{}}}", parts.join(","))
 }
 
-pub use crate::rules::promql::inject_matchers;
+pub use crate::eval::template::inject_matchers;
 
 /// Replaces the label `from` by `to` in every `by`/`without`, `on`/`ignoring`
 /// and `group_left`/`group_right` list of `expr`, so that rules grouping by

@@ -1,5 +1,5 @@
-//! PromQL helpers for rule expressions: the `$window` placeholder, the role
-//! matcher the engine injects, and what an expression reads.
+//! Rule expression templates: the `$window` placeholder, the matchers an
+//! evaluator injects (the role, user selectors), and what an expression reads.
 
 use std::collections::BTreeSet;
 
@@ -7,7 +7,7 @@ use promql_parser::label::{MatchOp, Matcher};
 use promql_parser::parser::Expr;
 use promql_parser::util::visitor::{walk_expr, walk_expr_mut, ExprVisitor, ExprVisitorMut};
 
-use crate::eval::EvalError;
+use super::EvalError;
 use crate::store::{Millis, METRIC_NAME};
 
 /// The placeholder rule expressions use for their range window.
@@ -17,7 +17,7 @@ pub const WINDOW_PLACEHOLDER: &str = "$window";
 pub const ROLE_LABEL: &str = "role";
 
 /// Formats a duration in PromQL notation (`4m`, `20s`, `1500ms`).
-pub fn format_duration(ms: Millis) -> String {
+pub fn promql_duration(ms: Millis) -> String {
     if ms > 0 && ms % 60_000 == 0 {
         format!("{}m", ms / 60_000)
     } else if ms > 0 && ms % 1000 == 0 {
@@ -29,19 +29,19 @@ pub fn format_duration(ms: Millis) -> String {
 
 /// Replaces `$window` with `window` written as a PromQL duration.
 pub fn substitute_window(text: &str, window: Millis) -> String {
-    text.replace(WINDOW_PLACEHOLDER, &format_duration(window))
+    text.replace(WINDOW_PLACEHOLDER, &promql_duration(window))
 }
 
 /// Parses a rule expression (with `$window` standing for a 5-minute range) and
 /// checks it against the evaluator's supported subset.
 pub fn parse_template(text: &str) -> Result<Expr, EvalError> {
-    crate::eval::parse(&substitute_window(text, 5 * 60_000))
+    super::parse(&substitute_window(text, 5 * 60_000))
 }
 
 /// Parses an expression for evaluation: `$window` resolved, the role matcher
 /// injected into every selector.
 pub fn instantiate(text: &str, window: Millis, role: &str) -> Result<Expr, EvalError> {
-    let mut e = crate::eval::parse(&substitute_window(text, window))?;
+    let mut e = super::parse(&substitute_window(text, window))?;
     inject_matcher(&mut e, ROLE_LABEL, role);
     Ok(e)
 }
@@ -160,9 +160,9 @@ mod tests {
 
     #[test]
     fn durations_are_promql_notation() {
-        assert_eq!(format_duration(240_000), "4m");
-        assert_eq!(format_duration(20_000), "20s");
-        assert_eq!(format_duration(1500), "1500ms");
+        assert_eq!(promql_duration(240_000), "4m");
+        assert_eq!(promql_duration(20_000), "20s");
+        assert_eq!(promql_duration(1500), "1500ms");
     }
 
     #[test]
