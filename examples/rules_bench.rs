@@ -3,7 +3,7 @@
 //! counters and histograms advancing 0.1% per snapshot, gauges constant.
 //!
 //! Run: `cargo run --release --example rules_bench -- [SNAPSHOTS]` (default 240 =
-//! one hour), from the repository root with `../shared/realdata/` beside it.
+//! one hour), from the repository root (the captures are `testdata/realdata/`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
@@ -53,7 +53,14 @@ fn add_target(
     n: usize,
     keep: &BTreeSet<String>,
 ) -> usize {
-    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(
+            std::fs::File::open(file).unwrap_or_else(|e| panic!("{file}: {e}")),
+        ),
+        &mut text,
+    )
+    .unwrap_or_else(|e| panic!("{file}: {e}"));
     let mut types: BTreeMap<String, String> = BTreeMap::new();
     let mut families = BTreeSet::new();
     let mut points = 0;
@@ -125,7 +132,7 @@ fn main() {
     for k in 0..3 {
         points += add_target(
             &mut data,
-            "../shared/realdata/apiserver_nri_v1.33.0.prom",
+            "testdata/realdata/apiserver_nri_v1.33.0.prom.gz",
             &format!("apiserver-{k}"),
             Role::Apiserver,
             n,
@@ -133,7 +140,7 @@ fn main() {
         );
         points += add_target(
             &mut data,
-            "../shared/realdata/etcd_nri_v3.5.21_k8s1.33.prom",
+            "testdata/realdata/etcd_nri_v3.5.21_k8s1.33.prom.gz",
             &format!("etcd-{k}"),
             Role::Etcd,
             n,

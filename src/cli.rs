@@ -6,6 +6,25 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::timefmt::{self, Millis, TimeError};
+
+/// A time flag (`--from`, `--to`, `--at`, baselines): RFC 3339, unix seconds,
+/// `now`, `now-30m`. Relative times are resolved once, when the command line
+/// is read.
+fn time_value(s: &str) -> Result<Millis, TimeError> {
+    timefmt::parse_time(s)
+}
+
+/// A duration flag that must be positive (`--step`, `--since`): a Prometheus
+/// duration such as `15s`, `1m` or `1h30m`.
+fn positive_duration(s: &str) -> Result<Millis, String> {
+    match timefmt::parse_duration(s) {
+        Ok(d) if d > 0 => Ok(d),
+        Ok(_) => Err("must be greater than zero".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// Kubernetes control-plane triage: is it the apiserver or etcd, and which part?
 ///
 /// cptriage reads kube-apiserver and etcd metrics (captured dumps), walks an
@@ -268,18 +287,18 @@ pub struct DumpArgs {
 pub struct TimeArgs {
     /// Evaluate at this time (RFC 3339, unix seconds, `now`, `now-10m`).
     /// Default: the last snapshot.
-    #[arg(long, value_name = "TIME", conflicts_with_all = ["from", "to"])]
-    pub at: Option<String>,
+    #[arg(long, value_name = "TIME", conflicts_with_all = ["from", "to"], value_parser = time_value)]
+    pub at: Option<Millis>,
     /// Start of a range evaluation (RFC 3339, unix seconds, `now-30m`).
-    #[arg(long, value_name = "TIME", requires = "to")]
-    pub from: Option<String>,
+    #[arg(long, value_name = "TIME", requires = "to", value_parser = time_value)]
+    pub from: Option<Millis>,
     /// End of a range evaluation (RFC 3339, unix seconds, `now`).
-    #[arg(long, value_name = "TIME", requires = "from")]
-    pub to: Option<String>,
+    #[arg(long, value_name = "TIME", requires = "from", value_parser = time_value)]
+    pub to: Option<Millis>,
     /// Step of a range evaluation, a Prometheus duration (`5s`, `1m`).
     /// Default: the capture's scrape interval.
-    #[arg(long, value_name = "DURATION")]
-    pub step: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration)]
+    pub step: Option<Millis>,
 }
 
 #[derive(Debug, Args)]
@@ -361,35 +380,36 @@ pub struct DiagnoseArgs {
     pub rules: Option<PathBuf>,
     /// Assess at this time (RFC 3339, unix seconds, `now`, `now-10m`): the tree
     /// walk and "lit now". Default: the end of the window.
-    #[arg(long, value_name = "TIME")]
-    pub at: Option<String>,
+    #[arg(long, value_name = "TIME", value_parser = time_value)]
+    pub at: Option<Millis>,
     /// Start of the analysed window (RFC 3339, unix seconds, `now-30m`).
     /// Default: the first snapshot; with `--prometheus`, one hour before `--to`.
-    #[arg(long, value_name = "TIME")]
-    pub from: Option<String>,
+    #[arg(long, value_name = "TIME", value_parser = time_value)]
+    pub from: Option<Millis>,
     /// Analyse only the last DURATION of the window (`--since 30m`): the last
     /// 30 minutes of a capture, or up to now with `--prometheus`.
-    #[arg(long, value_name = "DURATION", conflicts_with = "from")]
-    pub since: Option<String>,
+    #[arg(long, value_name = "DURATION", conflicts_with = "from", value_parser = positive_duration)]
+    pub since: Option<Millis>,
     /// End of the analysed window (default: the last snapshot; with
     /// `--prometheus`, now).
-    #[arg(long, value_name = "TIME")]
-    pub to: Option<String>,
+    #[arg(long, value_name = "TIME", value_parser = time_value)]
+    pub to: Option<Millis>,
     /// Evaluation step (default: the typical snapshot interval).
-    #[arg(long, value_name = "DURATION")]
-    pub step: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration)]
+    pub step: Option<Millis>,
     /// Baseline from this time of the same data (with `--baseline-to`).
     /// Default baseline: the first quarter of the window.
     #[arg(
         long,
         value_name = "TIME",
         requires = "baseline_to",
-        conflicts_with = "baseline_dump"
+        conflicts_with = "baseline_dump",
+        value_parser = time_value
     )]
-    pub baseline_from: Option<String>,
+    pub baseline_from: Option<Millis>,
     /// End of the explicit baseline range.
-    #[arg(long, value_name = "TIME", requires = "baseline_from")]
-    pub baseline_to: Option<String>,
+    #[arg(long, value_name = "TIME", requires = "baseline_from", value_parser = time_value)]
+    pub baseline_to: Option<Millis>,
     /// A separate healthy capture to take the baseline from. Repeatable.
     #[arg(long, value_name = "PATH", num_args = 1.., conflicts_with = "prometheus")]
     pub baseline_dump: Vec<String>,

@@ -41,3 +41,27 @@ impl From<crate::timefmt::TimeError> for CliError {
         CliError::Usage(e.to_string())
     }
 }
+
+impl From<crate::rules::engine::EngineError> for CliError {
+    fn from(e: crate::rules::engine::EngineError) -> Self {
+        match e {
+            crate::rules::engine::EngineError::NoData => CliError::Data(e.to_string()),
+            _ => CliError::Usage(e.to_string()),
+        }
+    }
+}
+
+impl From<crate::source::audit::AuditError> for CliError {
+    fn from(e: crate::source::audit::AuditError) -> Self {
+        match e {
+            crate::source::audit::AuditError::NoEvents(..) => CliError::Data(e.to_string()),
+            _ => CliError::Usage(e.to_string()),
+        }
+    }
+}
+
+impl From<crate::source::prometheus::select::SelectorError> for CliError {
+    fn from(e: crate::source::prometheus::select::SelectorError) -> Self {
+        CliError::Usage(e.to_string())
+    }
+}

@@ -6,6 +6,10 @@
 //! without latency annotations does not name etcd. Beside metrics, the audit
 //! logs confirm the axis the metrics name, or say that they disagree.
 
+mod support;
+
+use support::run as cptriage;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -276,14 +280,6 @@ fn audit_beside_metrics_confirms_or_disagrees_per_axis() {
             }
         }
     }
-}
-
-fn cptriage(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_cptriage"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run cptriage")
 }
 
 #[test]

@@ -291,3 +291,61 @@ fn a_target_failing_every_round_is_one_warning_line() {
     assert!(!e.contains("stopped after the first round"), "{e}");
     assert!(e.contains("every scrape failed"), "{e}");
 }
+
+/// Time and duration flags are checked once, when the command line is read,
+/// the same way for every command: a zero or negative step or `--since` and
+/// a bad time are usage errors naming the flag; `--to` before `--from` is
+/// refused by `diagnose` (dumps and Prometheus) and `query` alike.
+#[test]
+fn window_flags_are_checked_at_the_edge() {
+    let d = demo();
+    for (args, want) in [
+        (vec!["diagnose", &d, "--step", "0s"], "--step"),
+        (vec!["diagnose", &d, "--since", "0m"], "--since"),
+        (vec!["diagnose", &d, "--from", "yesterday"], "--from"),
+        (vec!["query", "--dump", &d, "--at", "12:00", "up"], "--at"),
+        (
+            vec![
+                "query",
+                "--dump",
+                &d,
+                "--from",
+                "now-1h",
+                "--to",
+                "now",
+                "--step=-5s",
+                "up",
+            ],
+            "--step",
+        ),
+    ] {
+        let out = cptriage(&args, &[]);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+        let e = text(&out.stderr);
+        assert!(e.contains(want), "{args:?}: the error does not name {want}: {e}");
+        assert!(!e.contains("panicked"), "{args:?}: {e}");
+    }
+    let later = "2026-01-01T01:00:00Z";
+    let earlier = "2026-01-01T00:00:00Z";
+    for args in [
+        vec!["diagnose", &d, "--from", later, "--to", earlier],
+        vec![
+            "diagnose",
+            "--prometheus",
+            "http://127.0.0.1:9",
+            "--from",
+            later,
+            "--to",
+            earlier,
+        ],
+        vec!["query", "--dump", &d, "--from", later, "--to", earlier, "up"],
+    ] {
+        let out = cptriage(&args, &[]);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("`--to` is before `--from`"),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}

@@ -5,19 +5,15 @@
 #[path = "common/realdata.rs"]
 mod realcap;
 
+mod support;
+
+use support::run as cptriage;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn cptriage(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cptriage"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run cptriage")
 }
 
 const DEMO: &str = "testdata/captures/bitter-zone-etcd-first";

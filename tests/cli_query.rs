@@ -1,17 +1,14 @@
 //! `cptriage query` end to end: the binary, a capture on disk, Prometheus-shaped JSON,
 //! exit codes, and counter resets computed as Prometheus computes them.
 
+mod support;
+
+use support::run as cptriage;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
 const T0: i64 = 1_767_225_600_000;
-
-fn cptriage(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cptriage"))
-        .args(args)
-        .output()
-        .expect("run cptriage")
-}
 
 /// A capture of counter `x` scraped every 15 s whose process restarts between
 /// the 4th and 5th scrape (the series of testdata/promtool/counter_reset.yaml).

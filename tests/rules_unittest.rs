@@ -2,19 +2,14 @@
 //! are each reported, malformed files and tests are usage errors with their
 //! location, and input series become snapshots exactly as written.
 
-use std::process::{Command, Output};
+mod support;
+
+use support::run as cptriage;
 
 use cptriage::rules::unittest::{snapshots, TargetSeries};
 use cptriage::source::dump::{load_memory, Keep};
 use cptriage::source::notation::{expand_values, parse_series};
 use cptriage::source::Role;
-
-fn cptriage(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cptriage"))
-        .args(args)
-        .output()
-        .expect("run cptriage")
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

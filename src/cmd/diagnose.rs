@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use crate::cli::{DiagnoseArgs, DumpArgs, PromArgs, ReportFormat};
-use crate::cmd::{load_dumps, load_rules};
+use crate::cmd::{config, load_dumps, load_rules};
 use crate::error::CliError;
 use crate::eval::seam::LocalRole;
 use crate::exit::ExitCode;
@@ -20,7 +20,7 @@ use crate::source::prometheus::{
 };
 use crate::source::Role;
 use crate::store::Millis;
-use crate::timefmt::{format_time, parse_duration, parse_time};
+use crate::timefmt::{format_time, parse_duration};
 
 pub fn run(mut a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
     // `diagnose DIR` is `diagnose --dump DIR`.
@@ -126,43 +126,7 @@ pub(crate) fn options<'a>(
     ds: &crate::source::Dataset,
     baseline_ds: Option<&'a crate::source::Dataset>,
 ) -> Result<Options<'a>, CliError> {
-    let step = a.step.as_deref().map(parse_duration).transpose()?;
-    if step == Some(0) {
-        return Err(CliError::Usage("`--step` must be greater than zero".into()));
-    }
-    let baseline = match (&a.baseline_from, &a.baseline_to, baseline_ds) {
-        (Some(f), Some(t), _) => BaselineSpec::Range {
-            from: parse_time(f)?,
-            to: parse_time(t)?,
-        },
-        (_, _, Some(b)) => BaselineSpec::Dataset(b),
-        _ => BaselineSpec::WindowStart,
-    };
-    let to = a.to.as_deref().map(parse_time).transpose()?;
-    let from = match (&a.from, since(a)?) {
-        (Some(f), _) => Some(parse_time(f)?),
-        // The last DURATION of the data (or before `--to`).
-        (None, Some(d)) => {
-            let end = match to {
-                Some(t) => t,
-                None => {
-                    ds.window()
-                        .ok_or_else(|| CliError::Data("no snapshot in the input".into()))?
-                        .1
-                }
-            };
-            Some(end - d)
-        }
-        (None, None) => None,
-    };
-    Ok(Options {
-        at: a.at.as_deref().map(parse_time).transpose()?,
-        from,
-        to,
-        step,
-        baseline,
-        debounce: a.debounce as usize,
-    })
+    config::local_options(a, ds, baseline_ds)
 }
 
 /// Runs the rules over a dataset.
@@ -171,10 +135,7 @@ pub(crate) fn judge(
     ds: &crate::source::Dataset,
     opts: &Options,
 ) -> Result<Report, CliError> {
-    engine::diagnose(rules, ds, opts).map_err(|e| match e {
-        engine::EngineError::NoData => CliError::Data(e.to_string()),
-        _ => CliError::Usage(e.to_string()),
-    })
+    Ok(engine::diagnose(rules, ds, opts)?)
 }
 
 pub(crate) fn render(report: &Report, a: &DiagnoseArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
@@ -193,17 +154,6 @@ pub(crate) fn render(report: &Report, a: &DiagnoseArgs, out: &mut dyn Write) -> 
         Status::Inconclusive => ExitCode::Data,
     })
 }
-
-/// `--since DURATION`, positive.
-fn since(a: &DiagnoseArgs) -> Result<Option<Millis>, CliError> {
-    match a.since.as_deref().map(parse_duration).transpose()? {
-        Some(d) if d <= 0 => Err(CliError::Usage("`--since` must be greater than zero".into())),
-        d => Ok(d),
-    }
-}
-
-/// Default length of the window diagnosed over Prometheus when `--from` is not given.
-const PROMETHEUS_DEFAULT_WINDOW: Millis = 3600 * 1000;
 
 /// `diagnose --prometheus`: the targets from `up`, the signals evaluated by the
 /// remote PromQL engine; signals that could not be queried become gaps, and
@@ -242,10 +192,7 @@ fn run_prometheus(
         debounce: a.debounce as usize,
     };
     let routed = LocalRole::new(&prom, Role::Audit);
-    let mut report = engine::diagnose_with(rules, &ds, &routed, &opts).map_err(|e| match e {
-        engine::EngineError::NoData => CliError::Data(e.to_string()),
-        _ => CliError::Usage(e.to_string()),
-    })?;
+    let mut report = engine::diagnose_with(rules, &ds, &routed, &opts)?;
     let (answered, failed) = prom.outcome();
     if answered == 0 {
         if let Some(first) = failed.first() {
@@ -286,31 +233,8 @@ type PromWindow = (
 
 /// The window and baseline of a Prometheus diagnosis from the flags.
 fn prom_window(a: &DiagnoseArgs) -> Result<PromWindow, CliError> {
-    let step = a.step.as_deref().map(parse_duration).transpose()?;
-    if step == Some(0) {
-        return Err(CliError::Usage("`--step` must be greater than zero".into()));
-    }
-    let at = a.at.as_deref().map(parse_time).transpose()?;
-    let to = match (a.to.as_deref().map(parse_time).transpose()?, at) {
-        (Some(t), _) => t,
-        (None, Some(at)) => at,
-        (None, None) => chrono::Utc::now().timestamp_millis() / 1000 * 1000,
-    };
-    let from = match a.from.as_deref().map(parse_time).transpose()? {
-        Some(f) => f,
-        None => to - since(a)?.unwrap_or(PROMETHEUS_DEFAULT_WINDOW),
-    };
-    if to < from {
-        return Err(CliError::Usage("`--to` is before `--from`".into()));
-    }
-    let baseline = match (&a.baseline_from, &a.baseline_to) {
-        (Some(f), Some(t)) => BaselineSpec::Range {
-            from: parse_time(f)?,
-            to: parse_time(t)?,
-        },
-        _ => BaselineSpec::WindowStart,
-    };
-    Ok((from, to, at, step, baseline))
+    let (o, from, to) = config::prometheus_options(a)?;
+    Ok((from, to, o.at, o.step, o.baseline))
 }
 
 /// `diagnose --prometheus URL --by LABEL`: every value of LABEL judged as
@@ -437,21 +361,14 @@ fn add_audit(a: &DiagnoseArgs, ds: &mut crate::source::Dataset, err: &mut dyn Wr
     if a.audit.is_empty() {
         return Ok(());
     }
-    let step = a.step.as_deref().map(parse_duration).transpose()?;
-    let resolution = step
-        .filter(|s| *s > 0)
-        .or_else(|| ds.typical_interval())
-        .unwrap_or(15_000);
+    let resolution = a.step.or_else(|| ds.typical_interval()).unwrap_or(15_000);
     let cfg = audit::AuditConfig {
         resolution,
         clip: ds.window(),
         ..audit::AuditConfig::default()
     };
     let before = ds.warnings.len();
-    audit::load_into(ds, &a.audit, &cfg).map_err(|e| match e {
-        audit::AuditError::NoEvents(..) => CliError::Data(e.to_string()),
-        _ => CliError::Usage(e.to_string()),
-    })?;
+    audit::load_into(ds, &a.audit, &cfg)?;
     for w in &ds.warnings[before..] {
         writeln!(err, "warning: {}: {}", w.origin, w.message)?;
     }
@@ -518,7 +435,7 @@ fn connect_with(a: &PromArgs, more: Vec<promql_parser::label::Matcher>) -> Resul
             "`--prometheus-timeout` must be greater than zero".into(),
         ));
     }
-    let sel = |flag: &str, text: &str| parse_selector(flag, text).map_err(|e| CliError::Usage(e.to_string()));
+    let sel = |flag: &str, text: &str| parse_selector(flag, text).map_err(CliError::from);
     // A role selector must select: `{}` would make every series of every job that role.
     let role_sel = |flag: &str, text: &str| {
         let ms = sel(flag, text)?;

@@ -1,6 +1,7 @@
 //! One thin handler per subcommand, wiring source → store → eval → report.
 
 pub mod completions;
+pub(crate) mod config;
 pub mod diagnose;
 pub mod query;
 pub mod record;
@@ -17,7 +18,6 @@ use crate::exit::ExitCode;
 use crate::source::dump::{self, DumpArg, Keep};
 use crate::source::Dataset;
 use crate::store::Millis;
-use crate::timefmt;
 
 /// Runs a parsed command line, writing results to `out` and warnings to `err`.
 pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
@@ -97,18 +97,11 @@ pub(crate) enum When {
 
 /// Resolves `--at/--from/--to/--step` against the data (default: the last snapshot).
 pub(crate) fn resolve_time(t: &TimeArgs, ds: &Dataset) -> Result<When, CliError> {
-    let step = t.step.as_deref().map(timefmt::parse_duration).transpose()?;
-    if step == Some(0) {
-        return Err(CliError::Usage("`--step` must be greater than zero".into()));
-    }
-    match (&t.at, &t.from, &t.to) {
-        (Some(at), _, _) => Ok(When::At(timefmt::parse_time(at)?)),
-        (None, Some(f), Some(to)) => {
-            let (from, to) = (timefmt::parse_time(f)?, timefmt::parse_time(to)?);
-            if to < from {
-                return Err(CliError::Usage("`--to` is before `--from`".into()));
-            }
-            let step = step.or_else(|| ds.typical_interval()).unwrap_or(60_000);
+    match (t.at, t.from, t.to) {
+        (Some(at), _, _) => Ok(When::At(at)),
+        (None, Some(from), Some(to)) => {
+            config::ordered(from, to)?;
+            let step = t.step.or_else(|| ds.typical_interval()).unwrap_or(60_000);
             Ok(When::Range { from, to, step })
         }
         _ => {

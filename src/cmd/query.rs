@@ -106,17 +106,11 @@ fn run_prometheus(a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
     }
     crate::source::prometheus::select::inject_matchers(&mut expr, prom.extra_matchers());
     let sent = expr.to_string();
-    let step = a.time.step.as_deref().map(timefmt::parse_duration).transpose()?;
-    if step.is_some_and(|s| s <= 0) {
-        return Err(CliError::Usage("`--step` must be greater than zero".into()));
-    }
+    let step = a.time.step;
     let now = chrono::Utc::now().timestamp_millis();
-    let result = match (&a.time.at, &a.time.from, &a.time.to) {
-        (None, Some(f), Some(t)) => {
-            let (from, to) = (timefmt::parse_time(f)?, timefmt::parse_time(t)?);
-            if to < from {
-                return Err(CliError::Usage("`--to` is before `--from`".into()));
-            }
+    let result = match (a.time.at, a.time.from, a.time.to) {
+        (None, Some(from), Some(to)) => {
+            crate::cmd::config::ordered(from, to)?;
             // Default: about 250 points, at least 15 s apart.
             let step = step.unwrap_or_else(|| ((to - from) / 250).max(15_000));
             prom.api()
@@ -124,7 +118,7 @@ fn run_prometheus(a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
                 .map(|r| (Value::Matrix(r.data), from, r.warnings))
         }
         (at, _, _) => {
-            let t = at.as_deref().map(timefmt::parse_time).transpose()?.unwrap_or(now);
+            let t = at.unwrap_or(now);
             prom.api().query(&sent, t).map(|r| (r.data, t, r.warnings))
         }
     };

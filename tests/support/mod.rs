@@ -42,28 +42,77 @@ pub fn free_port() -> u16 {
     l.local_addr().expect("local addr").port()
 }
 
-/// Runs the cptriage binary with `args`, with a clean environment for kubeconfig lookups.
-pub fn cptriage(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_cptriage"));
-    c.args(args)
-        .env_remove("KUBECONFIG")
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .env_remove("KUBERNETES_SERVICE_PORT")
-        .env_remove("HTTPS_PROXY")
-        .env_remove("https_proxy")
-        .env_remove("HTTP_PROXY")
-        .env_remove("http_proxy")
-        .env_remove("NO_PROXY")
-        .env_remove("no_proxy")
-        .env_remove("ETCDCTL_ENDPOINTS")
-        .env_remove("ETCDCTL_CACERT")
-        .env_remove("ETCDCTL_CERT")
-        .env_remove("ETCDCTL_KEY")
-        .env("HOME", "/nonexistent-home-for-cptriage-tests");
-    for (k, v) in env {
-        c.env(k, v);
+/// Variables that would make a test depend on the machine it runs on: a
+/// kubeconfig, in-cluster service variables, proxies, etcdctl settings.
+const SCRUBBED: &[&str] = &[
+    "KUBECONFIG",
+    "KUBERNETES_SERVICE_HOST",
+    "KUBERNETES_SERVICE_PORT",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "ETCDCTL_ENDPOINTS",
+    "ETCDCTL_CACERT",
+    "ETCDCTL_CERT",
+    "ETCDCTL_KEY",
+    "NO_COLOR",
+    "COLUMNS",
+];
+
+/// A run of the cptriage binary: in the repository root, with the machine's
+/// kubeconfig, proxies, etcdctl settings and terminal settings removed and
+/// `HOME` pointing nowhere. `Cptriage::new(&["diagnose", DIR]).env("COLUMNS",
+/// "80").output()`.
+pub struct Cptriage(Command);
+
+impl Cptriage {
+    pub fn new(args: &[&str]) -> Cptriage {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cptriage"));
+        c.args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
+        for k in SCRUBBED {
+            c.env_remove(k);
+        }
+        c.env("HOME", "/nonexistent-home-for-cptriage-tests");
+        Cptriage(c)
     }
-    c.output().expect("run cptriage")
+
+    pub fn env(mut self, k: &str, v: &str) -> Cptriage {
+        self.0.env(k, v);
+        self
+    }
+
+    pub fn current_dir(mut self, dir: &Path) -> Cptriage {
+        self.0.current_dir(dir);
+        self
+    }
+
+    /// Runs it to the end and returns its output; a binary that cannot be
+    /// started fails the calling test at its line.
+    #[track_caller]
+    pub fn output(mut self) -> Output {
+        match self.0.output() {
+            Ok(o) => o,
+            Err(e) => panic!("run cptriage: {e}"),
+        }
+    }
+}
+
+/// Runs the cptriage binary with `args` and extra environment `env`
+/// (see [`Cptriage`]).
+#[track_caller]
+pub fn cptriage(args: &[&str], env: &[(&str, &str)]) -> Output {
+    env.iter()
+        .fold(Cptriage::new(args), |c, (k, v)| c.env(k, v))
+        .output()
+}
+
+/// Runs the cptriage binary with `args` (see [`Cptriage`]).
+#[track_caller]
+pub fn run(args: &[&str]) -> Output {
+    Cptriage::new(args).output()
 }
 
 /// Starts the cptriage binary with `args` in the background (a recording while
@@ -74,6 +123,7 @@ pub fn spawn_cptriage(args: &[String]) -> etcd::Guard {
             .args(args)
             .env("HOME", "/nonexistent")
             .env_remove("KUBECONFIG")
+            .env_remove("ETCDCTL_ENDPOINTS")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
