@@ -2,11 +2,9 @@
 //! validated against its schema, exit codes, Markdown, the real captures one by
 //! one, and the `tree` / `rules check` commands.
 
-#[path = "common/realdata.rs"]
-mod realcap;
-
 mod support;
 
+use support::realcap;
 use support::run as cptriage;
 
 use std::path::Path;
