@@ -7,6 +7,7 @@
 pub mod etcd;
 pub mod pki;
 pub mod prometheus;
+pub mod promrun;
 pub mod server;
 
 #[path = "../common/realdata.rs"]

@@ -1,0 +1,311 @@
+//! Fleet mode (`diagnose --prometheus URL --by cluster`) against a real
+//! Prometheus (`/usr/bin/prometheus` 2.42) holding 50 clusters.
+//!
+//! Five scenario captures of the same length (8 minutes at 15 s: healthy,
+//! and four faults of different axes) are generated as the scenario tests do,
+//! and each is written as the data of 10 clusters: every stored series gets a
+//! `cluster` label (`c00` … `c49`, scenario `i % 5`), and every target's
+//! snapshots become `up` samples. The OpenMetrics text is backfilled with
+//! `promtool tsdb create-blocks-from openmetrics`; the roles are selected by
+//! the `role` label the captures carry. Every cluster's verdict must be its
+//! scenario's `expect` (status, root-cause axis), and the number of signal
+//! queries must be the same for 10 clusters (`--clusters 'c0[0-9]'`) and 50.
+
+use crate::support::promrun;
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use cptriage::rules::load::RuleSet;
+use cptriage::scenario::{self, GenOptions, Scenario};
+use cptriage::source::dump::{self, Keep, MemorySnapshot};
+use cptriage::source::Dataset;
+use cptriage::store::{is_stale, METRIC_NAME};
+
+const SCENARIOS: [&str; 5] = [
+    "healthy",
+    "etcd-disk-slow-one-member",
+    "apf-queue-full",
+    "auth-401-storm",
+    "etcd-quota-nospace",
+];
+const CLUSTERS: usize = 50;
+
+struct Generated {
+    ds: Dataset,
+    status: String,
+    axis: Option<String>,
+}
+
+fn generate(name: &str, rules: &RuleSet) -> Generated {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/scenarios")
+        .join(format!("{name}.yaml"));
+    let spec = scenario::load_spec(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let exp = spec.spec.expect.clone().expect("expect block");
+    let mut sc = Scenario::build(spec, &GenOptions::default()).expect("build scenario");
+    let names: Vec<(String, cptriage::source::Role)> =
+        sc.targets.iter().map(|t| (t.name.clone(), t.role)).collect();
+    let snaps = Mutex::new(Vec::new());
+    sc.run(2, |s| {
+        let (target, role) = &names[s.target];
+        snaps.lock().expect("lock").push(MemorySnapshot {
+            target: target.clone(),
+            role: Some(*role),
+            role_reason: "scenario spec".into(),
+            time: s.time,
+            origin: format!("{name}#{}", s.step),
+            bytes: Arc::new(s.bytes.to_vec()),
+        });
+        Ok(())
+    })
+    .expect("generate scenario");
+    let ds = dump::load_memory(
+        snaps.into_inner().expect("lock"),
+        vec![],
+        &Keep::Names(rules.referenced_metrics()),
+    )
+    .expect("load scenario");
+    Generated {
+        ds,
+        status: exp.status.clone(),
+        axis: exp.axis.as_ref().map(|a| match &exp.sub_axis {
+            Some(s) => format!("{a}/{s}"),
+            None => a.clone(),
+        }),
+    }
+}
+
+fn om_escape(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+fn om_value(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v == f64::INFINITY {
+        "+Inf".into()
+    } else if v == f64::NEG_INFINITY {
+        "-Inf".into()
+    } else {
+        format!("{v}")
+    }
+}
+
+fn om_time(t: i64) -> String {
+    format!("{}.{:03}", t.div_euclid(1000), t.rem_euclid(1000))
+}
+
+/// Clusters written per OpenMetrics file. Each cluster is ~86 MB of text
+/// (13k series × 33 samples), so the fleet is backfilled in batches: a file
+/// is written, turned into blocks, and removed before the next. The test then
+/// needs under 1 GB of disk at any time instead of 4 GB (the blocks
+/// overlap in time; Prometheus ≥ 2.39 merges overlapping blocks).
+const BATCH: usize = 10;
+
+/// Backfills every cluster's series (scenario `i % 5`) and `up` samples into
+/// `tsdb`, BATCH clusters per promtool run.
+fn backfill_fleet(gens: &[Generated], scratch: &Path, tsdb: &Path) {
+    let om = scratch.join("fleet.om.txt");
+    let mut lines = 0usize;
+    for first in (0..CLUSTERS).step_by(BATCH) {
+        lines += write_batch(gens, first..(first + BATCH).min(CLUSTERS), &om);
+        promrun::create_blocks(&om, tsdb).expect("create blocks");
+        std::fs::remove_file(&om).expect("remove openmetrics");
+    }
+    eprintln!("backfilled {lines} samples");
+}
+
+/// Writes the series of `clusters` as OpenMetrics with one `unknown` family
+/// per metric name; returns the number of samples.
+fn write_batch(gens: &[Generated], clusters: std::ops::Range<usize>, path: &Path) -> usize {
+    // Series by name, then by labels, then samples by time (a series the
+    // capture also holds, such as `up`, is written once, in order).
+    let mut by_name: BTreeMap<String, BTreeMap<String, BTreeMap<i64, String>>> = BTreeMap::new();
+    for c in clusters {
+        let g = &gens[c % gens.len()];
+        let cluster = format!("c{c:02}");
+        for s in g.ds.store.series() {
+            let Some(n) = s.labels.metric_name() else { continue };
+            let mut labels: Vec<String> = s
+                .labels
+                .iter()
+                .filter(|l| &*l.name != METRIC_NAME)
+                .map(|l| format!("{}=\"{}\"", l.name, om_escape(&l.value)))
+                .collect();
+            labels.push(format!("cluster=\"{cluster}\""));
+            let head = format!("{n}{{{}}}", labels.join(","));
+            let lines = by_name.entry(n.to_string()).or_default().entry(head).or_default();
+            for p in s.points.iter().filter(|p| !is_stale(p.v)) {
+                lines.insert(p.t, om_value(p.v));
+            }
+        }
+        for t in &g.ds.targets {
+            let head = format!(
+                "up{{instance=\"{}\",role=\"{}\",cluster=\"{cluster}\"}}",
+                om_escape(&t.name),
+                t.role.as_str()
+            );
+            let lines = by_name.entry("up".into()).or_default().entry(head).or_default();
+            for s in &t.snapshots {
+                lines.insert(s.time, "1".into());
+            }
+        }
+    }
+    let file = std::fs::File::create(path).expect("create openmetrics");
+    let mut out = std::io::BufWriter::new(file);
+    let mut n = 0;
+    for (name, series) in by_name {
+        writeln!(out, "# TYPE {name} unknown").expect("write openmetrics");
+        for (head, points) in series {
+            for (t, v) in points {
+                writeln!(out, "{head} {v} {}", om_time(t)).expect("write openmetrics");
+                n += 1;
+            }
+        }
+    }
+    out.write_all(b"# EOF\n").expect("write openmetrics");
+    out.flush().expect("write openmetrics");
+    n
+}
+
+/// Runs the fleet diagnosis; returns (exit code, stdout, stderr).
+fn run(url: &str, from: i64, to: i64, clusters: Option<&str>, output: &str) -> (Option<i32>, String, String) {
+    let fmt = |t: i64| {
+        chrono::DateTime::from_timestamp_millis(t)
+            .expect("time")
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    };
+    let mut args = vec![
+        "diagnose".to_string(),
+        "--prometheus".into(),
+        url.into(),
+        "--by".into(),
+        "cluster".into(),
+        "--apiserver-selector".into(),
+        r#"{role="apiserver"}"#.into(),
+        "--etcd-selector".into(),
+        r#"{role="etcd"}"#.into(),
+        "--controller-selector".into(),
+        r#"{role="controller"}"#.into(),
+        "--from".into(),
+        fmt(from),
+        "--to".into(),
+        fmt(to),
+        "--step".into(),
+        "15s".into(),
+        "-o".into(),
+        output.into(),
+    ];
+    if let Some(re) = clusters {
+        args.push("--clusters".into());
+        args.push(re.into());
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cptriage"))
+        .args(&args)
+        .output()
+        .expect("run cptriage");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+/// Runs the fleet diagnosis as JSON; returns (exit code, verdicts, signal queries).
+fn fleet(
+    url: &str,
+    from: i64,
+    to: i64,
+    clusters: Option<&str>,
+) -> (Option<i32>, Vec<serde_json::Value>, usize) {
+    let (code, stdout, stderr) = run(url, from, to, clusters, "json");
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("json: {e}\nstderr: {stderr}"));
+    let queries = stderr
+        .lines()
+        .find_map(|l| {
+            let (_, rest) = l.split_once(" clusters judged from ")?;
+            rest.split_whitespace().next()?.parse::<usize>().ok()
+        })
+        .unwrap_or_else(|| panic!("no query count in stderr: {stderr}"));
+    (code, v.as_array().expect("array").clone(), queries)
+}
+
+#[test]
+fn fifty_clusters_are_judged_from_the_queries_of_one() {
+    if !promrun::available() {
+        eprintln!("skipped: prometheus/promtool not installed");
+        return;
+    }
+    let t0 = std::time::Instant::now();
+    let rules = RuleSet::default_rules().expect("shipped rules");
+    let gens: Vec<Generated> = SCENARIOS.iter().map(|n| generate(n, &rules)).collect();
+    eprintln!("generated in {:.1} s", t0.elapsed().as_secs_f64());
+    let (from, to) = gens[0].ds.window().expect("window");
+    for (g, n) in gens.iter().zip(SCENARIOS) {
+        assert_eq!(g.ds.window(), Some((from, to)), "{n}: another window");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tsdb = dir.path().join("tsdb");
+    std::fs::create_dir_all(&tsdb).expect("mkdir");
+    backfill_fleet(&gens, dir.path(), &tsdb);
+    eprintln!("backfilled in {:.1} s", t0.elapsed().as_secs_f64());
+    let prom = promrun::Prometheus::start(&tsdb, "1m").expect("start prometheus");
+    let url = format!("http://127.0.0.1:{}", prom.port);
+
+    let (code, verdicts, q50) = fleet(&url, from, to, None);
+    assert_eq!(verdicts.len(), CLUSTERS);
+    let mut failures = Vec::new();
+    for v in &verdicts {
+        let cluster = v["cluster"].as_str().expect("cluster field");
+        let i: usize = cluster[1..].parse().expect("cluster number");
+        let g = &gens[i % gens.len()];
+        let status = v["status"].as_str().unwrap_or_default();
+        let rc = &v["root_cause"];
+        let axis = rc["axis"].as_str().map(|a| match rc["sub_axis"].as_str() {
+            Some(s) => format!("{a}/{s}"),
+            None => a.to_string(),
+        });
+        if status != g.status || axis != g.axis {
+            failures.push(format!(
+                "{cluster} ({}): {status} {axis:?}, want {} {:?}",
+                SCENARIOS[i % gens.len()],
+                g.status,
+                g.axis
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Sick first, and the exit code is the worst of the fleet (degraded).
+    assert_eq!(verdicts[0]["status"], "degraded");
+    assert_eq!(verdicts[CLUSTERS - 1]["status"], "healthy");
+    assert_eq!(code, Some(1));
+
+    let (_, ten, q10) = fleet(&url, from, to, Some("c0[0-9]"));
+    assert_eq!(ten.len(), 10);
+    assert!(q10 > 0);
+    assert_eq!(q10, q50, "queries for 10 clusters vs 50");
+    // The table: a header, one row per cluster, sick first, and the counts.
+    let (code, table, _) = run(&url, from, to, Some("c0[0-4]"), "table");
+    eprintln!("{table}");
+    let rows: Vec<&str> = table.lines().collect();
+    assert!(
+        rows[0].starts_with("CLUSTER") && rows[0].contains("ROOT CAUSE"),
+        "{table}"
+    );
+    assert!(
+        rows[1].contains("degraded") && rows[5].starts_with("c00 ") && rows[5].contains("healthy"),
+        "{table}"
+    );
+    assert!(table.contains("5 clusters: 4 degraded, 1 healthy"), "{table}");
+    assert_eq!(code, Some(1));
+    let (code, _, _) = run(&url, from, to, Some("c00|c05"), "table");
+    assert_eq!(code, Some(0), "a healthy fleet exits 0");
+    eprintln!(
+        "{CLUSTERS} clusters: {q50} signal queries (10 clusters: {q10}); {:.1} s in all",
+        t0.elapsed().as_secs_f64()
+    );
+}

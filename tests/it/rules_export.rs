@@ -1,0 +1,440 @@
+//! `cptriage rules export --format prometheus`: the rule file passes
+//! `promtool check rules`, flags and errors behave, and promtool unit tests
+//! generated from every scenario pass `promtool test rules`: the scenario's
+//! root-cause leaf alert fires after its onset on the instances cptriage lights,
+//! and on the healthy scenario no alert fires.
+
+use crate::support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use cptriage::rules::engine::{self, Options};
+use cptriage::rules::export::{self, AlertCheck, ExportOptions, UnitTestInput};
+use cptriage::rules::load::RuleSet;
+use cptriage::rules::model::{Condition, SignalRole};
+use cptriage::rules::report::{Report, Status};
+use cptriage::rules::verdict;
+use cptriage::scenario::{self, GenOptions, Scenario};
+use cptriage::source::dump::{self, Keep, MemorySnapshot};
+use cptriage::source::Dataset;
+use support::cptriage;
+
+const PROMTOOL: &str = "/usr/bin/promtool";
+
+fn promtool(args: &[&Path]) -> (bool, String) {
+    let out = Command::new(PROMTOOL).args(args).output().expect("run promtool");
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+fn have_promtool() -> bool {
+    let ok = Path::new(PROMTOOL).exists();
+    if !ok {
+        eprintln!("skipped: {PROMTOOL} is not installed (scripts/test installs it)");
+    }
+    ok
+}
+
+#[test]
+fn export_of_the_shipped_tree_passes_promtool_check() {
+    let rules = RuleSet::default_rules().expect("shipped rules");
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (args, window, etcd_sel) in [
+        (vec![], "[5m]", vec![r#"job=~".*etcd.*""#]),
+        (
+            vec![
+                "--window",
+                "1m",
+                "--etcd-selector",
+                r#"{job="kube-etcd", cluster="a"}"#,
+                "--for",
+                "5m",
+            ],
+            "[1m]",
+            vec![r#"cluster="a""#, r#"job="kube-etcd""#],
+        ),
+    ] {
+        let mut a = vec!["rules", "export", "--format", "prometheus"];
+        a.extend(args.iter().copied());
+        let out = cptriage(&a, &[]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).expect("utf-8");
+        let path = dir.path().join("rules.yaml");
+        std::fs::write(&path, &text).expect("write");
+        if have_promtool() {
+            let (ok, msg) = promtool(&[Path::new("check"), Path::new("rules"), &path]);
+            assert!(ok, "promtool check rules failed:\n{msg}");
+            let n = rules.signals.len() + rules.nodes.len() + 2 * rules.leaves.len();
+            assert!(msg.contains(&format!("SUCCESS: {n} rules found")), "{msg}");
+        }
+        let doc: serde_yaml::Value = serde_yaml::from_str(&text).expect("yaml");
+        let group = &doc["groups"][0]["rules"];
+        let rs = group.as_sequence().expect("rules");
+        let by = |key: &str, name: &str| {
+            rs.iter()
+                .find(|r| r[key].as_str() == Some(name))
+                .unwrap_or_else(|| panic!("no {key} {name}"))
+                .clone()
+        };
+        // One recording rule per signal, every one with the window and the role selector.
+        for s in &rules.signals {
+            let r = by("record", &format!("cptriage:{}", s.def.id));
+            let e = r["expr"].as_str().expect("expr");
+            assert!(!e.contains("role="), "{e}");
+            if s.reads.iter().all(|x| x.needs_series) {
+                assert!(e.contains(window), "{e}");
+            }
+            if s.def.role == SignalRole::Etcd {
+                assert!(etcd_sel.iter().all(|m| e.contains(m)), "{e}");
+            }
+        }
+        // Alternatives are chained with `or`.
+        let e = by("record", "cptriage:storage_objects_fetch_error")["expr"]
+            .as_str()
+            .map(str::to_string);
+        assert_eq!(
+            e.as_deref(),
+            Some("(min by (instance) (apiserver_storage_objects{job=\"apiserver\"})) or (min by (instance) (apiserver_resource_objects{job=\"apiserver\"})) or (min by (instance) (etcd_object_counts{job=\"apiserver\"}))")
+        );
+        // Severity mapping and annotations.
+        let raft = by("alert", "CptriageEtcdRaft");
+        assert_eq!(raft["labels"]["severity"].as_str(), Some("critical"));
+        assert_eq!(raft["labels"]["priority"].as_str(), Some("P0"));
+        assert_eq!(raft["labels"]["sub_axis"].as_str(), Some("raft"));
+        assert_eq!(raft["expr"].as_str(), Some("cptriage:leaf:etcd_raft"));
+        let dup = by("alert", "CptriageDuplicateEvents");
+        assert_eq!(dup["labels"]["severity"].as_str(), Some("info"));
+        let wc = by("alert", "CptriageWatchCache");
+        assert_eq!(wc["labels"]["severity"].as_str(), Some("warning"));
+        let fr = if args.is_empty() { "2m" } else { "5m" };
+        assert_eq!(raft["for"].as_str(), Some(fr));
+        for k in ["summary", "question", "falsifier", "runbook", "condition"] {
+            assert!(
+                raft["annotations"][k].as_str().is_some_and(|s| !s.is_empty()),
+                "{k}"
+            );
+        }
+        assert!(raft["annotations"]["runbook"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("1. ")));
+        assert!(raft["annotations"]["approximation"]
+            .as_str()
+            .is_some_and(|s| s.contains("median")));
+        // The leaf rule of a disk fault requires the etcd question above it; the
+        // fallback `joint` is suppressed by every ordinary leaf.
+        assert_eq!(
+            by("record", "cptriage:leaf:etcd_disk")["expr"].as_str(),
+            Some("cptriage:node:etcd_disk and on () cptriage:node:etcd_degraded")
+        );
+        let joint = by("record", "cptriage:leaf:joint");
+        let j = joint["expr"].as_str().expect("expr");
+        assert!(
+            j.starts_with("cptriage:node:symptom unless on () (cptriage:leaf:auth or "),
+            "{j}"
+        );
+    }
+}
+
+#[test]
+fn unknown_format_and_bad_selectors_are_usage_errors() {
+    let out = cptriage(&["rules", "export", "--format", "grafana"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("invalid value 'grafana'"), "{err}");
+    // `--format` has a default (its only value); `cli_args` checks the output.
+    let out = cptriage(&["rules", "export"], &[]);
+    assert_eq!(out.status.code(), Some(0), "--format defaults to prometheus");
+    let out = cptriage(
+        &[
+            "rules",
+            "export",
+            "--format",
+            "prometheus",
+            "--etcd-selector",
+            "etcd_up{job=\"x\"}",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad etcd selector `etcd_up{job=\"x\"}`: a role selector must not name a metric"),
+        "{err}"
+    );
+    let out = cptriage(
+        &["rules", "export", "--format", "prometheus", "--window", "90ms"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("whole number of seconds"));
+}
+
+fn scenario_dataset(path: &Path, rules: &RuleSet) -> (scenario::Validated, Dataset) {
+    let spec = scenario::load_spec(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut sc = Scenario::build(spec.clone(), &GenOptions::default()).expect("build scenario");
+    let names: Vec<(String, cptriage::source::Role)> =
+        sc.targets.iter().map(|t| (t.name.clone(), t.role)).collect();
+    let snaps = Mutex::new(Vec::new());
+    sc.run(2, |s| {
+        let (name, role) = &names[s.target];
+        snaps.lock().expect("lock").push(MemorySnapshot {
+            target: name.clone(),
+            role: Some(*role),
+            role_reason: "scenario spec".into(),
+            time: s.time,
+            origin: format!("{}#{}", path.display(), s.step),
+            bytes: Arc::new(s.bytes.to_vec()),
+        });
+        Ok(())
+    })
+    .expect("generate scenario");
+    let ds = dump::load_memory(
+        snaps.into_inner().expect("lock"),
+        vec![],
+        &Keep::Names(rules.referenced_metrics()),
+    )
+    .expect("load scenario");
+    (spec, ds)
+}
+
+fn role_labels() -> BTreeMap<SignalRole, BTreeMap<String, String>> {
+    [
+        (SignalRole::Apiserver, "apiserver"),
+        (SignalRole::Etcd, "etcd"),
+        (SignalRole::Controller, "kube-controller-manager"),
+    ]
+    .into_iter()
+    .map(|(r, j)| (r, BTreeMap::from([("job".to_string(), j.to_string())])))
+    .collect()
+}
+
+/// The signals whose lit instances a leaf's alert carries: those of its
+/// deciding question (the first part of an `all`).
+fn deciding_signals(c: &Condition) -> Vec<String> {
+    match c {
+        Condition::Signal(s) => vec![s.clone()],
+        Condition::Any { any } => any.iter().flat_map(deciding_signals).collect(),
+        Condition::All { all } => all.first().map(deciding_signals).unwrap_or_default(),
+    }
+}
+
+/// The instances cptriage judges lit at step `i` on the leaf's deciding question.
+fn lit_instances(rules: &RuleSet, report: &Report, leaf: &str, i: usize) -> Vec<String> {
+    let l = rules.leaf(leaf).expect("leaf");
+    let logic = &rules.logic[l];
+    let deciding = *logic.required.last().expect("required node");
+    let axis = report.axes.iter().find(|a| a.leaf == leaf).expect("axis");
+    let mut out = Vec::new();
+    for s in deciding_signals(&rules.nodes[deciding].def.when) {
+        let Some(ev) = axis.evidence.iter().find(|e| e.signal == s) else {
+            continue;
+        };
+        for (inst, vals) in &ev.instance_series {
+            let base = ev
+                .instances
+                .iter()
+                .find(|x| &x.instance == inst)
+                .and_then(|x| x.baseline);
+            if verdict::judge(&ev.threshold, vals.get(i).copied().flatten(), base) == Some(true) {
+                out.push(inst.clone());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+struct Generated {
+    name: String,
+    rules_yaml: String,
+    test_yaml: String,
+}
+
+/// Exports the rules and a unit test for one scenario.
+fn generate(spec_path: &Path, rules: &RuleSet) -> Generated {
+    let (spec, ds) = scenario_dataset(spec_path, rules);
+    let name = spec.spec.name.clone();
+    let report = engine::diagnose(rules, &ds, &Options::default()).expect("diagnose");
+    let w = &report.window;
+    let (from, to, step) = (w.from, w.to, w.step);
+    let mut opts = ExportOptions::new(
+        export::DEFAULT_APISERVER_SELECTOR,
+        export::DEFAULT_ETCD_SELECTOR,
+        export::DEFAULT_CONTROLLER_SELECTOR,
+    )
+    .expect("selectors");
+    opts.window = w.range;
+    opts.for_ = 60_000;
+    // The baseline the engine used (the first quarter of the window), as seen
+    // from the evaluation time.
+    let (bfrom, bto) = (
+        w.baseline.from.unwrap_or(from),
+        w.baseline.to.unwrap_or(from + (to - from) / 4),
+    );
+    let checks;
+    let eval;
+    match report.status {
+        Status::Degraded => {
+            let rc = report.verdict.root_cause.as_ref().expect("root cause");
+            let onset = rc.onset.expect("onset");
+            // Fires `for` after the leaf lights; two steps of margin.
+            eval = onset + opts.for_ + 2 * step;
+            assert!(
+                eval <= to,
+                "{name}: evaluation time after the end of the scenario"
+            );
+            let i = usize::try_from((eval - from) / step).expect("step index");
+            let instances = lit_instances(rules, &report, &rc.leaf, i);
+            assert!(!instances.is_empty(), "{name}: no instance lit at {eval}");
+            checks = vec![AlertCheck {
+                eval_time: eval - from,
+                leaf: rc.leaf.clone(),
+                instances,
+            }];
+        }
+        _ => {
+            eval = to;
+            checks = rules
+                .leaves
+                .iter()
+                .map(|l| AlertCheck {
+                    eval_time: to - from,
+                    leaf: l.id.clone(),
+                    instances: vec![],
+                })
+                .collect();
+        }
+    }
+    opts.baseline_offset = (eval - bto).max(0);
+    opts.baseline_window = (bto - bfrom + step).max(step);
+    let file = export::export(rules, &opts).expect("export");
+    let rules_yaml = file
+        .to_yaml(&format!("cptriage rules for scenario {name}"))
+        .expect("yaml");
+    let input = UnitTestInput {
+        name: name.clone(),
+        data: &ds,
+        start: from,
+        interval: step,
+        role_labels: role_labels(),
+        checks,
+        prune_constant: true,
+    };
+    let test_yaml =
+        export::promtool_test(rules, &opts, &format!("{name}.rules.yaml"), &input).expect("promtool test");
+    for c in &input.checks {
+        if !c.instances.is_empty() {
+            eprintln!(
+                "{name}: {} expected at {} on {}",
+                export::alert_name(&c.leaf),
+                cptriage::timefmt::format_duration(c.eval_time),
+                c.instances.join(", ")
+            );
+        }
+    }
+    Generated {
+        name,
+        rules_yaml,
+        test_yaml,
+    }
+}
+
+fn specs() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scenarios");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("scenarios")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn generated_promtool_tests_pass_for_every_scenario() {
+    if !have_promtool() {
+        return;
+    }
+    let rules = RuleSet::default_rules().expect("shipped rules");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let specs = specs();
+    assert!(
+        specs.len() >= 16,
+        "expected the scenario set, found {}",
+        specs.len()
+    );
+    let mut files = Vec::new();
+    let mut firing = 0;
+    for p in &specs {
+        let g = generate(p, &rules);
+        std::fs::write(dir.path().join(format!("{}.rules.yaml", g.name)), &g.rules_yaml).expect("write");
+        let t = dir.path().join(format!("{}.test.yaml", g.name));
+        std::fs::write(&t, &g.test_yaml).expect("write");
+        firing += g.test_yaml.matches("exp_labels").count();
+        // Only the families the rules read, labelled for the selectors.
+        assert!(
+            g.test_yaml.contains("job=\\\"etcd\\\"") || g.test_yaml.contains("job=\"etcd\""),
+            "{}",
+            g.name
+        );
+        assert!(
+            !g.test_yaml.contains("role="),
+            "{}: the role label is replaced by job",
+            g.name
+        );
+        files.push(t);
+    }
+    assert!(
+        firing >= specs.len() - 1,
+        "every degraded scenario expects a firing alert ({firing})"
+    );
+    let mut args: Vec<&Path> = vec![Path::new("test"), Path::new("rules")];
+    args.extend(files.iter().map(PathBuf::as_path));
+    let (ok, msg) = promtool(&args);
+    assert!(ok, "promtool test rules failed:\n{msg}");
+    assert_eq!(msg.matches("SUCCESS").count(), specs.len(), "{msg}");
+}
+
+/// `testdata/export/` holds one generated example (etcd disk slow on one
+/// member); it must be what the generator writes today and pass promtool.
+/// `CPTRIAGE_BLESS=1 cargo test --test it rules_export::` rewrites it.
+#[test]
+fn committed_example_is_current_and_passes_promtool() {
+    let rules = RuleSet::default_rules().expect("shipped rules");
+    let spec =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scenarios/etcd-disk-slow-one-member.yaml");
+    let g = generate(&spec, &rules);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/export");
+    let rp = dir.join(format!("{}.rules.yaml", g.name));
+    let tp = dir.join(format!("{}.test.yaml", g.name));
+    if std::env::var_os("CPTRIAGE_BLESS").is_some() {
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(&rp, &g.rules_yaml).expect("write");
+        std::fs::write(&tp, &g.test_yaml).expect("write");
+    }
+    let stale = "stale example: run CPTRIAGE_BLESS=1 cargo test --test it rules_export::";
+    assert!(
+        std::fs::read_to_string(&rp).expect(stale) == g.rules_yaml,
+        "{stale}"
+    );
+    assert!(
+        std::fs::read_to_string(&tp).expect(stale) == g.test_yaml,
+        "{stale}"
+    );
+    assert!(g.test_yaml.contains("alertname: CptriageEtcdDisk"));
+    assert!(g.test_yaml.contains("instance: etcd-2"));
+    if have_promtool() {
+        let (ok, msg) = promtool(&[Path::new("test"), Path::new("rules"), &tp]);
+        assert!(ok, "promtool test rules {}:\n{msg}", tp.display());
+    }
+}
