@@ -127,6 +127,17 @@ pub fn format_duration(ms: Millis) -> String {
     }
 }
 
+/// A timeout as messages state it: whole seconds as `10s`, else the seconds
+/// with their fraction (`1.5s`).
+pub fn format_seconds(d: std::time::Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0}s")
+    } else {
+        format!("{s}s")
+    }
+}
+
 /// Unix seconds with millisecond precision only when needed (`1767225600`,
 /// `1767225600.5` → `1767225600.500`), as the Prometheus HTTP API writes and
 /// reads timestamps.

@@ -127,7 +127,7 @@ pub enum BodyError {
     TooLarge(u64),
     #[error("the responses being read together would hold more than {} (see --max-body-total); this one was refused", crate::limits::format_size(*.0))]
     Budget(u64),
-    #[error("the response took longer than {} to arrive; refused", secs(*.0))]
+    #[error("the response took longer than {} to arrive; refused", crate::timefmt::format_seconds(*.0))]
     TooSlow(Duration),
 }
 
@@ -206,7 +206,10 @@ pub fn read_failure(e: &std::io::Error, timeout: Duration) -> FetchError {
     if text.contains("timed out") || text.contains("TimedOut") {
         FetchError::new(
             FailureKind::Timeout,
-            format!("timed out after {} reading the response", secs(timeout)),
+            format!(
+                "timed out after {} reading the response",
+                crate::timefmt::format_seconds(timeout)
+            ),
         )
     } else {
         FetchError::new(FailureKind::Other, format!("reading the response failed: {text}"))
@@ -430,15 +433,6 @@ fn reason(s: u16) -> &'static str {
         .unwrap_or("")
 }
 
-fn secs(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s.fract() == 0.0 {
-        format!("{s:.0}s")
-    } else {
-        format!("{s}s")
-    }
-}
-
 /// The whole source chain of an error, in one line.
 pub fn chain(e: &dyn std::error::Error) -> String {
     let mut parts: Vec<String> = vec![e.to_string()];
@@ -461,7 +455,10 @@ fn classify(e: &reqwest::Error, timeout: Duration) -> FetchError {
     if let Some(f) = tls_failure(&has, "the CA file or data") {
         f
     } else if e.is_timeout() || has("timed out") {
-        FetchError::new(FailureKind::Timeout, format!("timed out after {}", secs(timeout)))
+        FetchError::new(
+            FailureKind::Timeout,
+            format!("timed out after {}", crate::timefmt::format_seconds(timeout)),
+        )
     } else if has("No route to host")
         || has("Network is unreachable")
         || has("HostUnreachable")

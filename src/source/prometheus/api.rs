@@ -526,15 +526,6 @@ fn snippet(body: &[u8]) -> String {
     s
 }
 
-fn secs(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s.fract() == 0.0 {
-        format!("{s:.0}s")
-    } else {
-        format!("{s}s")
-    }
-}
-
 /// A request error, with messages about the Prometheus server rather than a scrape target.
 fn request_error(e: &reqwest::Error, timeout: Duration) -> FetchError {
     let text = client::chain(e);
@@ -545,7 +536,7 @@ fn request_error(e: &reqwest::Error, timeout: Duration) -> FetchError {
             FailureKind::Timeout,
             format!(
                 "no answer within {} (raise --prometheus-timeout or narrow the window)",
-                secs(timeout)
+                crate::timefmt::format_seconds(timeout)
             ),
         )
     } else if text.contains("Connection refused") || text.contains("ConnectionRefused") {
@@ -594,7 +585,7 @@ fn read_error(e: &std::io::Error, timeout: Duration) -> FetchError {
             kind: FailureKind::Timeout,
             message: format!(
                 "timed out after {} reading the response (raise --prometheus-timeout)",
-                secs(timeout)
+                crate::timefmt::format_seconds(timeout)
             ),
         }
     } else {
