@@ -14,6 +14,9 @@ mod support;
 #[path = "../common/scenarios.rs"]
 mod scenarios;
 
+#[path = "../common/values.rs"]
+mod values;
+
 #[path = "../promqltest/script.rs"]
 mod promql_script;
 

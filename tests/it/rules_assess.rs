@@ -1,13 +1,14 @@
 //! The pure assessment (signal values → timelines → onsets → verdict), fed with
 //! hand-built per-step values for the small tree in `testdata/rules/good/mini.yaml`.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use cptriage::rules::report::*;
 use cptriage::rules::verdict::{assess, AssessInput, BaselinePlan, SignalInput};
 use cptriage::rules::{load_file, RuleSet};
 use cptriage::store::Millis;
+
+use crate::values::{self, flat, sig, step_fn};
 
 const T0: Millis = 1_767_225_600_000; // 2026-01-01T00:00:00Z
 const STEP: Millis = 15_000;
@@ -24,27 +25,7 @@ fn rules() -> RuleSet {
 }
 
 fn steps(n: usize) -> Vec<Millis> {
-    (0..n as i64).map(|i| T0 + i * STEP).collect()
-}
-
-/// `low` before step `from` (and from `until` on), `high` in between.
-fn step_fn(n: usize, low: f64, high: f64, from: usize, until: usize) -> Vec<Option<f64>> {
-    (0..n)
-        .map(|i| Some(if i >= from && i < until { high } else { low }))
-        .collect()
-}
-
-fn flat(n: usize, v: f64) -> Vec<Option<f64>> {
-    vec![Some(v); n]
-}
-
-fn sig(pairs: Vec<(&str, Vec<Option<f64>>)>) -> SignalInput {
-    SignalInput::evaluated(
-        pairs
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect::<BTreeMap<_, _>>(),
-    )
+    values::grid(T0, STEP, n)
 }
 
 /// A healthy cluster: one apiserver, three etcd members.

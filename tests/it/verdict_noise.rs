@@ -11,6 +11,8 @@ use cptriage::rules::verdict::{assess, AssessInput, BaselinePlan, SignalInput, S
 use cptriage::rules::{load_file, RuleSet};
 use cptriage::store::Millis;
 
+use crate::values::{self, flat, sig, step_fn};
+
 const T0: Millis = 1_767_225_600_000; // 2026-01-01T00:00:00Z
 const STEP: Millis = 5_000;
 const RANGE: Millis = 20_000;
@@ -27,22 +29,7 @@ fn rules() -> RuleSet {
 }
 
 fn steps(n: usize) -> Vec<Millis> {
-    (0..n as i64).map(|i| T0 + i * STEP).collect()
-}
-
-/// `low` outside `[from, until)`, `high` inside.
-fn step_fn(n: usize, low: f64, high: f64, from: usize, until: usize) -> Vec<Option<f64>> {
-    (0..n)
-        .map(|i| Some(if i >= from && i < until { high } else { low }))
-        .collect()
-}
-
-fn flat(n: usize, v: f64) -> Vec<Option<f64>> {
-    vec![Some(v); n]
-}
-
-fn sig(pairs: Vec<(&str, Vec<Option<f64>>)>) -> SignalInput {
-    SignalInput::evaluated(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    values::grid(T0, STEP, n)
 }
 
 const MEMBERS: [&str; 3] = ["etcd-0", "etcd-1", "etcd-2"];
