@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::eval::select::{DEFAULT_APISERVER_SELECTOR, DEFAULT_CONTROLLER_SELECTOR, DEFAULT_ETCD_SELECTOR};
 use crate::timefmt::{self, Millis, TimeError};
 
 /// A time flag (`--from`, `--to`, `--at`, baselines): RFC 3339, unix seconds,
@@ -464,7 +465,7 @@ pub struct PromArgs {
     #[arg(
         long,
         value_name = "SELECTOR",
-        default_value = r#"{job="apiserver"}"#,
+        default_value = DEFAULT_APISERVER_SELECTOR,
         help_heading = "Prometheus"
     )]
     pub apiserver_selector: String,
@@ -472,7 +473,7 @@ pub struct PromArgs {
     #[arg(
         long,
         value_name = "SELECTOR",
-        default_value = r#"{job=~".*etcd.*"}"#,
+        default_value = DEFAULT_ETCD_SELECTOR,
         help_heading = "Prometheus"
     )]
     pub etcd_selector: String,
@@ -480,7 +481,7 @@ pub struct PromArgs {
     #[arg(
         long,
         value_name = "SELECTOR",
-        default_value = r#"{job=~".*controller-manager.*"}"#,
+        default_value = DEFAULT_CONTROLLER_SELECTOR,
         help_heading = "Prometheus"
     )]
     pub controller_selector: String,
@@ -636,17 +637,13 @@ pub struct RulesExportArgs {
     #[arg(long, value_name = "DURATION", default_value = "1h")]
     pub baseline_offset: String,
     /// Series selector of kube-apiserver targets.
-    #[arg(long, value_name = "SELECTOR", default_value = r#"{job="apiserver"}"#)]
+    #[arg(long, value_name = "SELECTOR", default_value = DEFAULT_APISERVER_SELECTOR)]
     pub apiserver_selector: String,
     /// Series selector of etcd members.
-    #[arg(long, value_name = "SELECTOR", default_value = r#"{job=~".*etcd.*"}"#)]
+    #[arg(long, value_name = "SELECTOR", default_value = DEFAULT_ETCD_SELECTOR)]
     pub etcd_selector: String,
     /// Series selector of controllers.
-    #[arg(
-        long,
-        value_name = "SELECTOR",
-        default_value = r#"{job="kube-controller-manager"}"#
-    )]
+    #[arg(long, value_name = "SELECTOR", default_value = DEFAULT_CONTROLLER_SELECTOR)]
     pub controller_selector: String,
     /// Name of the rule group.
     #[arg(long, value_name = "NAME", default_value = "cptriage")]

@@ -60,8 +60,8 @@ impl From<crate::source::audit::AuditError> for CliError {
     }
 }
 
-impl From<crate::source::prometheus::select::SelectorError> for CliError {
-    fn from(e: crate::source::prometheus::select::SelectorError) -> Self {
+impl From<crate::eval::select::SelectorError> for CliError {
+    fn from(e: crate::eval::select::SelectorError) -> Self {
         CliError::Usage(e.to_string())
     }
 }

@@ -437,28 +437,10 @@ fn connect_with(a: &PromArgs, more: Vec<promql_parser::label::Matcher>) -> Resul
     }
     let sel = |flag: &str, text: &str| parse_selector(flag, text).map_err(CliError::from);
     // A role selector must select: `{}` would make every series of every job that role.
-    let role_sel = |flag: &str, text: &str| {
-        let ms = sel(flag, text)?;
-        if ms.is_empty() {
-            return Err(CliError::Usage(format!(
-                "`{flag}` needs at least one label matcher, e.g. `{{job=\"etcd\"}}`"
-            )));
-        }
-        Ok(ms)
-    };
     let roles = vec![
-        RoleSelector {
-            role: Role::Apiserver,
-            matchers: role_sel("--apiserver-selector", &a.apiserver_selector)?,
-        },
-        RoleSelector {
-            role: Role::Etcd,
-            matchers: role_sel("--etcd-selector", &a.etcd_selector)?,
-        },
-        RoleSelector {
-            role: Role::Controller,
-            matchers: role_sel("--controller-selector", &a.controller_selector)?,
-        },
+        RoleSelector::parse(Role::Apiserver, "--apiserver-selector", &a.apiserver_selector)?,
+        RoleSelector::parse(Role::Etcd, "--etcd-selector", &a.etcd_selector)?,
+        RoleSelector::parse(Role::Controller, "--controller-selector", &a.controller_selector)?,
     ];
     let mut extra = match &a.selector {
         Some(s) => sel("--selector", s)?,

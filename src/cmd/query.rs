@@ -104,7 +104,7 @@ fn run_prometheus(a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
     if let Some(w) = crate::cmd::diagnose::insecure_warning(&a.prom, &prom) {
         writeln!(err, "warning: {w}")?;
     }
-    crate::source::prometheus::select::inject_matchers(&mut expr, prom.extra_matchers());
+    crate::eval::select::inject_matchers(&mut expr, prom.extra_matchers());
     let sent = expr.to_string();
     let step = a.time.step;
     let now = chrono::Utc::now().timestamp_millis();

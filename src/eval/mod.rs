@@ -22,6 +22,7 @@ mod check;
 mod functions;
 mod histogram;
 pub mod seam;
+pub mod select;
 mod selector;
 pub mod template;
 

@@ -7,7 +7,7 @@
 //! 1. `cptriage:<signal>`: one recording rule per signal, its value per
 //!    instance. `$window` is the export window; the `role="…"` matcher the
 //!    engine injects is replaced by the role's selector (`{job="apiserver"}`,
-//!    `{job=~".*etcd.*"}`, `{job="kube-controller-manager"}` by default). The
+//!    `{job=~".*etcd.*"}`, `{job=~".*controller-manager.*"}` by default). The
 //!    expression and its alternatives are joined with `or`, so each instance
 //!    uses the first alternative it exposes (cptriage picks one per role).
 //! 2. `cptriage:node:<node>`: the instances on which a question of the tree is
@@ -26,15 +26,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use promql_parser::label::Matcher;
 use promql_parser::parser::Expr;
 
 use serde::Serialize;
 
 use super::load::{LeafLogic, RuleSet, Signal};
 use super::model::{Combine, Condition, Direction, LeafDef, Severity, SignalRole, Threshold};
+use crate::eval::select::{RoleSelector, SelectorError};
+#[cfg(test)]
+use crate::eval::select::{DEFAULT_APISERVER_SELECTOR, DEFAULT_CONTROLLER_SELECTOR, DEFAULT_ETCD_SELECTOR};
 use crate::eval::template::{substitute_window, ROLE_LABEL};
 use crate::source::Dataset;
+use crate::store::Role;
 use crate::store::{is_stale, Labels, Millis, METRIC_NAME};
 use crate::timefmt::format_duration;
 
@@ -44,12 +47,8 @@ pub const PREFIX: &str = "cptriage";
 /// Why an export or a generated unit test could not be produced.
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
-    #[error("bad {role} selector `{text}`: {message}")]
-    Selector {
-        role: &'static str,
-        text: String,
-        message: String,
-    },
+    #[error(transparent)]
+    Selector(#[from] SelectorError),
     #[error("signal `{signal}`: expression {index} cannot be exported: {message}")]
     Expr {
         signal: String,
@@ -66,50 +65,6 @@ pub enum ExportError {
     UnitTest { test: String, message: String },
     #[error("cannot write YAML: {0}")]
     Yaml(String),
-}
-
-/// A role's series selector: label matchers that replace the engine's `role`
-/// matcher (`{job="apiserver"}`).
-#[derive(Clone, Debug)]
-pub struct RoleSelector {
-    pub text: String,
-    pub matchers: Vec<Matcher>,
-}
-
-impl RoleSelector {
-    /// Parses `{label="value", …}` (no metric name, no offset).
-    pub fn parse(role: SignalRole, text: &str) -> Result<RoleSelector, ExportError> {
-        let err = |message: String| ExportError::Selector {
-            role: role.as_str(),
-            text: text.to_string(),
-            message,
-        };
-        let e = crate::limits::parse_promql(text.trim()).map_err(err)?;
-        let Expr::VectorSelector(vs) = e else {
-            return Err(err(
-                "expected label matchers in braces, e.g. {job=\"apiserver\"}".into()
-            ));
-        };
-        if vs.name.is_some() || vs.matchers.matchers.iter().any(|m| m.name == METRIC_NAME) {
-            return Err(err("a role selector must not name a metric".into()));
-        }
-        if vs.offset.is_some() || vs.at.is_some() || !vs.matchers.or_matchers.is_empty() {
-            return Err(err(
-                "only label matchers are allowed (no offset, @ or `or`)".into()
-            ));
-        }
-        Ok(RoleSelector {
-            text: text.trim().to_string(),
-            matchers: vs.matchers.matchers,
-        })
-    }
-
-    /// Whether a series with these labels is selected.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.matchers
-            .iter()
-            .all(|m| m.is_match(labels.get(&m.name).map(String::as_str).unwrap_or("")))
-    }
 }
 
 /// Settings of an export.
@@ -144,9 +99,6 @@ pub const DEFAULT_FOR: Millis = 2 * 60_000;
 pub const DEFAULT_BASELINE_WINDOW: Millis = 60 * 60_000;
 /// … ending one hour ago.
 pub const DEFAULT_BASELINE_OFFSET: Millis = 60 * 60_000;
-pub const DEFAULT_APISERVER_SELECTOR: &str = "{job=\"apiserver\"}";
-pub const DEFAULT_ETCD_SELECTOR: &str = "{job=~\".*etcd.*\"}";
-pub const DEFAULT_CONTROLLER_SELECTOR: &str = "{job=\"kube-controller-manager\"}";
 /// The selector of audit signals in an export (see [`ExportOptions::audit`]).
 pub const AUDIT_SELECTOR: &str = "{job=\"cptriage-audit-log\"}";
 
@@ -158,10 +110,10 @@ impl ExportOptions {
             for_: DEFAULT_FOR,
             baseline_window: DEFAULT_BASELINE_WINDOW,
             baseline_offset: DEFAULT_BASELINE_OFFSET,
-            apiserver: RoleSelector::parse(SignalRole::Apiserver, apiserver)?,
-            etcd: RoleSelector::parse(SignalRole::Etcd, etcd)?,
-            controller: RoleSelector::parse(SignalRole::Controller, controller)?,
-            audit: RoleSelector::parse(SignalRole::Audit, AUDIT_SELECTOR)?,
+            apiserver: RoleSelector::parse(Role::Apiserver, "--apiserver-selector", apiserver)?,
+            etcd: RoleSelector::parse(Role::Etcd, "--etcd-selector", etcd)?,
+            controller: RoleSelector::parse(Role::Controller, "--controller-selector", controller)?,
+            audit: RoleSelector::parse(Role::Audit, "the audit selector", AUDIT_SELECTOR)?,
             group: PREFIX.to_string(),
         })
     }
@@ -1007,23 +959,21 @@ mod tests {
     }
 
     #[test]
-    fn selectors_parse_and_match() {
-        let s = RoleSelector::parse(SignalRole::Etcd, DEFAULT_ETCD_SELECTOR).unwrap();
-        let l = |v: &str| BTreeMap::from([("job".to_string(), v.to_string())]);
-        assert!(s.matches(&l("kube-etcd")));
-        assert!(!s.matches(&l("apiserver")));
+    fn selectors_refuse_what_is_not_label_matchers() {
         for bad in ["up{job=\"x\"}", "{job=\"x\"} offset 5m", "rate(x[5m])", "{job="] {
-            let e = RoleSelector::parse(SignalRole::Etcd, bad)
+            let e = ExportOptions::new(DEFAULT_APISERVER_SELECTOR, bad, DEFAULT_CONTROLLER_SELECTOR)
                 .unwrap_err()
                 .to_string();
-            assert!(e.starts_with("bad etcd selector"), "{bad}: {e}");
+            assert!(
+                e.starts_with(&format!("invalid selector `{bad}` for --etcd-selector")),
+                "{bad}: {e}"
+            );
         }
     }
 
     #[test]
     fn selector_replaces_role_in_every_selector() {
-        let sel =
-            RoleSelector::parse(SignalRole::Apiserver, "{job=\"apiserver\", cluster=~\"a|b\"}").unwrap();
+        let sel = RoleSelector::parse(Role::Apiserver, "-", "{job=\"apiserver\", cluster=~\"a|b\"}").unwrap();
         let e = export_expr(
             "sum by (instance) (rate(a_total{x=\"1\"}[$window])) / on (instance) b",
             120_000,

@@ -71,9 +71,9 @@ pub fn check_str(src: &str, origin: &str) -> Vec<Diagnostic> {
 fn export_error(set: &super::load::RuleSet) -> Option<super::export::ExportError> {
     use super::export::{self, ExportOptions};
     let opts = ExportOptions::new(
-        export::DEFAULT_APISERVER_SELECTOR,
-        export::DEFAULT_ETCD_SELECTOR,
-        export::DEFAULT_CONTROLLER_SELECTOR,
+        crate::eval::select::DEFAULT_APISERVER_SELECTOR,
+        crate::eval::select::DEFAULT_ETCD_SELECTOR,
+        crate::eval::select::DEFAULT_CONTROLLER_SELECTOR,
     )
     .ok()?;
     export::export(set, &opts).and_then(|f| f.to_yaml("")).err()

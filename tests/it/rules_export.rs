@@ -167,7 +167,7 @@ fn unknown_format_and_bad_selectors_are_usage_errors() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("bad etcd selector `etcd_up{job=\"x\"}`: a role selector must not name a metric"),
+        err.contains("invalid selector `etcd_up{job=\"x\"}` for --etcd-selector: expected label matchers in braces"),
         "{err}"
     );
     let out = cptriage(
@@ -268,9 +268,9 @@ fn generate(spec_path: &Path, rules: &RuleSet) -> Generated {
     let w = &report.window;
     let (from, to, step) = (w.from, w.to, w.step);
     let mut opts = ExportOptions::new(
-        export::DEFAULT_APISERVER_SELECTOR,
-        export::DEFAULT_ETCD_SELECTOR,
-        export::DEFAULT_CONTROLLER_SELECTOR,
+        cptriage::eval::select::DEFAULT_APISERVER_SELECTOR,
+        cptriage::eval::select::DEFAULT_ETCD_SELECTOR,
+        cptriage::eval::select::DEFAULT_CONTROLLER_SELECTOR,
     )
     .expect("selectors");
     opts.window = w.range;

@@ -15,8 +15,9 @@ use std::sync::Mutex;
 
 use promql_parser::parser::Expr;
 
-use super::{select, Prometheus};
+use super::Prometheus;
 use crate::eval::seam::{RangeQuery, SignalEvaluator};
+use crate::eval::select;
 
 use crate::store::{Labels, Millis, Role, Series, Store};
 

@@ -23,7 +23,6 @@
 pub mod api;
 pub mod decode;
 pub mod fleet;
-pub mod select;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,8 +31,9 @@ use std::sync::Mutex;
 use promql_parser::label::Matcher;
 use promql_parser::parser::Expr;
 
+use crate::eval::select;
+pub use crate::eval::select::{parse_selector, RoleSelector, SelectorError};
 pub use api::{Answer, Api, ApiConfig, PromError};
-pub use select::{parse_selector, SelectorError};
 
 use crate::eval::seam::{RangeQuery, SignalEvaluator};
 use crate::eval::template::{promql_duration, substitute_window};
@@ -42,9 +42,6 @@ use crate::store::{Labels, Millis, Series, Store};
 
 /// Default selectors of the roles (kube-prometheus, kubeadm with the
 /// Prometheus operator).
-pub const DEFAULT_APISERVER_SELECTOR: &str = r#"{job="apiserver"}"#;
-pub const DEFAULT_ETCD_SELECTOR: &str = r#"{job=~".*etcd.*"}"#;
-pub const DEFAULT_CONTROLLER_SELECTOR: &str = r#"{job=~".*controller-manager.*"}"#;
 
 /// Queries in flight at once by default.
 pub const DEFAULT_CONCURRENCY: usize = 4;
@@ -52,13 +49,6 @@ pub const DEFAULT_CONCURRENCY: usize = 4;
 /// Longest window whose `up` samples are read one by one; longer windows read
 /// `up` at the evaluation step.
 pub const RAW_UP_LIMIT: Millis = 6 * 3600 * 1000;
-
-/// How one role's series are selected.
-#[derive(Clone, Debug)]
-pub struct RoleSelector {
-    pub role: Role,
-    pub matchers: Vec<Matcher>,
-}
 
 /// Everything the Prometheus source needs.
 #[derive(Clone, Debug)]

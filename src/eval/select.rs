@@ -1,10 +1,16 @@
-//! Series selection for remote evaluation: parsing `--selector`-style label
-//! selectors (`{job="etcd",cluster="prod"}`), adding their matchers to every
-//! selector of an expression, and grouping by another instance label.
+//! Series selection for remote evaluation and exported rules: parsing
+//! `--selector`-style label selectors (`{job="etcd",cluster="prod"}`), the
+//! role selectors with their one table of defaults, adding matchers to every
+//! selector of an expression, grouping by another instance label, and keeping
+//! a fleet label through every grouping.
+
+use std::collections::BTreeMap;
 
 use promql_parser::label::Matcher;
 use promql_parser::parser::Expr;
 use promql_parser::util::visitor::{walk_expr_mut, ExprVisitorMut};
+
+use crate::store::Role;
 
 /// Why a label selector given on the command line is not usable.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -40,6 +46,9 @@ pub fn parse_selector(flag: &str, text: &str) -> Result<Vec<Matcher>, SelectorEr
     let Expr::VectorSelector(vs) = expr else {
         return Err(bad("expected label matchers only".into()));
     };
+    if vs.offset.is_some() || vs.at.is_some() {
+        return Err(bad("only label matchers are allowed (no offset or @)".into()));
+    }
     if !vs.matchers.or_matchers.is_empty() {
         return Err(bad("`or` is not supported in a selector".into()));
     }
@@ -61,7 +70,61 @@ pub fn selector_text(ms: &[Matcher]) -> String {
     format!("{{{}}}", parts.join(","))
 }
 
-pub use crate::eval::template::inject_matchers;
+pub use super::template::inject_matchers;
+
+/// Default selector of the apiserver role: kube-prometheus, kubeadm and most
+/// managed offerings name the job `apiserver`.
+pub const DEFAULT_APISERVER_SELECTOR: &str = r#"{job="apiserver"}"#;
+/// Default selector of the etcd role (`etcd`, `kube-etcd`, `etcd-server`…).
+pub const DEFAULT_ETCD_SELECTOR: &str = r#"{job=~".*etcd.*"}"#;
+/// Default selector of the controller role (`kube-controller-manager`, and
+/// the `controller-manager` of distributions that rename it).
+pub const DEFAULT_CONTROLLER_SELECTOR: &str = r#"{job=~".*controller-manager.*"}"#;
+
+/// The one table of default role selectors, for diagnoses over Prometheus and
+/// for exported rules alike.
+pub const DEFAULT_SELECTORS: [(Role, &str); 3] = [
+    (Role::Apiserver, DEFAULT_APISERVER_SELECTOR),
+    (Role::Etcd, DEFAULT_ETCD_SELECTOR),
+    (Role::Controller, DEFAULT_CONTROLLER_SELECTOR),
+];
+
+/// How one role's series are selected: label matchers that stand for the
+/// `role` label cptriage gives series it scrapes itself (`{job="apiserver"}`).
+#[derive(Clone, Debug)]
+pub struct RoleSelector {
+    pub role: Role,
+    /// The selector as given.
+    pub text: String,
+    pub matchers: Vec<Matcher>,
+}
+
+impl RoleSelector {
+    /// Parses the selector of `role` given by `flag`; at least one matcher is
+    /// needed (an empty selector would select every series as that role).
+    pub fn parse(role: Role, flag: &str, text: &str) -> Result<RoleSelector, SelectorError> {
+        let matchers = parse_selector(flag, text)?;
+        if matchers.is_empty() {
+            return Err(SelectorError::Invalid {
+                flag: flag.to_string(),
+                text: text.to_string(),
+                message: "needs at least one label matcher, e.g. `{job=\"etcd\"}`".into(),
+            });
+        }
+        Ok(RoleSelector {
+            role,
+            text: text.trim().to_string(),
+            matchers,
+        })
+    }
+
+    /// Whether a series with these labels is selected.
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.matchers
+            .iter()
+            .all(|m| m.is_match(labels.get(&m.name).map(String::as_str).unwrap_or("")))
+    }
+}
 
 /// Replaces the label `from` by `to` in every `by`/`without`, `on`/`ignoring`
 /// and `group_left`/`group_right` list of `expr`, so that rules grouping by
@@ -181,6 +244,26 @@ mod tests {
         );
         assert!(parse_selector("--selector", "{job=}").is_err());
         assert!(parse_selector("--selector", r#"{__name__="up"}"#).is_err());
+    }
+
+    #[test]
+    fn role_selectors_need_a_matcher_and_match_labels() {
+        for (role, text) in DEFAULT_SELECTORS {
+            let s = RoleSelector::parse(role, "-", text).unwrap();
+            assert_eq!(s.text, text);
+        }
+        let etcd = RoleSelector::parse(Role::Etcd, "--etcd-selector", DEFAULT_ETCD_SELECTOR).unwrap();
+        let l = |job: &str| BTreeMap::from([("job".to_string(), job.to_string())]);
+        assert!(etcd.matches(&l("kube-etcd")));
+        assert!(!etcd.matches(&l("apiserver")));
+        let ctl = RoleSelector::parse(Role::Controller, "-", DEFAULT_CONTROLLER_SELECTOR).unwrap();
+        assert!(ctl.matches(&l("kube-controller-manager")));
+        for bad in ["{}", "", r#"{job="x"} offset 5m"#, r#"etcd_up{job="x"}"#] {
+            assert!(
+                RoleSelector::parse(Role::Etcd, "--etcd-selector", bad).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
