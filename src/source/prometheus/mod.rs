@@ -40,9 +40,6 @@ use crate::eval::template::{promql_duration, substitute_window};
 use crate::source::{Dataset, Role, Snapshot, SourceWarning, Target, TimeSource};
 use crate::store::{Labels, Millis, Series, Store};
 
-/// Default selectors of the roles (kube-prometheus, kubeadm with the
-/// Prometheus operator).
-
 /// Queries in flight at once by default.
 pub const DEFAULT_CONCURRENCY: usize = 4;
 
