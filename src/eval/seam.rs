@@ -8,7 +8,30 @@ use std::collections::BTreeSet;
 
 use promql_parser::parser::Expr;
 
+use super::EvalError;
 use crate::store::{Millis, Role, Series, Store};
+
+/// Why a signal's expression has no answer. Its message is what the report
+/// shows for the gap.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum QueryError {
+    /// The expression cannot be parsed or evaluated here.
+    #[error(transparent)]
+    Eval(#[from] EvalError),
+    /// The role's series cannot be selected (no selector for it).
+    #[error("{0}")]
+    Selection(String),
+    /// The remote engine refused or failed the query (its own message, with
+    /// what to do about it).
+    #[error("{0}")]
+    Remote(String),
+    /// The evaluator produced no answer for the query.
+    #[error("not queried")]
+    NotQueried,
+}
+
+/// One answer of [`SignalEvaluator::range`].
+pub type QueryResult = Result<Vec<Series>, QueryError>;
 
 /// One range query of a signal's expression, as the engine asks for it.
 #[derive(Clone, Copy, Debug)]
@@ -31,10 +54,10 @@ pub struct RangeQuery<'a> {
 pub trait SignalEvaluator: Sync {
     /// The expression of a signal for targets of `role`: `$window` resolved and
     /// the selection of the role's series added to every selector.
-    fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, String>;
+    fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, QueryError>;
     /// Evaluates `queries` (possibly concurrently); one result per query, in
     /// order. A series's `instance` label names the target.
-    fn range(&self, store: &Store, queries: &[RangeQuery]) -> Vec<Result<Vec<Series>, String>>;
+    fn range(&self, store: &Store, queries: &[RangeQuery]) -> Vec<QueryResult>;
 }
 
 /// Evaluation over the dataset's series store (dumps and live scrapes): the
@@ -43,16 +66,16 @@ pub trait SignalEvaluator: Sync {
 pub struct LocalStore;
 
 impl SignalEvaluator for LocalStore {
-    fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, String> {
-        super::template::instantiate(text, window, role.as_str()).map_err(|e| e.to_string())
+    fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, QueryError> {
+        Ok(super::template::instantiate(text, window, role.as_str())?)
     }
 
-    fn range(&self, store: &Store, queries: &[RangeQuery]) -> Vec<Result<Vec<Series>, String>> {
+    fn range(&self, store: &Store, queries: &[RangeQuery]) -> Vec<QueryResult> {
         queries
             .iter()
             .map(|q| {
                 let opts = super::EvalOptions { lookback: q.range };
-                super::range(store, q.expr, q.start, q.end, q.step, &opts).map_err(|e| e.to_string())
+                super::range(store, q.expr, q.start, q.end, q.step, &opts).map_err(QueryError::from)
             })
             .collect()
     }
@@ -79,7 +102,7 @@ impl<'a> LocalRole<'a> {
 }
 
 impl SignalEvaluator for LocalRole<'_> {
-    fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, String> {
+    fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, QueryError> {
         if role != self.role {
             return self.inner.instantiate(text, window, role);
         }
@@ -91,7 +114,7 @@ impl SignalEvaluator for LocalRole<'_> {
         Ok(e)
     }
 
-    fn range(&self, store: &Store, queries: &[RangeQuery]) -> Vec<Result<Vec<Series>, String>> {
+    fn range(&self, store: &Store, queries: &[RangeQuery]) -> Vec<QueryResult> {
         let local = self.local.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let is_local: Vec<bool> = queries
             .iter()
@@ -119,9 +142,7 @@ impl SignalEvaluator for LocalRole<'_> {
                         .pop()
                         .unwrap_or_else(|| Ok(Vec::new()))
                 } else {
-                    remote_results
-                        .next()
-                        .unwrap_or_else(|| Err("no result from the remote evaluator".into()))
+                    remote_results.next().unwrap_or(Err(QueryError::NotQueried))
                 }
             })
             .collect()

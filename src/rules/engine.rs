@@ -21,7 +21,7 @@ use super::load::RuleSet;
 use super::model::{Across, Direction};
 use super::report::{Availability, BaselineKind, Gap, GapKind, Report, SourceInfo};
 use super::verdict::{self, median, AssessInput, BaselinePlan, BreakdownInput, SignalInput, Skip};
-use crate::eval::seam::{LocalStore, RangeQuery, SignalEvaluator};
+use crate::eval::seam::{LocalStore, QueryError, QueryResult, RangeQuery, SignalEvaluator};
 use crate::eval::template;
 use crate::source::{Dataset, Role, Target};
 use crate::store::{Millis, Series};
@@ -496,7 +496,7 @@ fn eval_signals(rules: &RuleSet, ks: &[usize], ctx: &Ctx) -> Vec<SignalInput> {
         ShortValues,
         ShortCount,
     }
-    let mut results: BTreeMap<(usize, Part), Result<Vec<Series>, String>> = {
+    let mut results: BTreeMap<(usize, Part), QueryResult> = {
         let mut tags: Vec<(usize, Part)> = Vec::new();
         let mut queries: Vec<RangeQuery> = Vec::new();
         for (j, (&k, p)) in ks.iter().zip(&plans).enumerate() {
@@ -539,7 +539,7 @@ fn eval_signals(rules: &RuleSet, ks: &[usize], ctx: &Ctx) -> Vec<SignalInput> {
             let id = &rules.signals[k].def.id;
             let series = results
                 .remove(&(j, Part::Values))
-                .unwrap_or_else(|| Err("no result".to_string()));
+                .unwrap_or(Err(QueryError::NotQueried));
             let series = match series {
                 Ok(s) => s,
                 Err(e) => {
@@ -572,7 +572,7 @@ fn eval_signals(rules: &RuleSet, ks: &[usize], ctx: &Ctx) -> Vec<SignalInput> {
                     other => {
                         let e = match other {
                             Some(Err(e)) => e,
-                            _ => "no result".into(),
+                            _ => QueryError::NotQueried,
                         };
                         input.note = Some(format!(
                             "`{id}`: its observation count could not be evaluated ({e}); values are not judged"

@@ -386,14 +386,10 @@ impl seam::SignalEvaluator for Remote {
         text: &str,
         window: i64,
         role: cptriage::source::Role,
-    ) -> Result<promql_parser::parser::Expr, String> {
+    ) -> Result<promql_parser::parser::Expr, seam::QueryError> {
         seam::LocalStore.instantiate(text, window, role)
     }
-    fn range(
-        &self,
-        store: &cptriage::store::Store,
-        queries: &[seam::RangeQuery],
-    ) -> Vec<Result<Vec<cptriage::store::Series>, String>> {
+    fn range(&self, store: &cptriage::store::Store, queries: &[seam::RangeQuery]) -> Vec<seam::QueryResult> {
         let mut asked = self.asked.lock().unwrap();
         for q in queries {
             asked.push(q.expr.to_string());

@@ -167,7 +167,9 @@ fn unknown_format_and_bad_selectors_are_usage_errors() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("invalid selector `etcd_up{job=\"x\"}` for --etcd-selector: expected label matchers in braces"),
+        err.contains(
+            "invalid selector `etcd_up{job=\"x\"}` for --etcd-selector: expected label matchers in braces"
+        ),
         "{err}"
     );
     let out = cptriage(

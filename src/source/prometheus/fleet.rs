@@ -16,12 +16,12 @@ use std::sync::Mutex;
 use promql_parser::parser::Expr;
 
 use super::Prometheus;
-use crate::eval::seam::{RangeQuery, SignalEvaluator};
+use crate::eval::seam::{QueryError, QueryResult, RangeQuery, SignalEvaluator};
 use crate::eval::select;
 
 use crate::store::{Labels, Millis, Role, Series, Store};
 
-type Cached = Result<Vec<Series>, String>;
+type Cached = QueryResult;
 
 /// The shared answers of a fleet run.
 pub struct Fleet<'a> {
@@ -62,13 +62,13 @@ pub struct ClusterView<'a> {
 }
 
 impl SignalEvaluator for ClusterView<'_> {
-    fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, String> {
+    fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, QueryError> {
         let mut e = self.fleet.prom.instantiate(text, window, role)?;
         select::add_grouping_label(&mut e, &self.fleet.label);
         Ok(e)
     }
 
-    fn range(&self, store: &Store, queries: &[RangeQuery]) -> Vec<Result<Vec<Series>, String>> {
+    fn range(&self, store: &Store, queries: &[RangeQuery]) -> Vec<QueryResult> {
         let keys: Vec<_> = queries
             .iter()
             .map(|q| (q.expr.to_string(), q.start, q.end, q.step))
@@ -106,7 +106,7 @@ impl SignalEvaluator for ClusterView<'_> {
                     })
                     .collect()),
                 Some(Err(e)) => Err(e.clone()),
-                None => Err("not queried".to_string()),
+                None => Err(QueryError::NotQueried),
             })
             .collect()
     }

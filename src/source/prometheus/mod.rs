@@ -35,7 +35,7 @@ use crate::eval::select;
 pub use crate::eval::select::{parse_selector, RoleSelector, SelectorError};
 pub use api::{Answer, Api, ApiConfig, PromError};
 
-use crate::eval::seam::{RangeQuery, SignalEvaluator};
+use crate::eval::seam::{QueryError, QueryResult, RangeQuery, SignalEvaluator};
 use crate::eval::template::{promql_duration, substitute_window};
 use crate::source::{Dataset, Role, Snapshot, SourceWarning, Target, TimeSource};
 use crate::store::{Labels, Millis, Series, Store};
@@ -396,20 +396,20 @@ fn rename_instance(mut s: Series, label: &str) -> Series {
 type GroupedTarget = (String, Target);
 
 /// One query's result, filled by whichever worker ran it.
-type Slot = Mutex<Option<Result<Vec<Series>, String>>>;
+type Slot = Mutex<Option<QueryResult>>;
 
 impl SignalEvaluator for Prometheus {
-    fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, String> {
-        let mut e = crate::eval::parse(&substitute_window(text, window)).map_err(|e| e.to_string())?;
+    fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, QueryError> {
+        let mut e = crate::eval::parse(&substitute_window(text, window))?;
         let ms = self
             .role_matchers(role)
-            .ok_or_else(|| format!("no selector for the {role} role"))?;
+            .ok_or_else(|| QueryError::Selection(format!("no selector for the {role} role")))?;
         select::inject_matchers(&mut e, &ms);
         select::rename_grouping_label(&mut e, "instance", &self.cfg.instance_label);
         Ok(e)
     }
 
-    fn range(&self, _store: &Store, queries: &[RangeQuery]) -> Vec<Result<Vec<Series>, String>> {
+    fn range(&self, _store: &Store, queries: &[RangeQuery]) -> Vec<QueryResult> {
         let next = AtomicUsize::new(0);
         let results: Vec<Slot> = queries.iter().map(|_| Mutex::new(None)).collect();
         let workers = self.cfg.concurrency.clamp(1, 32).min(queries.len().max(1));
@@ -418,7 +418,7 @@ impl SignalEvaluator for Prometheus {
                 s.spawn(|| loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(q) = queries.get(i) else { break };
-                    let r = self.one_query(q);
+                    let r = self.one_query(q).map_err(QueryError::Remote);
                     if let Some(slot) = results.get(i) {
                         *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
                     }
@@ -430,7 +430,7 @@ impl SignalEvaluator for Prometheus {
             .map(|m| {
                 m.into_inner()
                     .unwrap_or_else(|p| p.into_inner())
-                    .unwrap_or_else(|| Err("not queried".to_string()))
+                    .unwrap_or(Err(QueryError::NotQueried))
             })
             .collect()
     }
