@@ -12,12 +12,9 @@ pub mod cmd;
 pub mod error;
 pub mod eval;
 pub mod exit;
-#[doc(hidden)]
-pub mod fuzzing;
 pub mod limits;
 pub mod report;
 pub mod rules;
-pub mod scenario;
 pub mod secret;
 pub mod source;
 pub mod store;

@@ -1,8 +1,8 @@
-//! Fuzz target `kubeconfig`: see `cptriage::fuzzing::kubeconfig` and docs/robustness.md.
+//! Fuzz target `kubeconfig`: see `cptriage_testkit::fuzzing::kubeconfig` and docs/robustness.md.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = cptriage::fuzzing::kubeconfig(data);
+    let _ = cptriage_testkit::fuzzing::kubeconfig(data);
 });

@@ -1,8 +1,8 @@
-//! Fuzz target `rules`: see `cptriage::fuzzing::rules` and docs/robustness.md.
+//! Fuzz target `rules`: see `cptriage_testkit::fuzzing::rules` and docs/robustness.md.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = cptriage::fuzzing::rules(data);
+    let _ = cptriage_testkit::fuzzing::rules(data);
 });

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use cptriage::rules::engine::{self, Options};
 use cptriage::rules::load::RuleSet;
 use cptriage::rules::report::Report;
-use cptriage::scenario::{self, GenOptions, Scenario};
 use cptriage::source::dump::{self, Keep, MemorySnapshot};
+use cptriage_testkit::scenario::{self, GenOptions, Scenario};
 
 /// The scenario specs, sorted by name.
 pub fn specs() -> Vec<PathBuf> {

@@ -8,9 +8,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use cptriage::eval::{self, EvalOptions};
-use cptriage::scenario::audit::{AuditFault, AuditGen};
 use cptriage::source::audit::{self, names, AuditConfig};
 use cptriage::source::{Dataset, Role};
+use cptriage_testkit::scenario::audit::{AuditFault, AuditGen};
 
 const T0: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
 

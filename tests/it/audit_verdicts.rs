@@ -17,11 +17,11 @@ use cptriage::eval::seam;
 use cptriage::rules::engine::{self, Options};
 use cptriage::rules::load::RuleSet;
 use cptriage::rules::report::{CorroborationKind, GapKind, Report, Status};
-use cptriage::scenario::audit::{AuditFault, AuditGen};
-use cptriage::scenario::{self, GenOptions, Scenario};
 use cptriage::source::audit::{self, AuditConfig};
 use cptriage::source::dump::{self, Keep, MemorySnapshot};
 use cptriage::source::Dataset;
+use cptriage_testkit::scenario::audit::{AuditFault, AuditGen};
+use cptriage_testkit::scenario::{self, GenOptions, Scenario};
 
 const T0: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z, the scenarios' start
 

@@ -1,11 +1,11 @@
 //! Replays the committed fuzz corpora (`fuzz/corpus/<target>/`) through the same
-//! entry points as the fuzz targets (`cptriage::fuzzing`), on stable Rust and
+//! entry points as the fuzz targets (`cptriage_testkit::fuzzing`), on stable Rust and
 //! without cargo-fuzz: no input may panic, and failures must say where.
 
 use std::path::{Path, PathBuf};
 
-use cptriage::fuzzing::{self, CaptureOutcome, KubeconfigOutcome};
 use cptriage::rules::load::Level;
+use cptriage_testkit::fuzzing::{self, CaptureOutcome, KubeconfigOutcome};
 
 fn corpus(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
     let dir = Path::new("fuzz/corpus").join(target);

@@ -20,7 +20,7 @@ use crate::scenarios;
 use cptriage::report::html;
 use cptriage::rules::load::RuleSet;
 use cptriage::rules::report::{Availability, Report, Status};
-use cptriage::scenario;
+use cptriage_testkit::scenario;
 use serde_json::Value;
 
 fn diagnose(name: &str) -> (scenario::Validated, Report) {

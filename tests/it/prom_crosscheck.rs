@@ -51,10 +51,10 @@ use cptriage::eval::template;
 use cptriage::eval::{self, EvalOptions};
 use cptriage::rules::engine::{self, Options};
 use cptriage::rules::load::RuleSet;
-use cptriage::scenario::{self, GenOptions, Scenario};
 use cptriage::source::dump::{self, Keep, MemorySnapshot};
 use cptriage::source::Dataset;
 use cptriage::store::{is_stale, StoredSeries, METRIC_NAME};
+use cptriage_testkit::scenario::{self, GenOptions, Scenario};
 
 fn scenario_dataset(name: &str, rules: &RuleSet) -> Dataset {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))

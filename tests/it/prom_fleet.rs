@@ -19,10 +19,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use cptriage::rules::load::RuleSet;
-use cptriage::scenario::{self, GenOptions, Scenario};
 use cptriage::source::dump::{self, Keep, MemorySnapshot};
 use cptriage::source::Dataset;
 use cptriage::store::{is_stale, METRIC_NAME};
+use cptriage_testkit::scenario::{self, GenOptions, Scenario};
 
 const SCENARIOS: [&str; 5] = [
     "healthy",

@@ -17,9 +17,9 @@ use cptriage::rules::load::RuleSet;
 use cptriage::rules::model::{Condition, SignalRole};
 use cptriage::rules::report::{Report, Status};
 use cptriage::rules::verdict;
-use cptriage::scenario::{self, GenOptions, Scenario};
 use cptriage::source::dump::{self, Keep, MemorySnapshot};
 use cptriage::source::Dataset;
+use cptriage_testkit::scenario::{self, GenOptions, Scenario};
 use support::cptriage;
 
 const PROMTOOL: &str = "/usr/bin/promtool";

@@ -7,9 +7,9 @@ use crate::support;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use cptriage::scenario::scale::{self, ScaleOptions, APISERVER_BASE};
 use cptriage::source::dump::read_maybe_gzip;
 use cptriage::source::expfmt;
+use cptriage_testkit::scenario::scale::{self, ScaleOptions, APISERVER_BASE};
 
 fn realdata() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/realdata")

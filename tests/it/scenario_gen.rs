@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use cptriage::scenario::spec::glob_match;
-use cptriage::scenario::{self, GenOptions, Manifest, PromDuration};
+use cptriage_testkit::scenario::spec::glob_match;
+use cptriage_testkit::scenario::{self, GenOptions, Manifest, PromDuration};
 
 const SCENARIOS: &str = "testdata/scenarios";
 

@@ -6,7 +6,7 @@ use std::fmt;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
-use crate::store::Millis;
+use cptriage::store::Millis;
 
 /// A non-negative duration in milliseconds, written the Prometheus way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -30,7 +30,7 @@ impl PromDuration {
         if s == "0" {
             return Ok(PromDuration(0));
         }
-        crate::timefmt::parse_duration(s)
+        cptriage::timefmt::parse_duration(s)
             .map(PromDuration)
             .map_err(|_| bad())
     }

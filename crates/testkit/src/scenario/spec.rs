@@ -10,8 +10,8 @@ use serde::Deserialize;
 
 use super::duration::PromDuration;
 use super::{Location, ScenarioError};
-use crate::source::Role;
-use crate::store::Millis;
+use cptriage::source::Role;
+use cptriage::store::Millis;
 
 /// A scenario spec as written in YAML.
 #[derive(Clone, Debug, Deserialize)]

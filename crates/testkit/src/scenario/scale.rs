@@ -44,7 +44,7 @@ pub struct ScaleOptions {
 impl Default for ScaleOptions {
     fn default() -> Self {
         ScaleOptions {
-            realdata: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/realdata"),
+            realdata: crate::realdata_dir(),
             resources: 8,
             duration_s: 3600,
             interval_s: 15,
@@ -254,7 +254,7 @@ pub fn generate(opts: &ScaleOptions, out: &Path) -> Result<ScaleSummary, Scenari
     };
     let api_src = find(APISERVER_BASE)?;
     let etcd_src = find(ETCD_BASE)?;
-    let raw = crate::source::dump::read_maybe_gzip(&api_src).map_err(|message| ScenarioError::Output {
+    let raw = cptriage::source::dump::read_maybe_gzip(&api_src).map_err(|message| ScenarioError::Output {
         path: api_src.display().to_string(),
         message,
     })?;

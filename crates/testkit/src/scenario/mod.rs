@@ -32,10 +32,10 @@ pub use duration::PromDuration;
 pub use gen::{GenOptions, Scenario, SnapshotRef};
 pub use spec::{parse_spec, Expect, Spec, Validated};
 
-use crate::store::Millis;
+use cptriage::store::Millis;
 
 /// The `format` value of a capture manifest.
-pub const CAPTURE_FORMAT: &str = crate::source::manifest::FORMAT;
+pub const CAPTURE_FORMAT: &str = cptriage::source::manifest::FORMAT;
 
 /// A place in a spec or base file: `file[:line[:column]]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,7 +80,7 @@ pub enum ScenarioError {
 
 /// The capture manifest the generator writes (the one `record` writes and
 /// `--dump` reads).
-pub use crate::source::manifest::{Manifest, ManifestTarget};
+pub use cptriage::source::manifest::{Manifest, ManifestTarget};
 
 /// What one generation wrote.
 #[derive(Clone, Debug, Default)]

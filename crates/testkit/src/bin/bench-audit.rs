@@ -15,8 +15,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use cptriage::scenario::audit::{AuditFault, AuditGen};
 use cptriage::source::audit::{self, AuditConfig};
+use cptriage_testkit::scenario::audit::{AuditFault, AuditGen};
 
 const T0: i64 = 1_767_225_600_000;
 

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use super::expo::{escape_help, escape_label_value, format_go, Exposition, Kind};
 use super::spec::{glob_match, Action, Move, Validated};
 use super::{Location, ScenarioError};
-use crate::source::Role;
-use crate::store::Millis;
+use cptriage::source::Role;
+use cptriage::store::Millis;
 
 /// Where base captures named in a spec are looked up, after the spec's own directory.
 #[derive(Clone, Debug)]
@@ -23,7 +23,7 @@ impl Default for GenOptions {
     /// gzipped), so the generator works from any current directory of a checkout.
     fn default() -> Self {
         GenOptions {
-            base_dirs: vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/realdata")],
+            base_dirs: vec![crate::realdata_dir()],
         }
     }
 }
@@ -128,7 +128,7 @@ struct NewFamily {
 pub struct TargetState {
     pub name: String,
     pub role: Role,
-    /// From the build-information metric ([`crate::source::VERSION_LABELS`]).
+    /// From the build-information metric ([`cptriage::source::VERSION_LABELS`]).
     pub version: Option<String>,
     pub base_path: PathBuf,
     base: Arc<Exposition>,
@@ -385,7 +385,7 @@ impl TargetState {
         for g in &mut groups {
             g.buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
         }
-        let version = crate::source::VERSION_LABELS
+        let version = cptriage::source::VERSION_LABELS
             .iter()
             .filter(|(f, _)| match role {
                 Role::Etcd => f.starts_with("etcd"),

@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use clap::Parser;
 
-use cptriage::scenario::scale::{self, ScaleOptions};
+use cptriage_testkit::scenario::scale::{self, ScaleOptions};
 
 /// Generate a deterministic one-hour capture of a large control plane.
 #[derive(Parser, Debug)]
@@ -23,7 +23,7 @@ struct Args {
     #[arg(long)]
     out: PathBuf,
     /// Directory holding the real base captures.
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/realdata"))]
+    #[arg(long, default_value_os_t = cptriage_testkit::realdata_dir())]
     realdata: PathBuf,
     /// Copies of every per-resource series of the apiserver capture.
     #[arg(long, default_value_t = 8)]

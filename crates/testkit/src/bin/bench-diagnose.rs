@@ -20,7 +20,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::Parser;
 
-use cptriage::scenario::scale::{self, ScaleOptions};
+use cptriage_testkit::scenario::scale::{self, ScaleOptions};
 
 #[derive(Parser, Debug)]
 #[command(name = "bench-diagnose")]
@@ -29,7 +29,7 @@ struct Args {
     #[arg(long, default_value = "/tmp/cptriage-scale")]
     dir: PathBuf,
     /// Directory holding the real base captures (for generation).
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/realdata"))]
+    #[arg(long, default_value_os_t = cptriage_testkit::realdata_dir())]
     realdata: PathBuf,
     /// Resource multiplier when generating.
     #[arg(long, default_value_t = 8)]

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use clap::Parser;
 
-use cptriage::scenario::{self, GenOptions};
+use cptriage_testkit::scenario::{self, GenOptions};
 
 /// Generate a deterministic multi-snapshot capture directory from a scenario spec.
 #[derive(Parser, Debug)]

@@ -8,12 +8,12 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::rules::engine::{self, Options};
-use crate::rules::lint;
-use crate::rules::load::{self, Diagnostic, RuleSet};
-use crate::source::dump::{self, DumpArg, Keep};
-use crate::source::expfmt::{self, ParseError, ParseReport};
-use crate::source::live::kubeconfig::{self, KubeconfigOptions};
+use cptriage::rules::engine::{self, Options};
+use cptriage::rules::lint;
+use cptriage::rules::load::{self, Diagnostic, RuleSet};
+use cptriage::source::dump::{self, DumpArg, Keep};
+use cptriage::source::expfmt::{self, ParseError, ParseReport};
+use cptriage::source::live::kubeconfig::{self, KubeconfigOptions};
 
 /// Separates the files of a [`capture`] input: the first part is
 /// `manifest.yaml`, every later part is `PATH\nCONTENT`.
@@ -182,7 +182,7 @@ pub fn capture(data: &[u8]) -> std::io::Result<CaptureOutcome> {
         Err(e) => return Ok(CaptureOutcome::NotDiagnosed(e.to_string())),
     };
     let mut json = Vec::new();
-    crate::report::json::render(&report, &mut json)?;
+    cptriage::report::json::render(&report, &mut json)?;
     Ok(CaptureOutcome::Diagnosed {
         json: String::from_utf8_lossy(&json).into_owned(),
         warnings: ds.warnings.len(),
@@ -214,8 +214,8 @@ pub fn rules(data: &[u8]) -> (Option<RuleSet>, Vec<Diagnostic>) {
     };
     let loaded = load::load_str(text, "fuzz.yaml").ok();
     if let Some(set) = &loaded {
-        let _ = crate::rules::tree::render_text(set);
-        let _ = crate::rules::tree::render_mermaid(set);
+        let _ = cptriage::rules::tree::render_text(set);
+        let _ = cptriage::rules::tree::render_mermaid(set);
         let _ = set.referenced_metrics();
         let _ = set.for_single_snapshot();
     }

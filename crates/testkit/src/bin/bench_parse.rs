@@ -56,7 +56,7 @@ fn triage_keep(family: &str) -> bool {
 }
 
 fn realdata_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/realdata")
+    cptriage_testkit::realdata_dir()
 }
 
 /// The family a HELP/TYPE line declares.

@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use crate::store::Millis;
+use cptriage::store::Millis;
 
 /// What goes wrong from `fault_from` on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -408,7 +408,7 @@ mod tests {
             (0.00085, "850µs"),
         ] {
             assert_eq!(go_duration(v), s);
-            let back = crate::source::audit::event::parse_go_duration(s).unwrap();
+            let back = cptriage::source::audit::event::parse_go_duration(s).unwrap();
             assert!((back - v).abs() < 1e-9);
         }
     }
