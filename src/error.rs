@@ -26,9 +26,9 @@ impl CliError {
     }
 }
 
-impl From<crate::source::dump::DumpError> for CliError {
-    fn from(e: crate::source::dump::DumpError) -> Self {
-        use crate::source::dump::DumpError as D;
+impl From<crate::source::ingest::DumpError> for CliError {
+    fn from(e: crate::source::ingest::DumpError) -> Self {
+        use crate::source::ingest::DumpError as D;
         match e {
             D::NoData(_) | D::Unreadable { .. } => CliError::Data(e.to_string()),
             D::NotFound(_) | D::BadArgument { .. } | D::Manifest { .. } => CliError::Usage(e.to_string()),
@@ -63,5 +63,11 @@ impl From<crate::source::audit::AuditError> for CliError {
 impl From<crate::eval::select::SelectorError> for CliError {
     fn from(e: crate::eval::select::SelectorError) -> Self {
         CliError::Usage(e.to_string())
+    }
+}
+
+impl From<crate::source::capture::write::WriteError> for CliError {
+    fn from(e: crate::source::capture::write::WriteError) -> Self {
+        CliError::Data(e.to_string())
     }
 }

@@ -13,7 +13,7 @@ use crate::rules::engine::{self, BaselineSpec, Options};
 use crate::rules::report::Report;
 use crate::rules::report::Status;
 use crate::rules::RuleSet;
-use crate::source::dump::Keep;
+use crate::source::ingest::Keep;
 use crate::source::live::{ClientSpec, Secret};
 use crate::source::prometheus::{
     parse_selector, ApiConfig, PromConfig, PromError, Prometheus, RoleSelector, DEFAULT_CONCURRENCY,

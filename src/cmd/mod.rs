@@ -15,7 +15,8 @@ use std::io::Write;
 use crate::cli::{Cli, Command, DumpArgs, LimitArgs, TimeArgs};
 use crate::error::CliError;
 use crate::exit::ExitCode;
-use crate::source::dump::{self, DumpArg, Keep};
+use crate::source::capture::{self, DumpArg};
+use crate::source::ingest::Keep;
 use crate::source::Dataset;
 use crate::store::Millis;
 
@@ -44,7 +45,7 @@ pub(crate) fn load_dumps(
         .iter()
         .map(|a| DumpArg::parse(a))
         .collect::<Result<_, _>>()?;
-    let ds = dump::load_capped(&args, keep, max)?;
+    let ds = capture::load_capped(&args, keep, max)?;
     for w in &ds.warnings {
         writeln!(err, "warning: {}: {}", w.origin, w.message)?;
     }

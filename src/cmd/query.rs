@@ -11,7 +11,7 @@ use crate::error::CliError;
 use crate::eval::{self, EvalOptions, Value};
 use crate::exit::ExitCode;
 use crate::report::promapi;
-use crate::source::dump::Keep;
+use crate::source::ingest::Keep;
 use crate::store::is_stale;
 use crate::timefmt;
 

@@ -6,18 +6,18 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use flate2::write::GzEncoder;
 use serde::Serialize;
 
 use crate::cli::{LimitArgs, LiveArgs, RecordArgs};
 use crate::error::CliError;
 use crate::exit::ExitCode;
-use crate::source::dump::Keep;
+use crate::source::capture::manifest::{self, Manifest};
+use crate::source::capture::write::{CaptureWriter, MANIFEST, MANIFEST_TMP};
+use crate::source::ingest::Keep;
 use crate::source::live::{
     self, families, kubeconfig, HealthResult, KubeconfigOptions, LiveConfig, LiveEvent, LiveResult, Plan,
     ReplicaSwitch, TargetFailure, TargetOptions,
 };
-use crate::source::manifest::{self, Manifest};
 use crate::timefmt;
 
 /// The live targets and rounds asked for on the command line, with the
@@ -212,7 +212,7 @@ impl OutDir {
         match fs::OpenOptions::new()
             .write(true)
             .create_new(true)
-            .open(dir.join("manifest.yaml"))
+            .open(dir.join(MANIFEST))
         {
             Ok(_) => {
                 out.claimed = true;
@@ -243,8 +243,8 @@ impl Drop for OutDir {
         // Only what a claim and a provisional start write; `remove_dir` leaves
         // any directory that holds something else.
         if self.claimed {
-            let _ = fs::remove_file(self.path.join("manifest.yaml"));
-            let _ = fs::remove_file(self.path.join(".manifest.yaml.tmp"));
+            let _ = fs::remove_file(self.path.join(MANIFEST));
+            let _ = fs::remove_file(self.path.join(MANIFEST_TMP));
             if let Ok(rd) = fs::read_dir(&self.path) {
                 for e in rd.flatten() {
                     let _ = fs::remove_dir(e.path());
@@ -255,13 +255,6 @@ impl Drop for OutDir {
             let _ = fs::remove_dir(d);
         }
     }
-}
-
-fn write_gz(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let f = fs::File::create(path)?;
-    let mut gz = GzEncoder::new(std::io::BufWriter::new(f), flate2::Compression::fast());
-    gz.write_all(bytes)?;
-    gz.finish()?.flush()
 }
 
 /// The health file of one target (`health/<target>.json`).
@@ -310,7 +303,7 @@ pub fn run(a: RecordArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<Ex
     if res.all_failed() {
         return Err(CliError::Data(format!(
             "every scrape failed; the failures are recorded in `{}`",
-            a.out.join("manifest.yaml").display()
+            a.out.join(MANIFEST).display()
         )));
     }
     Ok(ExitCode::Ok)
@@ -322,9 +315,10 @@ pub fn run(a: RecordArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<Ex
 /// the final manifest. Used by `record` and `diagnose --live --save`.
 pub struct Recorder {
     dir: PathBuf,
+    writer: CaptureWriter,
     out: OutDir,
     created: String,
-    write_error: Option<(PathBuf, std::io::Error)>,
+    write_error: Option<crate::source::capture::write::WriteError>,
 }
 
 impl Recorder {
@@ -335,6 +329,7 @@ impl Recorder {
         let dir = dir.as_path();
         let rec = Recorder {
             dir: dir.to_path_buf(),
+            writer: CaptureWriter::new(dir, Some(flate2::Compression::fast())),
             out,
             created: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             write_error: None,
@@ -349,10 +344,10 @@ impl Recorder {
                 version: None,
             })
             .collect();
-        write_manifest(dir, &rec.manifest(cfg, provisional, Vec::new()))?;
-        for t in &cfg.targets {
-            fs::create_dir_all(dir.join(&t.name))?;
-        }
+        rec.writer
+            .write_manifest(&rec.manifest(cfg, provisional, Vec::new()))?;
+        rec.writer
+            .create_targets(cfg.targets.iter().map(|t| t.name.as_str()))?;
         Ok(rec)
     }
 
@@ -362,26 +357,22 @@ impl Recorder {
         targets: Vec<manifest::ManifestTarget>,
         failures: Vec<manifest::ScrapeFailure>,
     ) -> Manifest {
-        Manifest {
-            format: manifest::FORMAT.into(),
-            tool: Some(format!("cptriage {}", env!("CARGO_PKG_VERSION"))),
-            created: Some(self.created.clone()),
-            interval: Some(timefmt::format_duration(cfg.interval.as_millis() as i64)),
+        Manifest::new(
+            Some(self.created.clone()),
+            Some(timefmt::format_duration(cfg.interval.as_millis() as i64)),
             targets,
             failures,
-        }
+        )
     }
 
     /// Writes a snapshot event; the first write error stops writing and is
     /// reported by [`Recorder::finish`].
     pub fn on_event(&mut self, ev: &LiveEvent) {
         if let LiveEvent::Snapshot(s) = ev {
-            let tdir = self.dir.join(&s.target);
-            let p = tdir.join(format!("{}.prom.gz", s.time));
             if self.write_error.is_none() {
-                match fs::create_dir_all(&tdir).and_then(|_| write_gz(&p, &s.bytes)) {
-                    Ok(()) => self.out.keep(),
-                    Err(e) => self.write_error = Some((p, e)),
+                match self.writer.write_snapshot(&s.target, s.time, &s.bytes) {
+                    Ok(_) => self.out.keep(),
+                    Err(e) => self.write_error = Some(e),
                 }
             }
         }
@@ -392,8 +383,8 @@ impl Recorder {
     pub fn finish(mut self, cfg: &LiveConfig, res: &LiveResult) -> Result<(), CliError> {
         // From here the directory holds the record of the rounds.
         self.out.keep();
-        if let Some((p, e)) = self.write_error {
-            return Err(CliError::Data(format!("`{}`: cannot write: {e}", p.display())));
+        if let Some(e) = self.write_error {
+            return Err(CliError::Data(e.to_string()));
         }
         let health_dir = self.dir.join("health");
         fs::create_dir_all(&health_dir)?;
@@ -414,17 +405,8 @@ impl Recorder {
             fs::write(health_dir.join(format!("{}.json", t.name)), text + "\n")?;
         }
         let m = self.manifest(cfg, res.targets.clone(), res.failures.clone());
-        write_manifest(&self.dir, &m)
+        Ok(self.writer.write_manifest(&m)?)
     }
-}
-
-/// Writes `manifest.yaml` atomically (a temporary file renamed over it).
-fn write_manifest(dir: &Path, m: &Manifest) -> Result<(), CliError> {
-    let text = serde_yaml::to_string(m).map_err(|e| CliError::Data(e.to_string()))?;
-    let tmp = dir.join(".manifest.yaml.tmp");
-    fs::write(&tmp, text)?;
-    fs::rename(&tmp, dir.join("manifest.yaml"))?;
-    Ok(())
 }
 
 /// Runs the rounds, writing each snapshot as it arrives, with a progress bar.

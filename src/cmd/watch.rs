@@ -17,10 +17,10 @@ use crate::exit::ExitCode;
 use crate::report::page::{self, RenderOpts};
 use crate::rules::report::Report;
 use crate::rules::RuleSet;
-use crate::source::dump::Keep;
-use crate::source::dump::MemorySnapshot;
+use crate::source::capture::manifest::{ManifestTarget, ScrapeFailure};
+use crate::source::ingest::Keep;
+use crate::source::ingest::MemorySnapshot;
 use crate::source::live::{self, LiveEvent, LiveResult};
-use crate::source::manifest::{ManifestTarget, ScrapeFailure};
 
 /// Most snapshot text a watch keeps (the kept families only); beyond it the
 /// oldest rounds are dropped, and the page says from when it judges.

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use super::engine::{self, BaselineSpec, Options};
 use super::load::{load_file, RuleError, RuleSet};
 use super::report::{Report, Status};
-use crate::source::dump::{self, Keep, MemorySnapshot};
+use crate::source::ingest::{self, Keep, MemorySnapshot};
 use crate::source::notation::{self, Point};
 use crate::source::Role;
 use crate::store::{is_stale, Millis};
@@ -504,7 +504,7 @@ fn run_case(
     if snaps.is_empty() {
         return Err("the input series have no values".into());
     }
-    let ds = dump::load_memory(snaps, Vec::new(), &Keep::All).map_err(|e| e.to_string())?;
+    let ds = ingest::load_memory(snaps, Vec::new(), &Keep::All).map_err(|e| e.to_string())?;
     let step = case
         .step
         .as_deref()

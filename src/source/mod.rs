@@ -7,10 +7,10 @@
 //! a role by matching on `role`; per-instance localisation groups by `instance`.
 
 pub mod audit;
-pub mod dump;
+pub mod capture;
 pub mod expfmt;
+pub mod ingest;
 pub mod live;
-pub mod manifest;
 pub mod notation;
 pub mod prometheus;
 pub mod timename;

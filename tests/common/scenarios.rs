@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use cptriage::rules::engine::{self, Options};
 use cptriage::rules::load::RuleSet;
 use cptriage::rules::report::Report;
-use cptriage::source::dump::{self, Keep, MemorySnapshot};
+use cptriage::source::ingest::{self, Keep, MemorySnapshot};
 use cptriage_testkit::scenario::{self, GenOptions, Scenario};
 
 /// The scenario specs, sorted by name.
@@ -45,7 +45,7 @@ pub fn diagnose(spec_path: &Path, rules: &RuleSet) -> (scenario::Validated, Repo
         Ok(())
     })
     .expect("generate scenario");
-    let ds = dump::load_memory(
+    let ds = ingest::load_memory(
         snaps.into_inner().unwrap(),
         vec![],
         &Keep::Names(rules.referenced_metrics()),

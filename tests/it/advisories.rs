@@ -11,7 +11,8 @@ use std::path::Path;
 use cptriage::rules::engine::{self, Options};
 use cptriage::rules::load::RuleSet;
 use cptriage::rules::report::{GapKind, Report};
-use cptriage::source::dump::{self, DumpArg, Keep};
+use cptriage::source::capture::{self, DumpArg};
+use cptriage::source::ingest::Keep;
 
 /// Kine's families as K3s exposes them (k3s-io/kine pkg/metrics).
 const KINE: &str = "# HELP kine_sql_total Total number of SQL operations
@@ -35,7 +36,7 @@ fn diagnose_text(dir: &Path, text: &str) -> Report {
     std::fs::write(&p, text).unwrap();
     let rules = RuleSet::default_rules().unwrap();
     let arg = DumpArg::parse(&format!("apiserver:api={}", p.display())).unwrap();
-    let ds = dump::load(&[arg], &Keep::Names(rules.referenced_metrics())).unwrap();
+    let ds = capture::load(&[arg], &Keep::Names(rules.referenced_metrics())).unwrap();
     engine::diagnose(&rules, &ds, &Options::default()).unwrap()
 }
 
@@ -100,7 +101,7 @@ fn record_keeps_kine_families() {
     std::fs::write(&p, format!("{}{KINE}", capture("apiserver_nri_v1.30.0.prom"))).unwrap();
     let keep = cptriage::source::live::families::default_keep();
     let arg = DumpArg::parse(&format!("apiserver:api={}", p.display())).unwrap();
-    let ds = dump::load(&[arg], &keep).unwrap();
+    let ds = capture::load(&[arg], &keep).unwrap();
     for f in [
         "kine_sql_total",
         "kine_sql_time_seconds_bucket",
@@ -221,7 +222,7 @@ fn already_split_shows_each_members_database_size() {
         args.push(DumpArg::parse(&format!("{role}:{name}={}", p.display())).unwrap());
     }
     let rules = RuleSet::default_rules().unwrap();
-    let ds = dump::load(&args, &Keep::Names(rules.referenced_metrics())).unwrap();
+    let ds = capture::load(&args, &Keep::Names(rules.referenced_metrics())).unwrap();
     let r = engine::diagnose(&rules, &ds, &Options::default()).unwrap();
     let a = r
         .advisories
@@ -324,7 +325,7 @@ etcd_request_duration_seconds_count{{operation=\"update\",{label}=\"pods\"}} {p}
         }
         let rules = RuleSet::default_rules().unwrap();
         let arg = DumpArg::parse(&format!("apiserver:api={}", t.display())).unwrap();
-        let ds = dump::load(&[arg], &Keep::Names(rules.referenced_metrics())).unwrap();
+        let ds = capture::load(&[arg], &Keep::Names(rules.referenced_metrics())).unwrap();
         let r = engine::diagnose(&rules, &ds, &Options::default()).unwrap();
         assert_eq!(
             ids(&r).contains(&"events-split"),

@@ -18,7 +18,7 @@ use cptriage::rules::engine::{self, Options};
 use cptriage::rules::load::RuleSet;
 use cptriage::rules::report::{CorroborationKind, GapKind, Report, Status};
 use cptriage::source::audit::{self, AuditConfig};
-use cptriage::source::dump::{self, Keep, MemorySnapshot};
+use cptriage::source::ingest::{self, Keep, MemorySnapshot};
 use cptriage::source::Dataset;
 use cptriage_testkit::scenario::audit::{AuditFault, AuditGen};
 use cptriage_testkit::scenario::{self, GenOptions, Scenario};
@@ -59,7 +59,7 @@ fn scenario_ds(name: &str, rules: &RuleSet) -> (Dataset, i64) {
         Ok(())
     })
     .unwrap();
-    let ds = dump::load_memory(
+    let ds = ingest::load_memory(
         snaps.into_inner().unwrap(),
         vec![],
         &Keep::Names(rules.referenced_metrics()),

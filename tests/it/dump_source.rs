@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::Path;
 
-use cptriage::source::dump::{self, DumpArg, DumpError, Keep};
+use cptriage::source::capture::{self, DumpArg};
+use cptriage::source::ingest::{self, DumpError, Keep};
 use cptriage::source::{Role, TimeSource};
 use cptriage::store::is_stale;
 
@@ -48,7 +49,7 @@ fn capture_directory_with_manifest_gzip_by_magic_and_unrecognised_files() {
     write_gz(&d.path().join("m1/1767225630000.prom"), ETCD);
     write(&d.path().join("api/1767225600000.prom"), API);
     write(&d.path().join("api/README.md"), "notes");
-    let ds = dump::load(&args(&[&arg_path(d.path())]), &Keep::All).unwrap();
+    let ds = capture::load(&args(&[&arg_path(d.path())]), &Keep::All).unwrap();
     let m1 = ds.targets.iter().find(|t| t.name == "m1").unwrap();
     assert_eq!(m1.role, Role::Etcd);
     assert_eq!(m1.role_reason, "capture manifest");
@@ -88,7 +89,7 @@ fn failed_scrapes_in_the_manifest_are_kept_as_evidence() {
     for t in ["1767225600000", "1767225615000"] {
         write(&d.path().join(format!("m2/{t}.prom")), ETCD);
     }
-    let ds = dump::load(&args(&[&arg_path(d.path())]), &Keep::All).unwrap();
+    let ds = capture::load(&args(&[&arg_path(d.path())]), &Keep::All).unwrap();
     let m2 = ds.targets.iter().find(|t| t.name == "m2").unwrap();
     assert_eq!(m2.failures, [1_767_225_630_000, 1_767_225_645_000]);
     assert_eq!(ds.window(), Some((1_767_225_600_000, 1_767_225_645_000)));
@@ -131,7 +132,7 @@ fn adhoc_directory_infers_roles_and_reads_every_time_form() {
     write(&d.path().join("kube/2026-01-01T00-00-00Z.prom"), API);
     write(&d.path().join("kube/2026-01-01T00:00:15Z.prom"), API);
     write(&d.path().join("kube/notes.json"), "{}");
-    let ds = dump::load(&args(&[&arg_path(d.path())]), &Keep::All).unwrap();
+    let ds = capture::load(&args(&[&arg_path(d.path())]), &Keep::All).unwrap();
     let e = ds.targets.iter().find(|t| t.name == "etcd-0").unwrap();
     assert_eq!(e.role, Role::Etcd);
     assert!(
@@ -159,7 +160,7 @@ fn single_files_with_names_roles_and_mtime() {
     let b = d.path().join("b.prom");
     write(&a, ETCD);
     write(&b, ETCD);
-    let ds = dump::load(
+    let ds = capture::load(
         &args(&[
             &format!("etcd:m1={}", a.display()),
             &format!("m1={}", b.display()),
@@ -180,7 +181,7 @@ fn explicit_sample_timestamps_give_the_time() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("x.prom");
     write(&p, "# TYPE up gauge\nup 1 1767225600000\n");
-    let ds = dump::load(&args(&[&arg_path(&p)]), &Keep::All).unwrap();
+    let ds = capture::load(&args(&[&arg_path(&p)]), &Keep::All).unwrap();
     assert_eq!(ds.targets[0].time_source, TimeSource::SampleTimestamp);
     assert_eq!(ds.targets[0].snapshots[0].time, 1_767_225_600_000);
 }
@@ -196,7 +197,7 @@ fn disappearing_series_get_a_staleness_marker_and_instance_is_renamed() {
         &d.path().join("t/1767225615000.prom"),
         "# TYPE x counter\nx{a=\"1\"} 2\n",
     );
-    let ds = dump::load(&args(&[&arg_path(d.path())]), &Keep::All).unwrap();
+    let ds = capture::load(&args(&[&arg_path(d.path())]), &Keep::All).unwrap();
     let gone = ds
         .store
         .by_name("x")
@@ -215,7 +216,7 @@ fn keep_filter_loads_only_named_families_and_identity() {
     let p = d.path().join("api.prom");
     write(&p, &format!("{API}# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds 1.7e9\n# TYPE other gauge\nother 3\n"));
     let keep = Keep::Names(BTreeSet::from(["apiserver_request_total".to_string()]));
-    let ds = dump::load(&args(&[&arg_path(&p)]), &keep).unwrap();
+    let ds = capture::load(&args(&[&arg_path(&p)]), &keep).unwrap();
     let names: BTreeSet<&str> = ds.store.metric_names().collect();
     assert_eq!(
         names,
@@ -239,7 +240,7 @@ fn a_corrupt_file_is_a_warning_and_the_rest_is_analysed() {
         [0x1f, 0x8b, 0x08, 0x00, 0x01],
     )
     .unwrap();
-    let ds = dump::load(&args(&[&arg_path(d.path())]), &Keep::All).unwrap();
+    let ds = capture::load(&args(&[&arg_path(d.path())]), &Keep::All).unwrap();
     assert_eq!(ds.targets[0].snapshots.len(), 1);
     assert!(
         ds.warnings.iter().any(|w| w.message.contains("corrupt gzip")),
@@ -253,11 +254,11 @@ fn nothing_usable_is_an_error_listing_why() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("empty.prom");
     write(&p, "");
-    match dump::load(&args(&[&arg_path(&p)]), &Keep::All) {
+    match capture::load(&args(&[&arg_path(&p)]), &Keep::All) {
         Err(DumpError::NoData(w)) => assert!(w[0].message.contains("empty file"), "{w:?}"),
         other => panic!("expected NoData, got {other:?}"),
     }
-    match dump::load(&args(&["/nonexistent/x.prom"]), &Keep::All) {
+    match capture::load(&args(&["/nonexistent/x.prom"]), &Keep::All) {
         Err(DumpError::NotFound(p)) => assert_eq!(p, Path::new("/nonexistent/x.prom")),
         other => panic!("expected NotFound, got {other:?}"),
     }
@@ -270,7 +271,7 @@ fn bad_manifest_names_file_line_and_column() {
         &d.path().join("manifest.yaml"),
         "format: cptriage/capture/v1\ntargets:\n  - name: a\n    rol: etcd\n",
     );
-    let e = dump::load(&args(&[&arg_path(d.path())]), &Keep::All).unwrap_err();
+    let e = capture::load(&args(&[&arg_path(d.path())]), &Keep::All).unwrap_err();
     let msg = e.to_string();
     assert!(msg.contains("manifest.yaml:4:5"), "{msg}");
     assert!(msg.contains("unknown field `rol`"), "{msg}");
@@ -282,7 +283,7 @@ fn every_real_capture_loads_with_the_right_role() {
     let mut n = 0;
     for (name, p) in realcap::files() {
         n += 1;
-        let ds = dump::load(&args(&[&arg_path(&p)]), &Keep::All).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let ds = capture::load(&args(&[&arg_path(&p)]), &Keep::All).unwrap_or_else(|e| panic!("{name}: {e}"));
         let t = &ds.targets[0];
         let want = if name.starts_with("etcd_") {
             Role::Etcd
@@ -315,14 +316,14 @@ fn every_real_capture_loads_with_the_right_role() {
 
 #[test]
 fn memory_snapshots_load_like_the_same_files() {
-    use cptriage::source::dump::MemorySnapshot;
+    use cptriage::source::ingest::MemorySnapshot;
     use std::sync::Arc;
     let d = tempfile::tempdir().unwrap();
     let a = "# TYPE x counter\nx{a=\"1\"} 1\nx{a=\"2\"} 5\n";
     let b = "# TYPE x counter\nx{a=\"1\"} 3\n";
     write(&d.path().join("t/1767225600000.prom"), a);
     write(&d.path().join("t/1767225615000.prom"), b);
-    let from_files = dump::load(
+    let from_files = capture::load(
         &args(&[&format!("unknown:t={}", d.path().join("t").display())]),
         &Keep::All,
     )
@@ -345,7 +346,7 @@ fn memory_snapshots_load_like_the_same_files() {
             bytes: Arc::new(b.as_bytes().to_vec()),
         },
     ];
-    let from_memory = dump::load_memory(snaps, vec![], &Keep::All).unwrap();
+    let from_memory = ingest::load_memory(snaps, vec![], &Keep::All).unwrap();
     let dump_series = |ds: &cptriage::source::Dataset| {
         let mut v: Vec<String> = ds
             .store

@@ -13,8 +13,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use base64::Engine;
-use cptriage::source::dump::{self, DumpArg, Keep};
-use cptriage::source::manifest;
+use cptriage::source::capture::manifest;
+use cptriage::source::capture::{self, DumpArg};
+use cptriage::source::ingest::Keep;
 use support::pki::{write, Ca, Leaf};
 use support::server::{Request, Response, Server, Tls};
 
@@ -243,7 +244,7 @@ fn assert_both_replicas(f: &Fixture, cap: &Path) {
             .map(String::from)
             .into(),
     );
-    let ds = dump::load(&[DumpArg::parse(cap.to_str().unwrap()).unwrap()], &keep).unwrap();
+    let ds = capture::load(&[DumpArg::parse(cap.to_str().unwrap()).unwrap()], &keep).unwrap();
     assert_eq!(ds.targets.len(), 2);
     for t in &ds.targets {
         assert_eq!(t.snapshots.len(), 2);
@@ -614,7 +615,7 @@ fn a_replica_switch_behind_the_load_balancer_is_reported() {
     let m = manifest_of(&cap2);
     let names: Vec<&str> = m.targets.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["apiserver-localhost", "apiserver-localhost.p2"]);
-    let ds = dump::load(&[DumpArg::parse(cap2.to_str().unwrap()).unwrap()], &Keep::All).unwrap();
+    let ds = capture::load(&[DumpArg::parse(cap2.to_str().unwrap()).unwrap()], &Keep::All).unwrap();
     let starts = |inst: &str| -> Vec<f64> {
         ds.store
             .by_name("process_start_time_seconds")

@@ -12,8 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cptriage::source::dump::{self, DumpArg, Keep};
-use cptriage::source::manifest;
+use cptriage::source::capture::manifest;
+use cptriage::source::capture::{self, DumpArg};
+use cptriage::source::ingest::Keep;
 use cptriage::source::Dataset;
 use cptriage::store::is_stale;
 use support::etcd::Cluster;
@@ -40,7 +41,7 @@ fn record(flags: &[String], extra: &[String]) -> (tempfile::TempDir, PathBuf, st
 }
 
 fn load(cap: &Path) -> Dataset {
-    dump::load(&[DumpArg::parse(&cap.display().to_string()).unwrap()], &Keep::All).unwrap()
+    capture::load(&[DumpArg::parse(&cap.display().to_string()).unwrap()], &Keep::All).unwrap()
 }
 
 fn manifest_of(cap: &Path) -> manifest::Manifest {

@@ -3,8 +3,8 @@
 
 use crate::support;
 
-use cptriage::source::dump::Keep;
 use cptriage::source::expfmt::{self, SampleRef};
+use cptriage::source::ingest::Keep;
 use cptriage::source::live::{families, filter};
 
 /// Every sample of the families `keep` wants, as text lines.

@@ -6,7 +6,7 @@ use crate::support;
 
 use std::time::{Duration, Instant};
 
-use cptriage::source::dump::Keep;
+use cptriage::source::ingest::Keep;
 use cptriage::source::live::{self, FailureKind, LiveConfig, LiveEvent, TargetOptions};
 use support::server::{Response, Server};
 
@@ -172,8 +172,10 @@ fn every_target_failing_is_exit_3_with_the_failures_recorded() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let m = cptriage::source::manifest::parse(&std::fs::read_to_string(cap.join("manifest.yaml")).unwrap())
-        .unwrap();
+    let m = cptriage::source::capture::manifest::parse(
+        &std::fs::read_to_string(cap.join("manifest.yaml")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(m.failures.len(), 1);
     assert_eq!(m.targets[0].name, "etcd-127.0.0.1");
     assert!(
@@ -220,14 +222,14 @@ fn a_recorded_capture_loads_like_the_live_rounds() {
     for f in &files {
         assert!(f.to_str().unwrap().ends_with(".prom.gz"));
         assert_eq!(
-            cptriage::source::dump::read_maybe_gzip(f).unwrap(),
+            cptriage::source::ingest::read_maybe_gzip(f).unwrap(),
             support::realdata(ETCD_CAPTURE)
         );
     }
     // The loader reads it without a warning about the layout (health/ is the one
     // directory it does not know yet: it is reported, not loaded as a target).
-    let ds = cptriage::source::dump::load(
-        &[cptriage::source::dump::DumpArg::parse(cap.to_str().unwrap()).unwrap()],
+    let ds = cptriage::source::capture::load(
+        &[cptriage::source::capture::DumpArg::parse(cap.to_str().unwrap()).unwrap()],
         &Keep::Names(["etcd_server_has_leader".to_string()].into()),
     )
     .unwrap();
@@ -270,8 +272,8 @@ fn an_interrupted_recording_is_still_a_readable_capture() {
         let _ = c.kill();
         let _ = c.wait();
     }
-    let ds = cptriage::source::dump::load(
-        &[cptriage::source::dump::DumpArg::parse(cap.to_str().unwrap()).unwrap()],
+    let ds = cptriage::source::capture::load(
+        &[cptriage::source::capture::DumpArg::parse(cap.to_str().unwrap()).unwrap()],
         &Keep::Names(["etcd_server_has_leader".to_string()].into()),
     )
     .unwrap();

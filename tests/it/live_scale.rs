@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cptriage::rules::load::RuleSet;
-use cptriage::source::dump::Keep;
 use cptriage::source::expfmt;
+use cptriage::source::ingest::Keep;
 use cptriage::source::live::{self, FailureKind, LiveConfig, TargetOptions};
 use cptriage::source::Role;
 use support::server::{Response, Server};

@@ -51,7 +51,7 @@ use cptriage::eval::template;
 use cptriage::eval::{self, EvalOptions};
 use cptriage::rules::engine::{self, Options};
 use cptriage::rules::load::RuleSet;
-use cptriage::source::dump::{self, Keep, MemorySnapshot};
+use cptriage::source::ingest::{self, Keep, MemorySnapshot};
 use cptriage::source::Dataset;
 use cptriage::store::{is_stale, StoredSeries, METRIC_NAME};
 use cptriage_testkit::scenario::{self, GenOptions, Scenario};
@@ -78,7 +78,7 @@ fn scenario_dataset(name: &str, rules: &RuleSet) -> Dataset {
         Ok(())
     })
     .expect("generate scenario");
-    dump::load_memory(
+    ingest::load_memory(
         snaps.into_inner().expect("lock"),
         vec![],
         &Keep::Names(rules.referenced_metrics()),

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use cptriage::rules::load::RuleSet;
-use cptriage::source::dump::{self, Keep, MemorySnapshot};
+use cptriage::source::ingest::{self, Keep, MemorySnapshot};
 use cptriage::source::Dataset;
 use cptriage::store::{is_stale, METRIC_NAME};
 use cptriage_testkit::scenario::{self, GenOptions, Scenario};
@@ -62,7 +62,7 @@ fn generate(name: &str, rules: &RuleSet) -> Generated {
         Ok(())
     })
     .expect("generate scenario");
-    let ds = dump::load_memory(
+    let ds = ingest::load_memory(
         snaps.into_inner().expect("lock"),
         vec![],
         &Keep::Names(rules.referenced_metrics()),

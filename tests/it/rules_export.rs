@@ -17,7 +17,7 @@ use cptriage::rules::load::RuleSet;
 use cptriage::rules::model::{Condition, SignalRole};
 use cptriage::rules::report::{Report, Status};
 use cptriage::rules::verdict;
-use cptriage::source::dump::{self, Keep, MemorySnapshot};
+use cptriage::source::ingest::{self, Keep, MemorySnapshot};
 use cptriage::source::Dataset;
 use cptriage_testkit::scenario::{self, GenOptions, Scenario};
 use support::cptriage;
@@ -199,7 +199,7 @@ fn scenario_dataset(path: &Path, rules: &RuleSet) -> (scenario::Validated, Datas
         Ok(())
     })
     .expect("generate scenario");
-    let ds = dump::load_memory(
+    let ds = ingest::load_memory(
         snaps.into_inner().expect("lock"),
         vec![],
         &Keep::Names(rules.referenced_metrics()),

@@ -7,7 +7,7 @@ use crate::support;
 use support::run as cptriage;
 
 use cptriage::rules::unittest::{snapshots, TargetSeries};
-use cptriage::source::dump::{load_memory, Keep};
+use cptriage::source::ingest::{load_memory, Keep};
 use cptriage::source::notation::{expand_values, parse_series};
 use cptriage::source::Role;
 

@@ -7,8 +7,8 @@ use crate::support;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use cptriage::source::dump::read_maybe_gzip;
 use cptriage::source::expfmt;
+use cptriage::source::ingest::read_maybe_gzip;
 use cptriage_testkit::scenario::scale::{self, ScaleOptions, APISERVER_BASE};
 
 fn realdata() -> PathBuf {

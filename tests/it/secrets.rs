@@ -67,7 +67,7 @@ fn appearances(n: &Needles, out: &Output, dirs: &[&Path]) -> Vec<String> {
                 let p = e.path();
                 if p.is_dir() {
                     stack.push(p);
-                } else if let Ok(b) = cptriage::source::dump::read_maybe_gzip(&p) {
+                } else if let Ok(b) = cptriage::source::ingest::read_maybe_gzip(&p) {
                     look(&p.display().to_string(), &String::from_utf8_lossy(&b));
                 }
             }

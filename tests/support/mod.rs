@@ -165,7 +165,7 @@ pub fn assert_absent_everywhere(needle: &str, outputs: &[&[u8]], dir: &Path) {
                 continue;
             }
             files += 1;
-            let bytes = cptriage::source::dump::read_maybe_gzip(&p).expect("read capture file");
+            let bytes = cptriage::source::ingest::read_maybe_gzip(&p).expect("read capture file");
             assert!(
                 !String::from_utf8_lossy(&bytes).contains(needle),
                 "secret found in {}",

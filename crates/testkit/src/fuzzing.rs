@@ -11,8 +11,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use cptriage::rules::engine::{self, Options};
 use cptriage::rules::lint;
 use cptriage::rules::load::{self, Diagnostic, RuleSet};
-use cptriage::source::dump::{self, DumpArg, Keep};
+use cptriage::source::capture::{self, DumpArg};
 use cptriage::source::expfmt::{self, ParseError, ParseReport};
+use cptriage::source::ingest::Keep;
 use cptriage::source::live::kubeconfig::{self, KubeconfigOptions};
 
 /// Separates the files of a [`capture`] input: the first part is
@@ -173,7 +174,7 @@ pub fn capture(data: &[u8]) -> std::io::Result<CaptureOutcome> {
         role: None,
         path: dir.0.clone(),
     };
-    let ds = match dump::load(&[arg], &keep) {
+    let ds = match capture::load(&[arg], &keep) {
         Ok(ds) => ds,
         Err(e) => return Ok(CaptureOutcome::Refused(e.to_string())),
     };

@@ -313,6 +313,6 @@ pub const RECORD_FAMILIES: &[&str] = &[
 ];
 
 /// The default `Keep` of `record`.
-pub fn default_keep() -> crate::source::dump::Keep {
-    crate::source::dump::Keep::Names(RECORD_FAMILIES.iter().map(|s| s.to_string()).collect())
+pub fn default_keep() -> crate::source::ingest::Keep {
+    crate::source::ingest::Keep::Names(RECORD_FAMILIES.iter().map(|s| s.to_string()).collect())
 }

@@ -7,8 +7,8 @@ use std::cell::RefCell;
 use std::collections::HashSet;
 use std::io::Read;
 
-use crate::source::dump::{Keep, ALWAYS_KEEP};
 use crate::source::expfmt::{self, SampleRef};
+use crate::source::ingest::{Keep, ALWAYS_KEEP};
 
 /// What filtering kept.
 #[derive(Debug, Default, PartialEq)]

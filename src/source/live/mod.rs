@@ -1,7 +1,7 @@
 //! The live source: scrape `/metrics` of every kube-apiserver replica, etcd
 //! member and (optionally) kube-controller-manager every interval, together
 //! with their health endpoints, and turn the rounds into a [`Dataset`] through
-//! the same loader as captured dumps ([`dump::load_memory`]), so that a live
+//! the same loader as captured dumps ([`ingest::load_memory`]), so that a live
 //! run and `record` followed by `--dump` see the same data.
 //!
 //! A target that fails is evidence, not a crash: each failure is kept with its
@@ -28,8 +28,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::source::dump::{self, Keep, MemorySnapshot};
-use crate::source::manifest::{ManifestTarget, ScrapeFailure};
+use crate::source::capture::manifest::{ManifestTarget, ScrapeFailure};
+use crate::source::ingest::{self, Keep, MemorySnapshot};
 use crate::source::{Dataset, Role};
 use crate::store::Millis;
 
@@ -191,8 +191,8 @@ pub struct LiveResult {
 
 impl LiveResult {
     /// The rounds as a [`Dataset`], loaded exactly as a capture of them would be.
-    pub fn dataset(&self, keep: &Keep) -> Result<Dataset, dump::DumpError> {
-        let mut ds = dump::load_memory(self.snapshots.clone(), self.failures.clone(), keep)?;
+    pub fn dataset(&self, keep: &Keep) -> Result<Dataset, ingest::DumpError> {
+        let mut ds = ingest::load_memory(self.snapshots.clone(), self.failures.clone(), keep)?;
         // A target that never answered has no content to infer a role from:
         // it keeps the role it was given on the command line.
         for t in ds.targets.iter_mut().filter(|t| t.snapshots.is_empty()) {

@@ -17,9 +17,9 @@ use super::{
     TargetSpec,
 };
 use crate::secret::Secret;
-use crate::source::dump::MemorySnapshot;
+use crate::source::capture::manifest::{ManifestTarget, ScrapeFailure};
 use crate::source::expfmt::{self, SampleRef};
-use crate::source::manifest::{ManifestTarget, ScrapeFailure};
+use crate::source::ingest::MemorySnapshot;
 use crate::store::Millis;
 
 const METRICS_ACCEPT: &str = "text/plain;version=0.0.4;q=1,*/*;q=0.1";
@@ -160,7 +160,7 @@ fn identity_sample(id: &mut Identity, s: &SampleRef<'_>) {
 #[cfg(test)]
 fn identity(body: &[u8]) -> Identity {
     let mut id = Identity::default();
-    let mut keep = |f: &str| crate::source::dump::ALWAYS_KEEP.contains(&f);
+    let mut keep = |f: &str| crate::source::ingest::ALWAYS_KEEP.contains(&f);
     let mut sink = |s: &SampleRef<'_>| identity_sample(&mut id, s);
     let _ = expfmt::parse(body, &mut keep, &mut sink);
     id

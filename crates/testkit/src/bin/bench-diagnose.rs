@@ -293,7 +293,8 @@ fn loadavg() -> String {
 /// Loads the capture with the families the default rules read and prints what
 /// the store holds, the load time and this process's peak RSS.
 fn load_only(dir: &Path, keep_none: bool) -> anyhow::Result<()> {
-    use cptriage::source::dump::{self, DumpArg, Keep};
+    use cptriage::source::capture::{self, DumpArg};
+    use cptriage::source::ingest::Keep;
     let rules = cptriage::rules::load::RuleSet::default_rules()?;
     let keep = Keep::Names(if keep_none {
         Default::default()
@@ -301,7 +302,7 @@ fn load_only(dir: &Path, keep_none: bool) -> anyhow::Result<()> {
         rules.referenced_metrics()
     });
     let t0 = Instant::now();
-    let ds = dump::load(&[DumpArg::parse(&dir.display().to_string())?], &keep)?;
+    let ds = capture::load(&[DumpArg::parse(&dir.display().to_string())?], &keep)?;
     let secs = t0.elapsed().as_secs_f64();
     let series = ds.store.series().len();
     let points = ds.store.point_count();

@@ -25,17 +25,17 @@ pub mod scale;
 pub mod spec;
 
 use std::fmt;
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub use duration::PromDuration;
 pub use gen::{GenOptions, Scenario, SnapshotRef};
 pub use spec::{parse_spec, Expect, Spec, Validated};
 
+use cptriage::source::capture::write::CaptureWriter;
 use cptriage::store::Millis;
 
 /// The `format` value of a capture manifest.
-pub const CAPTURE_FORMAT: &str = cptriage::source::manifest::FORMAT;
+pub const CAPTURE_FORMAT: &str = cptriage::source::capture::manifest::FORMAT;
 
 /// A place in a spec or base file: `file[:line[:column]]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,11 +76,14 @@ pub enum ScenarioError {
     /// The output directory is not usable.
     #[error("{path}: {message}")]
     Output { path: String, message: String },
+    /// A file of the capture could not be written.
+    #[error(transparent)]
+    Write(#[from] cptriage::source::capture::write::WriteError),
 }
 
 /// The capture manifest the generator writes (the one `record` writes and
 /// `--dump` reads).
-pub use cptriage::source::manifest::{Manifest, ManifestTarget};
+pub use cptriage::source::capture::manifest::{Manifest, ManifestTarget};
 
 /// What one generation wrote.
 #[derive(Clone, Debug, Default)]
@@ -109,23 +112,15 @@ fn rfc3339(ms: Millis) -> String {
 impl Scenario {
     /// Writes `manifest.yaml` into the capture directory `out`.
     pub fn write_manifest(&self, out: &Path) -> Result<(), ScenarioError> {
-        let mpath = out.join("manifest.yaml");
-        let text = serde_yaml::to_string(&self.manifest()).map_err(|e| ScenarioError::Output {
-            path: mpath.display().to_string(),
-            message: e.to_string(),
-        })?;
-        std::fs::write(&mpath, text).map_err(io_err(&mpath))
+        Ok(CaptureWriter::new(out, None).write_manifest(&self.manifest())?)
     }
 
     /// The manifest describing this scenario's capture.
     pub fn manifest(&self) -> Manifest {
-        Manifest {
-            format: CAPTURE_FORMAT.to_string(),
-            tool: Some(format!("cptriage {}", env!("CARGO_PKG_VERSION"))),
-            created: Some(rfc3339(self.time(self.steps - 1))),
-            interval: Some(self.spec.spec.interval.to_string()),
-            targets: self
-                .targets
+        Manifest::new(
+            Some(rfc3339(self.time(self.steps - 1))),
+            Some(self.spec.spec.interval.to_string()),
+            self.targets
                 .iter()
                 .map(|t| ManifestTarget {
                     name: t.name.clone(),
@@ -134,8 +129,8 @@ impl Scenario {
                     version: t.version.clone(),
                 })
                 .collect(),
-            failures: Vec::new(),
-        }
+            Vec::new(),
+        )
     }
 }
 
@@ -166,11 +161,10 @@ pub fn generate(
     }
     let mut sc = Scenario::build(spec, opts)?;
     std::fs::create_dir_all(out).map_err(io_err(out))?;
-    let gzip = sc.spec.spec.gzip;
-    let dirs: Vec<PathBuf> = sc.targets.iter().map(|t| out.join(&t.name)).collect();
-    for d in &dirs {
-        std::fs::create_dir_all(d).map_err(io_err(d))?;
-    }
+    let gzip = sc.spec.spec.gzip.then(flate2::Compression::default);
+    let writer = CaptureWriter::new(out, gzip);
+    writer.create_targets(sc.targets.iter().map(|t| t.name.as_str()))?;
+    let names: Vec<String> = sc.targets.iter().map(|t| t.name.clone()).collect();
     let files = std::sync::atomic::AtomicUsize::new(0);
     let bytes = std::sync::atomic::AtomicU64::new(0);
     let counts: Vec<std::sync::atomic::AtomicUsize> = sc
@@ -179,20 +173,9 @@ pub fn generate(
         .map(|_| std::sync::atomic::AtomicUsize::new(0))
         .collect();
     sc.run(threads, |s| {
-        let ext = if gzip { "prom.gz" } else { "prom" };
-        let path = dirs[s.target].join(format!("{}.{ext}", s.time));
-        let data: Vec<u8>;
-        let body: &[u8] = if gzip {
-            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-            enc.write_all(s.bytes).map_err(io_err(&path))?;
-            data = enc.finish().map_err(io_err(&path))?;
-            &data
-        } else {
-            s.bytes
-        };
-        std::fs::write(&path, body).map_err(io_err(&path))?;
+        let n = writer.write_snapshot(&names[s.target], s.time, s.bytes)?;
         files.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        bytes.fetch_add(body.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        bytes.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
         counts[s.target].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     })?;

@@ -10,12 +10,12 @@
 //! Output is a pure function of the options and the base captures.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use super::gen::{GenOptions, Scenario};
 use super::{parse_spec, ScenarioError};
+use cptriage::source::capture::write::CaptureWriter;
 
 /// The real apiserver capture the apiservers start from.
 pub const APISERVER_BASE: &str = "apiserver_nri_v1.35.0.prom";
@@ -254,10 +254,11 @@ pub fn generate(opts: &ScaleOptions, out: &Path) -> Result<ScaleSummary, Scenari
     };
     let api_src = find(APISERVER_BASE)?;
     let etcd_src = find(ETCD_BASE)?;
-    let raw = cptriage::source::dump::read_maybe_gzip(&api_src).map_err(|message| ScenarioError::Output {
-        path: api_src.display().to_string(),
-        message,
-    })?;
+    let raw =
+        cptriage::source::ingest::read_maybe_gzip(&api_src).map_err(|message| ScenarioError::Output {
+            path: api_src.display().to_string(),
+            message,
+        })?;
     let text = String::from_utf8(raw).map_err(|_| ScenarioError::Output {
         path: api_src.display().to_string(),
         message: "not UTF-8 text".into(),
@@ -294,22 +295,14 @@ fn write_capture(
     };
     let mut sc = Scenario::build(spec, &gen_opts)?;
     std::fs::create_dir_all(out).map_err(io_err(out))?;
-    let dirs: Vec<PathBuf> = sc.targets.iter().map(|t| out.join(&t.name)).collect();
-    for d in &dirs {
-        std::fs::create_dir_all(d).map_err(io_err(d))?;
-    }
+    let writer = CaptureWriter::new(out, Some(flate2::Compression::new(opts.gzip_level.min(9))));
+    writer.create_targets(sc.targets.iter().map(|t| t.name.as_str()))?;
+    let names: Vec<String> = sc.targets.iter().map(|t| t.name.clone()).collect();
     let files = AtomicUsize::new(0);
     let compressed = AtomicU64::new(0);
     let raw = AtomicU64::new(0);
-    let level = flate2::Compression::new(opts.gzip_level.min(9));
     sc.run(opts.threads, |s| {
-        let path = dirs[s.target].join(format!("{}.prom.gz", s.time));
-        let file = std::fs::File::create(&path).map_err(io_err(&path))?;
-        let mut enc = flate2::write::GzEncoder::new(std::io::BufWriter::with_capacity(1 << 20, file), level);
-        enc.write_all(s.bytes).map_err(io_err(&path))?;
-        let mut w = enc.finish().map_err(io_err(&path))?;
-        w.flush().map_err(io_err(&path))?;
-        let len = w.get_ref().metadata().map_err(io_err(&path))?.len();
+        let len = writer.write_snapshot(&names[s.target], s.time, s.bytes)?;
         files.fetch_add(1, Ordering::Relaxed);
         compressed.fetch_add(len, Ordering::Relaxed);
         raw.fetch_add(s.bytes.len() as u64, Ordering::Relaxed);

@@ -19,6 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::source::ingest::ScrapeFailure;
 use crate::source::Role;
 
 /// The format identifier this version reads and writes.
@@ -40,6 +41,25 @@ pub struct Manifest {
     pub failures: Vec<ScrapeFailure>,
 }
 
+impl Manifest {
+    /// A manifest of this format, written by this version of cptriage.
+    pub fn new(
+        created: Option<String>,
+        interval: Option<String>,
+        targets: Vec<ManifestTarget>,
+        failures: Vec<ScrapeFailure>,
+    ) -> Manifest {
+        Manifest {
+            format: FORMAT.into(),
+            tool: Some(format!("cptriage {}", env!("CARGO_PKG_VERSION"))),
+            created,
+            interval,
+            targets,
+            failures,
+        }
+    }
+}
+
 /// One target of a capture.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -50,16 +70,6 @@ pub struct ManifestTarget {
     pub url: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
-}
-
-/// A scrape that failed while recording (evidence: a member that stopped answering).
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ScrapeFailure {
-    pub target: String,
-    /// Unix milliseconds.
-    pub time: i64,
-    pub error: String,
 }
 
 impl<'de> Deserialize<'de> for Role {
