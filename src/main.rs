@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 fn main() {
-    let cli = match cptriage::cli::try_parse() {
+    let cli = match cptriage::try_parse() {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
@@ -15,7 +15,7 @@ fn main() {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let mut err = io::stderr();
-    let result = cptriage::cmd::run(cli, &mut out, &mut err);
+    let result = cptriage::run(cli, &mut out, &mut err);
     let flushed = out.flush();
     let code = match result {
         Ok(code) => code.code(),
