@@ -6,7 +6,7 @@ use crate::cli::CompletionsArgs;
 use crate::error::CliError;
 use crate::exit::ExitCode;
 
-pub fn run(a: CompletionsArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
+pub(crate) fn run(a: CompletionsArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let mut cmd = crate::cli::command();
     clap_complete::generate(a.shell, &mut cmd, "cptriage", out);
     Ok(ExitCode::Ok)

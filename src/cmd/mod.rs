@@ -1,14 +1,14 @@
 //! One thin handler per subcommand, wiring source → store → eval → report.
 
-pub mod completions;
+pub(crate) mod completions;
 pub(crate) mod config;
-pub mod diagnose;
-pub mod query;
-pub mod record;
-pub mod rules;
-pub mod rules_export;
-pub mod tree;
-pub mod watch;
+pub(crate) mod diagnose;
+pub(crate) mod query;
+pub(crate) mod record;
+pub(crate) mod rules;
+pub(crate) mod rules_export;
+pub(crate) mod tree;
+pub(crate) mod watch;
 
 use std::io::Write;
 

@@ -41,7 +41,7 @@ fn shown_expr(text: &str) -> String {
     s
 }
 
-pub fn run(mut a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
+pub(crate) fn run(mut a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
     if a.prom.prometheus.is_some() {
         return run_prometheus(a, out, err);
     }
@@ -154,7 +154,7 @@ fn run_prometheus(a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
 }
 
 /// How the report names a time source.
-pub fn time_source_text(t: crate::source::TimeSource) -> &'static str {
+pub(crate) fn time_source_text(t: crate::source::TimeSource) -> &'static str {
     use crate::source::TimeSource as T;
     match t {
         T::FileName => "the file name",

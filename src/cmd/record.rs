@@ -23,7 +23,7 @@ use crate::timefmt;
 /// The live targets and rounds asked for on the command line, with the
 /// warnings planning produced (printed by the caller). Used by `record` and
 /// by `diagnose --live`.
-pub fn prepare_live(
+pub(crate) fn prepare_live(
     a: &LiveArgs,
     limits: &LimitArgs,
     keep: Keep,
@@ -153,7 +153,7 @@ fn duration_arg(flag: &str, v: &str) -> Result<std::time::Duration, CliError> {
 /// existing empty one is claimed by creating its `manifest.yaml` with
 /// `create_new`. Until [`OutDir::keep`], dropping it removes what the claim
 /// created, so a run that fails before recording leaves nothing behind.
-pub struct OutDir {
+pub(crate) struct OutDir {
     path: PathBuf,
     /// Directories this claim created, outermost first.
     created: Vec<PathBuf>,
@@ -164,7 +164,7 @@ pub struct OutDir {
 
 impl OutDir {
     /// Claims `dir`, refusing anything but a missing or empty directory.
-    pub fn claim(dir: &Path) -> Result<OutDir, CliError> {
+    pub(crate) fn claim(dir: &Path) -> Result<OutDir, CliError> {
         let shown = dir.display();
         let mut created = Vec::new();
         // Create the missing ancestors one by one, remembering them.
@@ -225,12 +225,12 @@ impl OutDir {
         }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// The directory now holds a recording: keep it whatever happens next.
-    pub fn keep(&mut self) {
+    pub(crate) fn keep(&mut self) {
         self.kept = true;
     }
 }
@@ -273,7 +273,7 @@ struct HealthFile<'a> {
 /// What `record` keeps by default: the triage families plus every metric the
 /// shipped rules read, so a recording always holds what `diagnose` needs;
 /// everything with `--all`.
-pub fn record_keep(all: bool) -> Result<Keep, CliError> {
+pub(crate) fn record_keep(all: bool) -> Result<Keep, CliError> {
     if all {
         return Ok(Keep::All);
     }
@@ -286,7 +286,7 @@ pub fn record_keep(all: bool) -> Result<Keep, CliError> {
     })
 }
 
-pub fn run(a: RecordArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
+pub(crate) fn run(a: RecordArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
     let keep = record_keep(a.all)?;
     let dir = OutDir::claim(&a.out)?;
     let (cfg, plan) = prepare_live(&a.live, &a.limits, keep, err)?;
@@ -313,7 +313,7 @@ pub fn run(a: RecordArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<Ex
 /// manifest first (so an interrupted recording is still readable), each
 /// snapshot as it arrives (memory stays bounded), then the health files and
 /// the final manifest. Used by `record` and `diagnose --live --save`.
-pub struct Recorder {
+pub(crate) struct Recorder {
     dir: PathBuf,
     writer: CaptureWriter,
     out: OutDir,
@@ -324,7 +324,7 @@ pub struct Recorder {
 impl Recorder {
     /// Writes the provisional manifest into the claimed directory. Until the
     /// first snapshot is written, a failure removes the directory again.
-    pub fn start(out: OutDir, cfg: &LiveConfig) -> Result<Recorder, CliError> {
+    pub(crate) fn start(out: OutDir, cfg: &LiveConfig) -> Result<Recorder, CliError> {
         let dir = out.path().to_path_buf();
         let dir = dir.as_path();
         let rec = Recorder {
@@ -367,7 +367,7 @@ impl Recorder {
 
     /// Writes a snapshot event; the first write error stops writing and is
     /// reported by [`Recorder::finish`].
-    pub fn on_event(&mut self, ev: &LiveEvent) {
+    pub(crate) fn on_event(&mut self, ev: &LiveEvent) {
         if let LiveEvent::Snapshot(s) = ev {
             if self.write_error.is_none() {
                 match self.writer.write_snapshot(&s.target, s.time, &s.bytes) {
@@ -380,7 +380,7 @@ impl Recorder {
 
     /// Writes the health files and the final manifest (with the failures of
     /// the rounds, also when every scrape failed).
-    pub fn finish(mut self, cfg: &LiveConfig, res: &LiveResult) -> Result<(), CliError> {
+    pub(crate) fn finish(mut self, cfg: &LiveConfig, res: &LiveResult) -> Result<(), CliError> {
         // From here the directory holds the record of the rounds.
         self.out.keep();
         if let Some(e) = self.write_error {
@@ -428,13 +428,13 @@ fn record_rounds(cfg: &LiveConfig, rec: &mut Recorder, err: &mut dyn Write) -> R
 /// target that keeps failing the same way is reported once, not once per
 /// round (the summary counts its rounds), and again when it answers or fails
 /// differently.
-pub struct Progress {
+pub(crate) struct Progress {
     bar: indicatif::ProgressBar,
     failing: std::collections::HashMap<String, String>,
 }
 
 impl Progress {
-    pub fn new(cfg: &LiveConfig) -> Self {
+    pub(crate) fn new(cfg: &LiveConfig) -> Self {
         Progress {
             bar: progress_bar(cfg),
             failing: Default::default(),
@@ -442,14 +442,14 @@ impl Progress {
     }
 
     /// No bar: the warnings only (for a watch, which draws its own page).
-    pub fn hidden() -> Self {
+    pub(crate) fn hidden() -> Self {
         Progress {
             bar: indicatif::ProgressBar::hidden(),
             failing: Default::default(),
         }
     }
 
-    pub fn on_event(&mut self, ev: &LiveEvent, err: &mut dyn Write) {
+    pub(crate) fn on_event(&mut self, ev: &LiveEvent, err: &mut dyn Write) {
         let bar = &self.bar;
         let mut warn = |l: String| {
             bar.suspend(|| {
@@ -487,7 +487,7 @@ impl Progress {
         }
     }
 
-    pub fn finish(self) {
+    pub(crate) fn finish(self) {
         self.bar.finish_and_clear();
     }
 }

@@ -8,7 +8,7 @@ use crate::error::CliError;
 use crate::exit::ExitCode;
 use crate::rules::{lint, unittest};
 
-pub fn run(c: RulesCommand, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
+pub(crate) fn run(c: RulesCommand, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
     match c {
         RulesCommand::Check(a) => {
             let mut errors = 0;

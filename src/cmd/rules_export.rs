@@ -9,7 +9,7 @@ use crate::exit::ExitCode;
 use crate::rules::export::{self, ExportOptions};
 use crate::timefmt::{format_duration, parse_duration};
 
-pub fn run(a: RulesExportArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
+pub(crate) fn run(a: RulesExportArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let rules = load_rules(a.rules.as_deref())?;
     let usage = |e: export::ExportError| CliError::Usage(e.to_string());
     let mut opts =

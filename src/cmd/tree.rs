@@ -8,7 +8,7 @@ use crate::error::CliError;
 use crate::exit::ExitCode;
 use crate::rules::tree;
 
-pub fn run(a: TreeArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
+pub(crate) fn run(a: TreeArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let rules = load_rules(a.rules.as_deref())?;
     let text = match a.output {
         TreeFormat::Text => tree::render_text(&rules),

@@ -240,12 +240,12 @@ impl<'a> Ctx<'a> {
     }
 
     /// The time of step `i`.
-    pub fn t(&self, i: usize) -> Millis {
+    pub(crate) fn t(&self, i: usize) -> Millis {
         self.start.saturating_add(self.step.saturating_mul(i as i64))
     }
 
     /// The same frame over other step times (subqueries).
-    pub fn sub(&self, start: Millis, step: Millis, n: usize) -> Ctx<'a> {
+    pub(crate) fn sub(&self, start: Millis, step: Millis, n: usize) -> Ctx<'a> {
         Ctx {
             store: self.store,
             start,

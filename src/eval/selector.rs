@@ -204,7 +204,7 @@ enum RangeSrc<'a> {
 impl RangeSeries<'_> {
     /// The series' points with staleness markers removed; stored series are
     /// decoded into `buf` (reused from series to series).
-    pub fn samples<'b>(&'b self, buf: &'b mut Vec<Sample>) -> &'b [Sample] {
+    pub(super) fn samples<'b>(&'b self, buf: &'b mut Vec<Sample>) -> &'b [Sample] {
         match &self.src {
             RangeSrc::Stored(p) => {
                 buf.clear();
@@ -227,12 +227,12 @@ pub(crate) struct RangeInput<'a> {
 
 impl RangeInput<'_> {
     /// The window end (inclusive) at step `i`.
-    pub fn end(&self, ctx: &Ctx, i: usize) -> Millis {
+    pub(super) fn end(&self, ctx: &Ctx, i: usize) -> Millis {
         self.at.unwrap_or_else(|| ctx.t(i)).saturating_sub(self.offset)
     }
 
     /// Index bounds of the points in `(end - range, end]` at step `i`.
-    pub fn window(&self, ctx: &Ctx, i: usize, samples: &[Sample]) -> (usize, usize) {
+    pub(super) fn window(&self, ctx: &Ctx, i: usize, samples: &[Sample]) -> (usize, usize) {
         let end = self.end(ctx, i);
         let start = end.saturating_sub(self.range);
         let lo = samples.partition_point(|p| p.t <= start);

@@ -71,7 +71,7 @@ pub fn judge(t: &Threshold, v: Option<f64>, baseline: Option<f64>) -> Option<boo
 /// baseline`, raised to the floor for `above`; none for `below` when the
 /// baseline is not above the floor, as [`judge`] then never lights). How the
 /// parts combine stays in the threshold (`combine`).
-pub fn threshold_lines(t: &Threshold, baselines: &BTreeMap<String, f64>) -> Vec<ThresholdLine> {
+pub(super) fn threshold_lines(t: &Threshold, baselines: &BTreeMap<String, f64>) -> Vec<ThresholdLine> {
     let mut out = Vec::new();
     if let Some(a) = t.above {
         out.push(ThresholdLine {
@@ -105,7 +105,7 @@ pub fn threshold_lines(t: &Threshold, baselines: &BTreeMap<String, f64>) -> Vec<
 }
 
 /// The 95% Wilson score interval of a share `p` of `n` observations.
-pub fn wilson(p: f64, n: f64) -> (f64, f64) {
+pub(super) fn wilson(p: f64, n: f64) -> (f64, f64) {
     const Z: f64 = 1.959_963_984_540_054;
     let p = p.clamp(0.0, 1.0);
     let z2 = Z * Z;
