@@ -22,7 +22,11 @@ use crate::source::Role;
 use crate::store::Millis;
 use crate::timefmt::{format_time, parse_duration};
 
-pub(crate) fn run(mut a: DiagnoseArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
+pub(crate) fn run(
+    mut a: DiagnoseArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<ExitCode, CliError> {
     // `diagnose DIR` is `diagnose --dump DIR`.
     a.dump.append(&mut a.paths);
     if a.dump.is_empty() && !a.live && a.prom.prometheus.is_none() && a.audit.is_empty() {

@@ -454,7 +454,7 @@ impl Progress {
         let mut warn = |l: String| {
             bar.suspend(|| {
                 let _ = writeln!(err, "{l}");
-            })
+            });
         };
         match ev {
             LiveEvent::RoundStarted { round, rounds, .. } => bar.set_message(format!("{}/{rounds}", round + 1)),

@@ -163,7 +163,7 @@ pub fn rename_grouping_label(expr: &mut Expr, from: &str, to: &str) {
                         match &mut m.card {
                             promql_parser::parser::VectorMatchCardinality::ManyToOne(l)
                             | promql_parser::parser::VectorMatchCardinality::OneToMany(l) => {
-                                fix(l, self.0, self.1)
+                                fix(l, self.0, self.1);
                             }
                             _ => {}
                         }
@@ -209,7 +209,7 @@ pub fn add_grouping_label(expr: &mut Expr, label: &str) {
                     None => {
                         a.modifier = Some(LabelModifier::Include(promql_parser::label::Labels::new(vec![
                             self.0,
-                        ])))
+                        ])));
                     }
                 },
                 Expr::Binary(b) => {

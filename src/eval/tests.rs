@@ -19,7 +19,7 @@ fn store(series: &[SeriesSpec]) -> Store {
     let mut st = Store::new();
     for (labels, points) in series {
         let l = st.labels(labels.iter().copied());
-        for &(t, v) in points.iter() {
+        for &(t, v) in *points {
             st.push(&l, t * S, v);
         }
     }

@@ -567,7 +567,7 @@ fn eval_signals(rules: &RuleSet, ks: &[usize], ctx: &Ctx) -> Vec<SignalInput> {
             if let Some((_, min)) = &p.observations {
                 match results.remove(&(j, Part::Count)) {
                     Some(Ok(c)) => {
-                        mark_few_observations(&mut input, &per_instance(&c, ctx.steps, false), *min, ctx.steps.len())
+                        mark_few_observations(&mut input, &per_instance(&c, ctx.steps, false), *min, ctx.steps.len());
                     }
                     other => {
                         let e = match other {
@@ -631,7 +631,7 @@ fn eval_breakdowns(rules: &RuleSet, signals: &mut [SignalInput], ctx: &Ctx) {
                 input.breakdown = Some(note(format!(
                     "contributors by {} not exposed by this version/target",
                     b.by.join(", ")
-                )))
+                )));
             }
             Some((_, Err(e))) => input.breakdown = Some(note(format!("contributors: {e}"))),
             Some((_, Ok(e))) => planned.push((k, e)),

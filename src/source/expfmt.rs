@@ -97,7 +97,7 @@ pub trait Sink {
 
 impl<F: FnMut(&SampleRef<'_>)> Sink for F {
     fn sample(&mut self, s: &SampleRef<'_>) {
-        self(s)
+        self(s);
     }
 }
 

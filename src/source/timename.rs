@@ -117,7 +117,7 @@ fn rfc3339_parts(c: &regex::Captures<'_>) -> Option<Millis> {
     let time = NaiveTime::from_hms_nano_opt(num("h")?, num("mi")?, num("s")?, nanos)?;
     let naive = NaiveDateTime::new(date, time);
     let offset_secs: i64 = match c.name("tz").map(|m| m.as_str()) {
-        None | Some("Z") | Some("z") => 0,
+        None | Some("Z" | "z") => 0,
         Some(tz) => {
             let sign = if tz.starts_with('-') { -1 } else { 1 };
             let d: String = tz.chars().filter(|ch| ch.is_ascii_digit()).collect();

@@ -18,7 +18,7 @@ pub struct Str(Arc<Box<str>>);
 impl std::hash::Hash for Str {
     /// As the text (so that `Borrow<str>` lookups work).
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        (**self.0).hash(h)
+        (**self.0).hash(h);
     }
 }
 

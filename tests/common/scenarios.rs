@@ -14,7 +14,7 @@ use cptriage::source::ingest::{self, Keep, MemorySnapshot};
 use cptriage_testkit::scenario::{self, GenOptions, Scenario};
 
 /// The scenario specs, sorted by name.
-pub fn specs() -> Vec<PathBuf> {
+pub(crate) fn specs() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scenarios");
     let mut specs: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
@@ -26,7 +26,7 @@ pub fn specs() -> Vec<PathBuf> {
 }
 
 /// Generates one scenario and diagnoses it.
-pub fn diagnose(spec_path: &Path, rules: &RuleSet) -> (scenario::Validated, Report) {
+pub(crate) fn diagnose(spec_path: &Path, rules: &RuleSet) -> (scenario::Validated, Report) {
     let spec = scenario::load_spec(spec_path).unwrap_or_else(|e| panic!("{}: {e}", spec_path.display()));
     let mut sc = Scenario::build(spec.clone(), &GenOptions::default()).expect("build scenario");
     let names: Vec<(String, cptriage::source::Role)> =

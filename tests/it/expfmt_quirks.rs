@@ -88,7 +88,7 @@ fn try_run(input: &[u8], keep: &dyn Fn(&str) -> bool) -> Result<Got, ParseError>
             value: s.value,
             ts: s.timestamp_ms,
             line: s.line,
-        })
+        });
     };
     let report = parse(
         input,

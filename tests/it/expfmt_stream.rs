@@ -62,14 +62,14 @@ impl std::io::Read for Trickle<'_> {
 }
 
 fn check(origin: &str, data: &[u8], chunks: &[usize]) {
-    check_with(origin, data, chunks, true)
+    check_with(origin, data, chunks, true);
 }
 
 /// `trickle`: also feed the input 3 bytes per read (slow on megabytes).
 fn check_with(origin: &str, data: &[u8], chunks: &[usize], trickle3: bool) {
     let (mut asked_whole, mut got_whole) = (Vec::new(), Vec::new());
     let whole = parse(data, &mut keep_fn(&mut asked_whole), &mut |s: &SampleRef<'_>| {
-        got_whole.push(seen(s))
+        got_whole.push(seen(s));
     });
     for &chunk in chunks {
         for trickle in [chunk, 3] {

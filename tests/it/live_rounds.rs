@@ -71,7 +71,7 @@ fn a_round_of_eight_targets_with_slow_and_dead_ones_takes_about_one_timeout() {
             LiveEvent::Failed(_) => "failed",
             LiveEvent::Switch(_) => "switch",
             LiveEvent::RoundDone(_) => "done",
-        })
+        });
     });
     let total = start.elapsed();
     // Sequentially, each round would wait 3 slow targets × (metrics + health) × 1.5 s = 9 s.

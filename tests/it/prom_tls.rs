@@ -109,9 +109,10 @@ fn query(url: &str, args: &[&str]) -> (Option<i32>, String) {
 
 #[test]
 fn tls_client_certificates_and_basic_auth_against_a_real_prometheus() {
-    if !Path::new(PROMETHEUS).exists() {
-        panic!("{PROMETHEUS} missing (Debian package prometheus; scripts/test installs it)");
-    }
+    assert!(
+        Path::new(PROMETHEUS).exists(),
+        "{PROMETHEUS} missing (Debian package prometheus; scripts/test installs it)"
+    );
     let dir = tempfile::tempdir().expect("tempdir");
     let ca = Ca::new("cptriage test prometheus CA");
     let prom = TlsPrometheus::start(dir.path(), &ca);

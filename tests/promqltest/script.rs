@@ -12,10 +12,10 @@ use promql_parser::parser::Expr;
 /// Prometheus's test tolerance (`defaultEpsilon`).
 const EPSILON: f64 = 0.000001;
 
-pub use cptriage::source::notation::Point;
+pub(crate) use cptriage::source::notation::Point;
 
 /// Parses a Prometheus duration (`1m30s`, `10s53ms`, `0`), in milliseconds.
-pub fn parse_duration(s: &str) -> Result<Millis, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Millis, String> {
     let s = s.trim();
     if s == "0" {
         return Ok(0);
@@ -62,18 +62,18 @@ fn parse_value(tok: &str) -> Result<f64, String> {
 }
 
 /// Expands series values (`1 2 _ stale 0+10x3`) with cptriage's reader.
-pub fn expand_values(s: &str) -> Result<Vec<Point>, String> {
+pub(crate) fn expand_values(s: &str) -> Result<Vec<Point>, String> {
     notation::expand_values(s).map_err(|e| e.to_string())
 }
 
 /// Splits `name{a="b"} values` into the label set and the values text.
-pub fn parse_series_line(line: &str) -> Result<(Labels, String), String> {
+pub(crate) fn parse_series_line(line: &str) -> Result<(Labels, String), String> {
     notation::parse_series_line(line).map_err(|e| e.to_string())
 }
 
 /// What an eval case expects.
 #[derive(Debug, Default)]
-pub struct Expect {
+pub(crate) struct Expect {
     pub fail: bool,
     pub fail_msg: Option<String>,
     pub fail_regex: Option<String>,
@@ -86,7 +86,7 @@ pub struct Expect {
 }
 
 #[derive(Debug)]
-pub enum Query {
+pub(crate) enum Query {
     Instant(Millis),
     Range {
         start: Millis,
@@ -96,7 +96,7 @@ pub enum Query {
 }
 
 #[derive(Debug)]
-pub struct Case {
+pub(crate) struct Case {
     pub file: String,
     pub line: usize,
     pub query: Query,
@@ -104,7 +104,7 @@ pub struct Case {
     pub expect: Expect,
 }
 
-pub enum Outcome {
+pub(crate) enum Outcome {
     Pass,
     Fail(String),
     Skip(String),
@@ -112,7 +112,7 @@ pub enum Outcome {
 
 /// Test-environment state: the store plus the names of native-histogram series.
 #[derive(Default)]
-pub struct Env {
+pub(crate) struct Env {
     pub store: Store,
     /// Label sets of series holding native-histogram samples (from `{{...}}`
     /// values or the `_with_nhcb` conversion), which the store cannot hold.
@@ -133,7 +133,7 @@ fn unquote(s: &str) -> String {
 }
 
 /// Runs one file, returning an outcome per eval case.
-pub fn run_file(name: &str, text: &str) -> Vec<(Case, Outcome)> {
+pub(crate) fn run_file(name: &str, text: &str) -> Vec<(Case, Outcome)> {
     let lines: Vec<&str> = text.lines().collect();
     let mut env = Env::default();
     let mut out = Vec::new();

@@ -13,9 +13,9 @@ use cptriage::source::live::{client, ClientSpec, Secret};
 use super::pki::{write, Ca, Leaf};
 use super::{free_port, wait_for};
 
-pub const ETCD: &str = "/usr/bin/etcd";
+pub(crate) const ETCD: &str = "/usr/bin/etcd";
 
-pub struct Member {
+pub(crate) struct Member {
     pub name: String,
     pub client_port: u16,
     pub peer_port: u16,
@@ -24,12 +24,12 @@ pub struct Member {
 }
 
 impl Member {
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(|c| c.id())
     }
 }
 
-pub struct Cluster {
+pub(crate) struct Cluster {
     pub dir: tempfile::TempDir,
     pub ca_path: PathBuf,
     pub cert_path: PathBuf,
@@ -45,13 +45,14 @@ impl Cluster {
     /// until every member reports healthy (at most 30 s). A port taken by
     /// another process in the meantime ("address already in use") starts the
     /// cluster again on new ports, at most 3 times.
-    pub fn start(n: usize, quota: Option<u64>) -> Cluster {
+    pub(crate) fn start(n: usize, quota: Option<u64>) -> Cluster {
         let mut attempt = 0;
         loop {
             attempt += 1;
             match Cluster::try_start(n, quota) {
                 Ok(c) => return c,
-                Err(log) if attempt < 3 && log.contains("address already in use") => continue,
+                // Another process took a port meanwhile: try again.
+                Err(log) if attempt < 3 && log.contains("address already in use") => {}
                 Err(log) => panic!("{log}"),
             }
         }
@@ -152,20 +153,20 @@ impl Cluster {
         Ok(c)
     }
 
-    pub fn log(&self, i: usize) -> String {
+    pub(crate) fn log(&self, i: usize) -> String {
         std::fs::read_to_string(self.dir.path().join(format!("m{i}.log"))).unwrap_or_default()
     }
 
-    pub fn client_url(&self, i: usize) -> String {
+    pub(crate) fn client_url(&self, i: usize) -> String {
         format!("https://127.0.0.1:{}", self.members[i].client_port)
     }
 
-    pub fn metrics_url(&self, i: usize) -> String {
+    pub(crate) fn metrics_url(&self, i: usize) -> String {
         format!("http://127.0.0.1:{}", self.members[i].metrics_port)
     }
 
     /// `/health` on the plain metrics port.
-    pub fn health(&self, i: usize) -> Option<String> {
+    pub(crate) fn health(&self, i: usize) -> Option<String> {
         let r = self
             .plain
             .get(format!("{}/health", self.metrics_url(i)))
@@ -179,7 +180,7 @@ impl Cluster {
     /// cptriage does not judge the first window after a process start
     /// (warm-up), so a test of a fault on a running cluster records only once
     /// its members are older than the recording's window.
-    pub fn wait_until_older_than(&self, age: Duration) {
+    pub(crate) fn wait_until_older_than(&self, age: Duration) {
         let deadline = std::time::Instant::now() + age + Duration::from_secs(10);
         for i in 0..self.members.len() {
             let Some(start) = self.metric(i, "process_start_time_seconds") else {
@@ -199,7 +200,7 @@ impl Cluster {
     }
 
     /// The value of an unlabelled metric on member `i` (plain metrics port).
-    pub fn metric(&self, i: usize, name: &str) -> Option<f64> {
+    pub(crate) fn metric(&self, i: usize, name: &str) -> Option<f64> {
         let text = self
             .plain
             .get(format!("{}/metrics", self.metrics_url(i)))
@@ -214,14 +215,14 @@ impl Cluster {
     }
 
     /// The member that is leader, among the running ones.
-    pub fn leader(&self) -> Option<usize> {
+    pub(crate) fn leader(&self) -> Option<usize> {
         (0..self.members.len())
             .filter(|&i| self.members[i].child.is_some())
             .find(|&i| self.metric(i, "etcd_server_is_leader") == Some(1.0))
     }
 
     /// A put through the gRPC gateway of member `i` (mTLS). Err holds etcd's error.
-    pub fn put(&self, i: usize, key: &str, value: &[u8], timeout: Duration) -> Result<(), String> {
+    pub(crate) fn put(&self, i: usize, key: &str, value: &[u8], timeout: Duration) -> Result<(), String> {
         let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
         let body = serde_json::json!({"key": b64(key.as_bytes()), "value": b64(value)});
         let r = self
@@ -242,7 +243,7 @@ impl Cluster {
     }
 
     /// SIGKILL member `i` and reap it.
-    pub fn kill(&mut self, i: usize) {
+    pub(crate) fn kill(&mut self, i: usize) {
         if let Some(mut c) = self.members[i].child.take() {
             let _ = c.kill();
             let _ = c.wait();
@@ -250,7 +251,7 @@ impl Cluster {
     }
 
     /// Sends a signal (`STOP`, `CONT`) to member `i` by its pid.
-    pub fn signal(&self, i: usize, sig: &str) {
+    pub(crate) fn signal(&self, i: usize, sig: &str) {
         if let Some(pid) = self.members[i].pid() {
             let st = Command::new("kill")
                 .arg(format!("-{sig}"))
@@ -264,7 +265,7 @@ impl Cluster {
     /// The `record` flags for every member over TLS, named m0, m1, …
     /// Delays every fsync/fdatasync of member `i` by 100 ms with strace
     /// (a slow disk on that node), until the returned guard is dropped.
-    pub fn delay_fsync(&self, i: usize) -> Guard {
+    pub(crate) fn delay_fsync(&self, i: usize) -> Guard {
         let pid = self.members[i].pid().expect("member is running").to_string();
         Guard(Some(
             Command::new("strace")
@@ -283,7 +284,7 @@ impl Cluster {
         ))
     }
 
-    pub fn record_flags(&self) -> Vec<String> {
+    pub(crate) fn record_flags(&self) -> Vec<String> {
         let mut v = vec!["--no-apiserver".to_string(), "--etcd".into()];
         for (i, m) in self.members.iter().enumerate() {
             v.push(format!("{}={}", m.name, self.client_url(i)));
@@ -324,7 +325,7 @@ impl Cluster {
 }
 
 /// A child process killed by pid on drop (strace, helpers).
-pub struct Guard(pub Option<Child>);
+pub(crate) struct Guard(pub Option<Child>);
 
 impl Drop for Guard {
     fn drop(&mut self) {

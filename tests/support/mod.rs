@@ -4,14 +4,14 @@
 //! also when the test panics.
 #![allow(dead_code)]
 
-pub mod etcd;
-pub mod pki;
-pub mod prometheus;
-pub mod promrun;
-pub mod server;
+pub(crate) mod etcd;
+pub(crate) mod pki;
+pub(crate) mod prometheus;
+pub(crate) mod promrun;
+pub(crate) mod server;
 
 #[path = "../common/realdata.rs"]
-pub mod realcap;
+pub(crate) mod realcap;
 
 use std::net::TcpListener;
 use std::path::Path;
@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 /// starts later (etcd). Taken below the kernel's ephemeral range (32768+), so
 /// that outgoing connections of parallel tests cannot grab it meanwhile;
 /// successive calls walk the range from a per-process start.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(0);
     const LOW: u32 = 20_000;
@@ -67,10 +67,10 @@ const SCRUBBED: &[&str] = &[
 /// kubeconfig, proxies, etcdctl settings and terminal settings removed and
 /// `HOME` pointing nowhere. `Cptriage::new(&["diagnose", DIR]).env("COLUMNS",
 /// "80").output()`.
-pub struct Cptriage(Command);
+pub(crate) struct Cptriage(Command);
 
 impl Cptriage {
-    pub fn new(args: &[&str]) -> Cptriage {
+    pub(crate) fn new(args: &[&str]) -> Cptriage {
         let mut c = Command::new(env!("CARGO_BIN_EXE_cptriage"));
         c.args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
         for k in SCRUBBED {
@@ -80,12 +80,12 @@ impl Cptriage {
         Cptriage(c)
     }
 
-    pub fn env(mut self, k: &str, v: &str) -> Cptriage {
+    pub(crate) fn env(mut self, k: &str, v: &str) -> Cptriage {
         self.0.env(k, v);
         self
     }
 
-    pub fn current_dir(mut self, dir: &Path) -> Cptriage {
+    pub(crate) fn current_dir(mut self, dir: &Path) -> Cptriage {
         self.0.current_dir(dir);
         self
     }
@@ -93,7 +93,7 @@ impl Cptriage {
     /// Runs it to the end and returns its output; a binary that cannot be
     /// started fails the calling test at its line.
     #[track_caller]
-    pub fn output(mut self) -> Output {
+    pub(crate) fn output(mut self) -> Output {
         match self.0.output() {
             Ok(o) => o,
             Err(e) => panic!("run cptriage: {e}"),
@@ -104,7 +104,7 @@ impl Cptriage {
 /// Runs the cptriage binary with `args` and extra environment `env`
 /// (see [`Cptriage`]).
 #[track_caller]
-pub fn cptriage(args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) fn cptriage(args: &[&str], env: &[(&str, &str)]) -> Output {
     env.iter()
         .fold(Cptriage::new(args), |c, (k, v)| c.env(k, v))
         .output()
@@ -112,13 +112,13 @@ pub fn cptriage(args: &[&str], env: &[(&str, &str)]) -> Output {
 
 /// Runs the cptriage binary with `args` (see [`Cptriage`]).
 #[track_caller]
-pub fn run(args: &[&str]) -> Output {
+pub(crate) fn run(args: &[&str]) -> Output {
     Cptriage::new(args).output()
 }
 
 /// Starts the cptriage binary with `args` in the background (a recording while
 /// a test injects a fault), with no kubeconfig; killed by its pid on drop.
-pub fn spawn_cptriage(args: &[String]) -> etcd::Guard {
+pub(crate) fn spawn_cptriage(args: &[String]) -> etcd::Guard {
     etcd::Guard(Some(
         Command::new(env!("CARGO_BIN_EXE_cptriage"))
             .args(args)
@@ -133,7 +133,7 @@ pub fn spawn_cptriage(args: &[String]) -> etcd::Guard {
 }
 
 /// Polls `f` every 50 ms until it returns `Some`, for at most `limit`.
-pub fn wait_for<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+pub(crate) fn wait_for<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
     let start = Instant::now();
     loop {
         if let Some(v) = f() {
@@ -148,7 +148,7 @@ pub fn wait_for<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<
 
 /// Asserts that `needle` appears in no output and no file under `dir` (gzip files decompressed).
 #[track_caller]
-pub fn assert_absent_everywhere(needle: &str, outputs: &[&[u8]], dir: &Path) {
+pub(crate) fn assert_absent_everywhere(needle: &str, outputs: &[&[u8]], dir: &Path) {
     for (i, o) in outputs.iter().enumerate() {
         assert!(
             !String::from_utf8_lossy(o).contains(needle),
@@ -177,6 +177,6 @@ pub fn assert_absent_everywhere(needle: &str, outputs: &[&[u8]], dir: &Path) {
 }
 
 /// A real capture of `testdata/realdata` (`….prom`), decompressed.
-pub fn realdata(name: &str) -> Vec<u8> {
+pub(crate) fn realdata(name: &str) -> Vec<u8> {
     realcap::read(name)
 }

@@ -7,19 +7,19 @@ use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
 };
 
-pub struct Ca {
+pub(crate) struct Ca {
     pub issuer: CertifiedIssuer<'static, KeyPair>,
 }
 
 /// A certificate and its key, in PEM.
 #[derive(Clone)]
-pub struct Leaf {
+pub(crate) struct Leaf {
     pub cert_pem: String,
     pub key_pem: String,
 }
 
 impl Ca {
-    pub fn new(name: &str) -> Ca {
+    pub(crate) fn new(name: &str) -> Ca {
         let mut p = CertificateParams::new(Vec::<String>::new()).expect("ca params");
         p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         p.distinguished_name.push(DnType::CommonName, name);
@@ -29,22 +29,22 @@ impl Ca {
         }
     }
 
-    pub fn pem(&self) -> String {
+    pub(crate) fn pem(&self) -> String {
         self.issuer.pem()
     }
 
     /// A server certificate for `names` (DNS names or IP addresses).
-    pub fn server(&self, names: &[&str]) -> Leaf {
+    pub(crate) fn server(&self, names: &[&str]) -> Leaf {
         self.leaf(names, ExtendedKeyUsagePurpose::ServerAuth, false)
     }
 
     /// A server certificate that expired in 2001.
-    pub fn expired_server(&self, names: &[&str]) -> Leaf {
+    pub(crate) fn expired_server(&self, names: &[&str]) -> Leaf {
         self.leaf(names, ExtendedKeyUsagePurpose::ServerAuth, true)
     }
 
     /// A certificate usable both as server and client (etcd members).
-    pub fn peer(&self, names: &[&str]) -> Leaf {
+    pub(crate) fn peer(&self, names: &[&str]) -> Leaf {
         let mut p =
             CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).expect("params");
         p.extended_key_usages = vec![
@@ -61,7 +61,7 @@ impl Ca {
         }
     }
 
-    pub fn client(&self, cn: &str) -> Leaf {
+    pub(crate) fn client(&self, cn: &str) -> Leaf {
         self.leaf(&[cn], ExtendedKeyUsagePurpose::ClientAuth, false)
     }
 
@@ -85,7 +85,7 @@ impl Ca {
 }
 
 /// Writes `text` to `dir/name` and returns the path.
-pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+pub(crate) fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).expect("write test file");
     p

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use super::{free_port, wait_for};
 
-pub const PROMETHEUS: &str = "/usr/bin/prometheus";
+pub(crate) const PROMETHEUS: &str = "/usr/bin/prometheus";
 
-pub struct Prometheus {
+pub(crate) struct Prometheus {
     pub dir: tempfile::TempDir,
     pub port: u16,
     child: Option<Child>,
@@ -20,13 +20,13 @@ pub struct Prometheus {
 
 impl Prometheus {
     /// Whether the binary is installed (`scripts/test` installs it).
-    pub fn available() -> bool {
+    pub(crate) fn available() -> bool {
         Path::new(PROMETHEUS).exists()
     }
 
     /// Starts Prometheus with `config` (YAML) and waits until `/-/ready`
     /// answers (at most 30 s).
-    pub fn start(config: &str) -> Prometheus {
+    pub(crate) fn start(config: &str) -> Prometheus {
         let dir = tempfile::tempdir().expect("tempdir");
         let cfg = dir.path().join("prometheus.yml");
         std::fs::write(&cfg, config).expect("write prometheus.yml");
@@ -71,16 +71,16 @@ impl Prometheus {
         p
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("prometheus.log")).unwrap_or_default()
     }
 
     /// The result list of an instant query now, if it succeeds.
-    pub fn query(&self, q: &str) -> Option<Vec<serde_json::Value>> {
+    pub(crate) fn query(&self, q: &str) -> Option<Vec<serde_json::Value>> {
         let url =
             reqwest::Url::parse_with_params(&format!("{}/api/v1/query", self.url()), &[("query", q)]).ok()?;
         let r = self.http.get(url).timeout(Duration::from_secs(5)).send().ok()?;

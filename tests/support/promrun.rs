@@ -10,16 +10,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub const PROMETHEUS: &str = "/usr/bin/prometheus";
-pub const PROMTOOL: &str = "/usr/bin/promtool";
+pub(crate) const PROMETHEUS: &str = "/usr/bin/prometheus";
+pub(crate) const PROMTOOL: &str = "/usr/bin/promtool";
 
 /// Whether the Prometheus binaries are installed (`scripts/test` installs them).
-pub fn available() -> bool {
+pub(crate) fn available() -> bool {
     Path::new(PROMETHEUS).exists() && Path::new(PROMTOOL).exists()
 }
 
 /// Runs `promtool tsdb create-blocks-from openmetrics FILE DIR`.
-pub fn create_blocks(openmetrics: &Path, dir: &Path) -> Result<(), String> {
+pub(crate) fn create_blocks(openmetrics: &Path, dir: &Path) -> Result<(), String> {
     let out = Command::new(PROMTOOL)
         .args(["tsdb", "create-blocks-from", "openmetrics"])
         .arg(openmetrics)
@@ -37,10 +37,10 @@ pub fn create_blocks(openmetrics: &Path, dir: &Path) -> Result<(), String> {
 }
 
 /// One series of a range-query result: sorted labels, points (unix ms, value).
-pub type RangeSeries = (Vec<(String, String)>, Vec<(i64, f64)>);
+pub(crate) type RangeSeries = (Vec<(String, String)>, Vec<(i64, f64)>);
 
 /// A running Prometheus; killed on drop.
-pub struct Prometheus {
+pub(crate) struct Prometheus {
     child: Child,
     pub port: u16,
     pub data: PathBuf,
@@ -50,7 +50,7 @@ pub struct Prometheus {
 impl Prometheus {
     /// Starts Prometheus on the blocks in `data` (a TSDB directory) with the
     /// given lookback delta, and waits (at most 30 s) until `/-/ready` answers 200.
-    pub fn start(data: &Path, lookback: &str) -> Result<Prometheus, String> {
+    pub(crate) fn start(data: &Path, lookback: &str) -> Result<Prometheus, String> {
         let port = free_port();
         let config = data.join("cptriage-prometheus.yml");
         std::fs::write(&config, "global:\n  evaluation_interval: 1h\n").map_err(|e| e.to_string())?;
@@ -102,13 +102,13 @@ impl Prometheus {
     }
 
     /// The server's log so far.
-    pub fn log_text(&self) -> String {
+    pub(crate) fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// `GET /api/v1/query_range`; returns the `data.result` matrix as
     /// (labels, points (unix ms, value)).
-    pub fn query_range(
+    pub(crate) fn query_range(
         &self,
         query: &str,
         start_ms: i64,
@@ -185,7 +185,7 @@ fn percent_encode(s: &str) -> String {
 }
 
 /// A free TCP port on 127.0.0.1 (bound, then released).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     l.local_addr().expect("local addr").port()
 }

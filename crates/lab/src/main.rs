@@ -382,7 +382,7 @@ fn cmd_run(a: RunArgs, log: &Log) -> Result<i32, LabError> {
         "session done: {} (results.json, table.txt, one directory per run)",
         session.display()
     ));
-    Ok(if results.iter().all(|r| r.pass) { 0 } else { 1 })
+    Ok(i32::from(!results.iter().all(|r| r.pass)))
 }
 
 fn cmd_judge(a: JudgeArgs) -> Result<i32, LabError> {
@@ -407,5 +407,5 @@ fn cmd_judge(a: JudgeArgs) -> Result<i32, LabError> {
     if let Some(p) = &a.results {
         verdicts::write_results(p, &judge, &results)?;
     }
-    Ok(if results.iter().all(|r| r.pass) { 0 } else { 1 })
+    Ok(i32::from(!results.iter().all(|r| r.pass)))
 }

@@ -15,7 +15,7 @@ use crate::util::LabError;
 
 /// What neighbours to run.
 #[derive(Clone, Debug)]
-pub struct NoiseSpec {
+pub(crate) struct NoiseSpec {
     /// Share of each 100 ms period a CPU neighbour spins (one neighbour per core).
     pub cpu_duty: f64,
     /// Synced writes per second of the disk neighbour (0: none).
@@ -25,7 +25,7 @@ pub struct NoiseSpec {
 }
 
 impl NoiseSpec {
-    pub fn describe(&self, cores: usize) -> String {
+    pub(crate) fn describe(&self, cores: usize) -> String {
         format!(
             "{cores} CPU neighbours spinning {:.0}% of each 100 ms (one pinned per core), a disk neighbour writing {} KiB + fdatasync {}/s on the members' disk",
             self.cpu_duty * 100.0,
@@ -36,17 +36,22 @@ impl NoiseSpec {
 }
 
 /// Running neighbours, ended on drop.
-pub struct Neighbours {
+pub(crate) struct Neighbours {
     procs: Vec<Wrapped>,
 }
 
-pub fn cores() -> usize {
+pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
 impl Neighbours {
     /// Starts the neighbours for `life` (they end by themselves then).
-    pub fn start(spec: &NoiseSpec, dir: &Path, life: Duration, log: &Log) -> Result<Neighbours, LabError> {
+    pub(crate) fn start(
+        spec: &NoiseSpec,
+        dir: &Path,
+        life: Duration,
+        log: &Log,
+    ) -> Result<Neighbours, LabError> {
         let exe = std::env::current_exe()?;
         let secs = life.as_secs().max(1).to_string();
         let mut procs = Vec::new();
@@ -93,7 +98,7 @@ impl Drop for Neighbours {
 }
 
 /// `lab noise cpu`: spins `duty` of each 100 ms for `seconds`.
-pub fn cpu(seconds: u64, duty: f64) {
+pub(crate) fn cpu(seconds: u64, duty: f64) {
     let end = Instant::now() + Duration::from_secs(seconds);
     let period = Duration::from_millis(100);
     let busy = period.mul_f64(duty.clamp(0.0, 1.0));
@@ -112,7 +117,7 @@ pub fn cpu(seconds: u64, duty: f64) {
 
 /// `lab noise fsync`: writes a block and fdatasyncs it `per_s` times a second
 /// for `seconds`, in a file under `dir` (kept below 64 MiB, removed at the end).
-pub fn fsync(seconds: u64, per_s: f64, block_kib: usize, dir: &Path) -> std::io::Result<()> {
+pub(crate) fn fsync(seconds: u64, per_s: f64, block_kib: usize, dir: &Path) -> std::io::Result<()> {
     fs::create_dir_all(dir)?;
     let path: PathBuf = dir.join(format!("noise-{}.dat", std::process::id()));
     let mut f = fs::File::create(&path)?;

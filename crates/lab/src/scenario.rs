@@ -17,7 +17,7 @@ use crate::noise::{cores, Neighbours, NoiseSpec};
 use crate::util::{now_ms, LabError};
 
 /// Every scenario, in run order, with what it does.
-pub const SCENARIOS: &[(&str, &str)] = &[
+pub(crate) const SCENARIOS: &[(&str, &str)] = &[
     (
         "healthy-noisy",
         "no fault; CPU-bound and fsync-heavy neighbour processes on the same cores",
@@ -49,13 +49,13 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ),
 ];
 
-pub fn is_scenario(name: &str) -> bool {
+pub(crate) fn is_scenario(name: &str) -> bool {
     SCENARIOS.iter().any(|(n, _)| *n == name)
 }
 
 /// How runs are timed and loaded.
 #[derive(Clone, Debug)]
-pub struct RunOpts {
+pub(crate) struct RunOpts {
     pub cptriage: PathBuf,
     pub interval: Duration,
     /// Healthy recording before the injection.
@@ -78,7 +78,7 @@ pub struct RunOpts {
 
 impl RunOpts {
     /// The recording length of a scenario.
-    pub fn recording(&self, scenario: &str) -> Duration {
+    pub(crate) fn recording(&self, scenario: &str) -> Duration {
         if scenario == "healthy-noisy" {
             self.healthy
         } else {
@@ -129,7 +129,7 @@ fn leader(c: &Cluster, g: &mut Gather) -> Result<usize, LabError> {
 }
 
 /// Runs one scenario into `run_dir` and writes its ground truth there.
-pub fn run(
+pub(crate) fn run(
     opts: &RunOpts,
     bin: &EtcdBin,
     scenario: &str,

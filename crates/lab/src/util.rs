@@ -4,7 +4,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A lab failure, with the message to print.
 #[derive(Debug, thiserror::Error)]
-pub enum LabError {
+pub(crate) enum LabError {
     #[error("{0}")]
     Msg(String),
     #[error(transparent)]
@@ -14,13 +14,13 @@ pub enum LabError {
 }
 
 impl LabError {
-    pub fn msg(s: impl Into<String>) -> LabError {
+    pub(crate) fn msg(s: impl Into<String>) -> LabError {
         LabError::Msg(s.into())
     }
 }
 
 /// Wall-clock time, unix milliseconds.
-pub fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
@@ -28,14 +28,14 @@ pub fn now_ms() -> i64 {
 }
 
 /// Unix ms as RFC 3339 UTC with milliseconds.
-pub fn rfc3339(ms: i64) -> String {
+pub(crate) fn rfc3339(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
         .unwrap_or_else(|| ms.to_string())
 }
 
 /// Parses `90s`, `5m`, `1m30s`, `250ms`.
-pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let mut total_ms: u64 = 0;
     let mut num = String::new();
     let mut chars = s.chars().peekable();

@@ -18,7 +18,7 @@ use crate::util::LabError;
 
 /// One judged run.
 #[derive(Clone, Debug, Serialize)]
-pub struct Result1 {
+pub(crate) struct Result1 {
     /// The run directory (holding `truth.json` and `recording/`).
     pub run: PathBuf,
     pub scenario: String,
@@ -36,7 +36,7 @@ pub struct Result1 {
 
 /// The cptriage binary that judged, for the results file.
 #[derive(Clone, Debug, Serialize)]
-pub struct Judge {
+pub(crate) struct Judge {
     pub path: PathBuf,
     pub version: String,
     /// `git describe --always --dirty` of the repository the binary was built from, when known.
@@ -44,7 +44,7 @@ pub struct Judge {
 }
 
 impl Judge {
-    pub fn of(path: &Path, repo: &Path) -> Result<Judge, LabError> {
+    pub(crate) fn of(path: &Path, repo: &Path) -> Result<Judge, LabError> {
         if !path.exists() {
             return Err(LabError::msg(format!(
                 "`{}`: no cptriage binary (build it with `cargo build --release`, or give --cptriage PATH)",
@@ -74,7 +74,7 @@ impl Judge {
 
 /// The results file.
 #[derive(Debug, Serialize)]
-pub struct Results<'a> {
+pub(crate) struct Results<'a> {
     pub schema: &'static str,
     pub cptriage: &'a Judge,
     pub onset_window_seconds: [f64; 2],
@@ -82,7 +82,7 @@ pub struct Results<'a> {
 }
 
 /// Finds run directories (holding `truth.json`) under each path, sorted.
-pub fn find_runs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LabError> {
+pub(crate) fn find_runs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LabError> {
     fn walk(p: &Path, out: &mut Vec<PathBuf>, depth: usize) -> std::io::Result<()> {
         if p.join(TRUTH_FILE).is_file() {
             out.push(p.to_path_buf());
@@ -122,7 +122,7 @@ pub fn find_runs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LabError> {
 }
 
 /// Runs `cptriage diagnose` on a run's recording and judges it.
-pub fn diagnose_and_judge(cptriage: &Path, run: &Path) -> Result<(Result1, Option<Value>), LabError> {
+pub(crate) fn diagnose_and_judge(cptriage: &Path, run: &Path) -> Result<(Result1, Option<Value>), LabError> {
     let truth = Truth::read(&run.join(TRUTH_FILE))?;
     let rec = run.join(RECORDING_DIR);
     let out = Command::new(cptriage)
@@ -157,7 +157,7 @@ pub fn diagnose_and_judge(cptriage: &Path, run: &Path) -> Result<(Result1, Optio
 }
 
 /// Diagnoses and judges every run, `jobs` at a time, in run order.
-pub fn judge_all(cptriage: &Path, runs: &[PathBuf], jobs: usize) -> Result<Vec<Result1>, LabError> {
+pub(crate) fn judge_all(cptriage: &Path, runs: &[PathBuf], jobs: usize) -> Result<Vec<Result1>, LabError> {
     let next = Mutex::new(0usize);
     let slots: Mutex<Vec<Option<Result<Result1, LabError>>>> =
         Mutex::new((0..runs.len()).map(|_| None).collect());
@@ -240,7 +240,7 @@ fn run_name(r: &Result1) -> String {
 
 /// The confusion table: one row per run, a column per criterion, then totals
 /// per scenario and etcd version.
-pub fn table(results: &[Result1]) -> String {
+pub(crate) fn table(results: &[Result1]) -> String {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
     let mut header = vec!["scenario", "etcd", "run", "expected", "got"];
@@ -370,10 +370,10 @@ fn matrix(results: &[Result1]) -> String {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
     let mut header = vec!["expected \\ got".to_string()];
-    header.extend(cols.iter().map(|c| c.to_string()));
+    header.extend(cols.iter().map(|c| (*c).clone()));
     t.set_header(header);
     for r in &rows {
-        let mut row = vec![r.to_string()];
+        let mut row = vec![(*r).clone()];
         for c in &cols {
             let n = pairs.iter().filter(|(e, g)| e == *r && g == *c).count();
             row.push(if n == 0 { ".".into() } else { n.to_string() });
@@ -384,7 +384,7 @@ fn matrix(results: &[Result1]) -> String {
 }
 
 /// Writes the results file (JSON).
-pub fn write_results(path: &Path, judge: &Judge, results: &[Result1]) -> Result<(), LabError> {
+pub(crate) fn write_results(path: &Path, judge: &Judge, results: &[Result1]) -> Result<(), LabError> {
     let doc = Results {
         schema: "cptriage-lab/results/v1",
         cptriage: judge,

@@ -41,7 +41,7 @@ pub fn expfmt(data: &[u8]) -> Result<ParseReport, ParseError> {
     let _ = expfmt::parse(data, &mut keep_some, &mut sink);
     let mut whole_samples = Vec::new();
     let whole = expfmt::parse(data, &mut |_| true, &mut |s: &expfmt::SampleRef<'_>| {
-        whole_samples.push(owned_sample(s))
+        whole_samples.push(owned_sample(s));
     });
     let chunk = 1 + usize::from(data.first().copied().unwrap_or(0) % 64);
     let mut streamed_samples = Vec::new();

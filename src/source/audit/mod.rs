@@ -212,9 +212,9 @@ pub fn for_each_line(
                 Some(l) => line(n, Err(l + (end - start))),
                 None if buf.is_empty() => {
                     if end - start > max {
-                        line(n, Err(end - start))
+                        line(n, Err(end - start));
                     } else {
-                        line(n, Ok(&chunk[start..end]))
+                        line(n, Ok(&chunk[start..end]));
                     }
                 }
                 None => {

@@ -560,7 +560,7 @@ fn request_error(e: &reqwest::Error, timeout: Duration) -> FetchError {
     ) {
         match t.kind {
             FailureKind::TlsNameMismatch => {
-                t.message = "TLS: the server certificate is not valid for the URL's host name".into()
+                t.message = "TLS: the server certificate is not valid for the URL's host name".into();
             }
             FailureKind::TlsClientCertificateRejected => t
                 .message

@@ -553,7 +553,7 @@ impl Scenario {
         let interval = spec.spec.interval.0;
         let steps = (spec.spec.duration.0 / interval) as usize + 1;
         for mv in &spec.moves {
-            for t in targets.iter_mut() {
+            for t in &mut targets {
                 if !glob_match(&mv.target, &t.name) {
                     continue;
                 }
@@ -571,7 +571,7 @@ impl Scenario {
         }
         // Background moves pause while a replace_background effect on the same
         // family and target runs.
-        for t in targets.iter_mut() {
+        for t in &mut targets {
             let windows: Vec<(String, Millis, Millis)> = t
                 .bounds
                 .iter()

@@ -529,8 +529,7 @@ fn compile_move(
     let end = m.until.map(|d| d.0);
     if start > duration {
         return Err(format!(
-            "`at` is after the end of the scenario ({}ms > {}ms)",
-            start, duration
+            "`at` is after the end of the scenario ({start}ms > {duration}ms)"
         ));
     }
     if let Some(e) = end {
