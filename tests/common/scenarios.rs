@@ -5,13 +5,12 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 use cptriage::rules::engine::{self, Options};
 use cptriage::rules::load::RuleSet;
 use cptriage::rules::report::Report;
-use cptriage::source::ingest::{self, Keep, MemorySnapshot};
-use cptriage_testkit::scenario::{self, GenOptions, Scenario};
+use cptriage::source::ingest::Keep;
+use cptriage_testkit::scenario;
 
 /// The scenario specs, sorted by name.
 pub(crate) fn specs() -> Vec<PathBuf> {
@@ -28,29 +27,12 @@ pub(crate) fn specs() -> Vec<PathBuf> {
 /// Generates one scenario and diagnoses it.
 pub(crate) fn diagnose(spec_path: &Path, rules: &RuleSet) -> (scenario::Validated, Report) {
     let spec = scenario::load_spec(spec_path).unwrap_or_else(|e| panic!("{}: {e}", spec_path.display()));
-    let mut sc = Scenario::build(spec.clone(), &GenOptions::default()).expect("build scenario");
-    let names: Vec<(String, cptriage::source::Role)> =
-        sc.targets.iter().map(|t| (t.name.clone(), t.role)).collect();
-    let snaps = Mutex::new(Vec::new());
-    sc.run(2, |s| {
-        let (name, role) = &names[s.target];
-        snaps.lock().unwrap().push(MemorySnapshot {
-            target: name.clone(),
-            role: Some(*role),
-            role_reason: "scenario spec".into(),
-            time: s.time,
-            origin: format!("{}#{}", spec_path.display(), s.step),
-            bytes: Arc::new(s.bytes.to_vec()),
-        });
-        Ok(())
-    })
-    .expect("generate scenario");
-    let ds = ingest::load_memory(
-        snaps.into_inner().unwrap(),
-        vec![],
+    let ds = scenario::dataset(
+        spec.clone(),
+        &spec_path.display().to_string(),
         &Keep::Names(rules.referenced_metrics()),
     )
-    .expect("load scenario");
+    .expect("generate scenario");
     let report = engine::diagnose(rules, &ds, &Options::default()).expect("diagnose");
     (spec, report)
 }

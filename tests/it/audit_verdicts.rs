@@ -11,17 +11,17 @@ use crate::support;
 use support::run as cptriage;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use cptriage::eval::seam;
 use cptriage::rules::engine::{self, Options};
 use cptriage::rules::load::RuleSet;
 use cptriage::rules::report::{CorroborationKind, GapKind, Report, Status};
 use cptriage::source::audit::{self, AuditConfig};
-use cptriage::source::ingest::{self, Keep, MemorySnapshot};
+use cptriage::source::ingest::Keep;
 use cptriage::source::Dataset;
+use cptriage_testkit::scenario;
 use cptriage_testkit::scenario::audit::{AuditFault, AuditGen};
-use cptriage_testkit::scenario::{self, GenOptions, Scenario};
 
 const T0: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z, the scenarios' start
 
@@ -43,28 +43,7 @@ fn scenario_ds(name: &str, rules: &RuleSet) -> (Dataset, i64) {
             .and_then(|e| e.root_cause_onset)
             .map(|d| d.millis())
             .unwrap_or(0);
-    let mut sc = Scenario::build(spec.clone(), &GenOptions::default()).unwrap();
-    let names: Vec<_> = sc.targets.iter().map(|t| (t.name.clone(), t.role)).collect();
-    let snaps = Mutex::new(Vec::new());
-    sc.run(2, |s| {
-        let (n, role) = &names[s.target];
-        snaps.lock().unwrap().push(MemorySnapshot {
-            target: n.clone(),
-            role: Some(*role),
-            role_reason: "scenario spec".into(),
-            time: s.time,
-            origin: format!("{name}#{}", s.step),
-            bytes: Arc::new(s.bytes.to_vec()),
-        });
-        Ok(())
-    })
-    .unwrap();
-    let ds = ingest::load_memory(
-        snaps.into_inner().unwrap(),
-        vec![],
-        &Keep::Names(rules.referenced_metrics()),
-    )
-    .unwrap();
+    let ds = scenario::dataset(spec, name, &Keep::Names(rules.referenced_metrics())).unwrap();
     (ds, onset)
 }
 

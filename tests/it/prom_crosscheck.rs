@@ -45,45 +45,22 @@ use crate::support::promrun;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 use cptriage::eval::template;
 use cptriage::eval::{self, EvalOptions};
 use cptriage::rules::engine::{self, Options};
 use cptriage::rules::load::RuleSet;
-use cptriage::source::ingest::{self, Keep, MemorySnapshot};
+use cptriage::source::ingest::Keep;
 use cptriage::source::Dataset;
 use cptriage::store::{is_stale, StoredSeries, METRIC_NAME};
-use cptriage_testkit::scenario::{self, GenOptions, Scenario};
+use cptriage_testkit::scenario;
 
 fn scenario_dataset(name: &str, rules: &RuleSet) -> Dataset {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("testdata/scenarios")
         .join(format!("{name}.yaml"));
     let spec = scenario::load_spec(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    let mut sc = Scenario::build(spec, &GenOptions::default()).expect("build scenario");
-    let names: Vec<(String, cptriage::source::Role)> =
-        sc.targets.iter().map(|t| (t.name.clone(), t.role)).collect();
-    let snaps = Mutex::new(Vec::new());
-    sc.run(2, |s| {
-        let (target, role) = &names[s.target];
-        snaps.lock().expect("lock").push(MemorySnapshot {
-            target: target.clone(),
-            role: Some(*role),
-            role_reason: "scenario spec".into(),
-            time: s.time,
-            origin: format!("{name}#{}", s.step),
-            bytes: Arc::new(s.bytes.to_vec()),
-        });
-        Ok(())
-    })
-    .expect("generate scenario");
-    ingest::load_memory(
-        snaps.into_inner().expect("lock"),
-        vec![],
-        &Keep::Names(rules.referenced_metrics()),
-    )
-    .expect("load scenario")
+    scenario::dataset(spec, name, &Keep::Names(rules.referenced_metrics())).expect("generate scenario")
 }
 
 fn om_escape(v: &str) -> String {

@@ -191,3 +191,42 @@ pub fn generate(
             .collect(),
     })
 }
+
+/// Generates `spec` straight into a dataset, as its capture written by
+/// [`generate`] and read with `--dump` would load (the same bytes through the
+/// same ingest funnel), keeping `keep`. Snapshots are named `ORIGIN#STEP` in
+/// warnings.
+pub fn dataset(
+    spec: Validated,
+    origin: &str,
+    keep: &cptriage::source::ingest::Keep,
+) -> Result<cptriage::source::Dataset, ScenarioError> {
+    use cptriage::source::ingest::{self, MemorySnapshot};
+    use std::sync::{Arc, Mutex};
+    let mut sc = Scenario::build(spec, &GenOptions::default())?;
+    let names: Vec<(String, cptriage::source::Role)> =
+        sc.targets.iter().map(|t| (t.name.clone(), t.role)).collect();
+    let snaps = Mutex::new(Vec::new());
+    sc.run(2, |s| {
+        let (target, role) = &names[s.target];
+        snaps
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(MemorySnapshot {
+                target: target.clone(),
+                role: Some(*role),
+                role_reason: "scenario spec".into(),
+                time: s.time,
+                origin: format!("{origin}#{}", s.step),
+                bytes: Arc::new(s.bytes.to_vec()),
+            });
+        Ok(())
+    })?;
+    let snaps = snaps
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    ingest::load_memory(snaps, vec![], keep).map_err(|e| ScenarioError::Output {
+        path: origin.to_string(),
+        message: e.to_string(),
+    })
+}
