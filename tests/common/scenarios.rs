@@ -36,3 +36,15 @@ pub(crate) fn diagnose(spec_path: &Path, rules: &RuleSet) -> (scenario::Validate
     let report = engine::diagnose(rules, &ds, &Options::default()).expect("diagnose");
     (spec, report)
 }
+
+/// Every shipped scenario diagnosed with the shipped rules, by name.
+pub(crate) fn reports() -> Vec<(String, Report)> {
+    let rules = RuleSet::default_rules().expect("shipped rules load");
+    specs()
+        .iter()
+        .map(|p| {
+            let name = p.file_stem().unwrap().to_string_lossy().to_string();
+            (name, diagnose(p, &rules).1)
+        })
+        .collect()
+}

@@ -11,13 +11,12 @@
 //! whether stdout is a terminal.
 
 use crate::scenarios;
-use crate::support::realcap;
+use crate::support::{realcap, snapshot};
 
 use std::path::Path;
 use std::process::Command;
 
 use cptriage::report::page::{first_page, RenderOpts};
-use cptriage::rules::load::RuleSet;
 use cptriage::rules::report::Report;
 
 const WIDTHS: [usize; 2] = [80, 120];
@@ -29,33 +28,12 @@ fn root() -> &'static Path {
 }
 
 fn reports() -> Vec<(String, Report)> {
-    let rules = RuleSet::default_rules().expect("shipped rules load");
-    scenarios::specs()
-        .iter()
-        .map(|p| {
-            let name = p.file_stem().unwrap().to_string_lossy().to_string();
-            (name, scenarios::diagnose(p, &rules).1)
-        })
-        .collect()
-}
-
-fn first_diff(old: &str, new: &str) -> String {
-    for (i, (a, b)) in old.lines().zip(new.lines()).enumerate() {
-        if a != b {
-            return format!("line {}:\n  pinned: {a}\n  now:    {b}", i + 1);
-        }
-    }
-    format!(
-        "{} lines pinned, {} now",
-        old.lines().count(),
-        new.lines().count()
-    )
+    scenarios::reports()
 }
 
 #[test]
 fn first_pages_match_their_snapshots_and_fit_the_terminal() {
     let dir = root().join("testdata/snapshots/first-page");
-    let bless = std::env::var_os("CPTRIAGE_BLESS").is_some();
     let mut problems = Vec::new();
     let mut files = Vec::new();
     let all = reports();
@@ -91,35 +69,10 @@ fn first_pages_match_their_snapshots_and_fit_the_terminal() {
             if width == 80 && lines > MAX_LINES_AT_80 {
                 problems.push(format!("{name}: {lines} lines at 80 columns:\n{page}"));
             }
-            let file = format!("{name}.{width}.txt");
-            let path = dir.join(&file);
-            files.push(file.clone());
-            if bless {
-                std::fs::create_dir_all(&dir).unwrap();
-                std::fs::write(&path, &page).unwrap();
-                continue;
-            }
-            match std::fs::read_to_string(&path) {
-                Ok(old) if old == page => {}
-                Ok(old) => problems.push(format!(
-                    "{file} changed ({}); the page now:\n{page}",
-                    first_diff(&old, &page)
-                )),
-                Err(e) => problems.push(format!("{file}: {e}; the page:\n{page}")),
-            }
+            files.push((format!("{name}.{width}.txt"), page));
         }
     }
-    // A snapshot of a scenario that no longer exists is stale too.
-    for e in std::fs::read_dir(&dir).unwrap() {
-        let f = e.unwrap().file_name().to_string_lossy().to_string();
-        if f.ends_with(".txt") && !files.contains(&f) {
-            if bless {
-                std::fs::remove_file(dir.join(&f)).unwrap();
-            } else {
-                problems.push(format!("{f}: no scenario renders it"));
-            }
-        }
-    }
+    problems.extend(snapshot::check_dir(&dir, &[".txt"], &files));
     assert!(
         problems.is_empty(),
         "{}\n\nafter a deliberate change: CPTRIAGE_BLESS=1 cargo test --test it first_page::",

@@ -49,6 +49,7 @@ mod prom_source;
 mod prom_tls;
 mod promqltest;
 mod record_out;
+mod report_snapshots;
 mod rules_assess;
 mod rules_check;
 mod rules_default;

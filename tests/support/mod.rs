@@ -9,6 +9,7 @@ pub(crate) mod pki;
 pub(crate) mod prometheus;
 pub(crate) mod promrun;
 pub(crate) mod server;
+pub(crate) mod snapshot;
 
 #[path = "../common/realdata.rs"]
 pub(crate) mod realcap;
