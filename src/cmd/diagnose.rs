@@ -18,7 +18,7 @@ use crate::source::live::{ClientSpec, Secret};
 use crate::source::prometheus::{
     parse_selector, ApiConfig, PromConfig, PromError, Prometheus, RoleSelector, DEFAULT_CONCURRENCY,
 };
-use crate::source::Role;
+use crate::source::{Dataset, Role};
 use crate::store::Millis;
 use crate::timefmt::{format_time, parse_duration};
 
@@ -54,10 +54,8 @@ pub(crate) fn run(
         crate::cmd::watch::run(&a, &rules, out, err)
     } else if a.by.is_some() {
         run_fleet(&a, &rules, out, err)
-    } else if a.prom.prometheus.is_some() {
-        run_prometheus(&a, &rules, out, err)
     } else {
-        run_local(&a, &rules, out, err)
+        run_one(&a, &rules, out, err)
     };
     match result {
         // Scripts always get a verdict: unusable data is `inconclusive`, with
@@ -82,31 +80,83 @@ pub(crate) fn run(
     }
 }
 
-/// `diagnose --dump` and `diagnose --live`.
-fn run_local(
+/// Where the metrics of one diagnosis come from.
+enum Metrics {
+    /// Dumps or live rounds, evaluated in memory (with `--baseline-dump`).
+    Local { baseline: Option<Box<Dataset>> },
+    /// `--prometheus`: the targets from `up`, the signals evaluated by the
+    /// remote PromQL engine.
+    Remote {
+        prom: Box<Prometheus>,
+        insecure: Option<String>,
+        window: PromWindow,
+    },
+}
+
+/// `diagnose` of one control plane, whatever its metrics come from: read the
+/// dataset (dumps, live rounds or Prometheus), add the audit logs, judge,
+/// render. The watch (`cmd/watch.rs`) runs the same `judge` and `render`
+/// each round.
+fn run_one(
     a: &DiagnoseArgs,
     rules: &RuleSet,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<ExitCode, CliError> {
     let keep = Keep::Names(rules.referenced_metrics());
-    let mut ds = if a.live {
-        live_dataset(a, &keep, err)?
+    let (metrics, mut ds) = read_metrics(a, &keep, err)?;
+    add_audit(a, &mut ds, err)?;
+    let report = match &metrics {
+        Metrics::Local { baseline } => {
+            let opts = options(a, &ds, baseline.as_deref())?;
+            judge(rules, &ds, &opts)?
+        }
+        Metrics::Remote {
+            prom,
+            insecure,
+            window,
+        } => judge_remote(a, rules, &ds, prom, insecure.clone(), *window)?,
+    };
+    render(&report, a, out)
+}
+
+/// The dataset of one diagnosis, and where it came from.
+fn read_metrics(a: &DiagnoseArgs, keep: &Keep, err: &mut dyn Write) -> Result<(Metrics, Dataset), CliError> {
+    if a.prom.prometheus.is_some() {
+        let prom = connect(&a.prom)?;
+        let insecure = insecure_warning(&a.prom, &prom);
+        if let Some(w) = &insecure {
+            writeln!(err, "warning: {w}")?;
+        }
+        let window = prom_window(a)?;
+        let (from, to, _, step, _) = window;
+        let ds = prom.dataset(from, to, step).map_err(prom_error)?;
+        for w in &ds.warnings {
+            writeln!(err, "warning: {}: {}", w.origin, w.message)?;
+        }
+        return Ok((
+            Metrics::Remote {
+                prom: Box::new(prom),
+                insecure,
+                window,
+            },
+            ds,
+        ));
+    }
+    let ds = if a.live {
+        live_dataset(a, keep, err)?
     } else if a.dump.is_empty() {
-        crate::source::Dataset::default()
+        Dataset::default()
     } else {
         load_dumps(
             &DumpArgs { dump: a.dump.clone() },
             &a.limits,
-            &keep,
+            keep,
             &mut std::io::sink(),
         )?
     };
-    add_audit(a, &mut ds, err)?;
-    let baseline_ds = baseline_dataset(a, &keep, err)?;
-    let opts = options(a, &ds, baseline_ds.as_ref())?;
-    let report = judge(rules, &ds, &opts)?;
-    render(&report, a, out)
+    let baseline = baseline_dataset(a, keep, err)?.map(Box::new);
+    Ok((Metrics::Local { baseline }, ds))
 }
 
 /// `--baseline-dump`, loaded.
@@ -159,26 +209,18 @@ pub(crate) fn render(report: &Report, a: &DiagnoseArgs, out: &mut dyn Write) -> 
     })
 }
 
-/// `diagnose --prometheus`: the targets from `up`, the signals evaluated by the
-/// remote PromQL engine; signals that could not be queried become gaps, and
-/// nothing answered at all is unusable data (exit 3).
-fn run_prometheus(
+/// Judges a dataset read from Prometheus: the signals are evaluated by the
+/// remote engine (audit signals in memory); signals that could not be
+/// queried become gaps, and nothing answered at all is unusable data (exit 3).
+fn judge_remote(
     a: &DiagnoseArgs,
     rules: &RuleSet,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> Result<ExitCode, CliError> {
-    let prom = connect(&a.prom)?;
-    let insecure = insecure_warning(&a.prom, &prom);
-    if let Some(w) = &insecure {
-        writeln!(err, "warning: {w}")?;
-    }
-    let (from, to, at, step, baseline) = prom_window(a)?;
-    let mut ds = prom.dataset(from, to, step).map_err(prom_error)?;
-    for w in &ds.warnings {
-        writeln!(err, "warning: {}: {}", w.origin, w.message)?;
-    }
-    add_audit(a, &mut ds, err)?;
+    ds: &Dataset,
+    prom: &Prometheus,
+    insecure: Option<String>,
+    window: PromWindow,
+) -> Result<Report, CliError> {
+    let (from, to, at, step, baseline) = window;
     if ds.targets.is_empty() {
         return Err(CliError::Data(format!(
             "no target of any role in {} from {} to {}: no `up` series match the role selectors",
@@ -195,8 +237,29 @@ fn run_prometheus(
         baseline,
         debounce: a.debounce as usize,
     };
-    let routed = LocalRole::new(&prom, Role::Audit);
-    let mut report = engine::diagnose_with(rules, &ds, &routed, &opts)?;
+    let routed = LocalRole::new(prom, Role::Audit);
+    let mut report = engine::diagnose_with(rules, ds, &routed, &opts)?;
+    let failed = prom_outcome(prom)?;
+    report.warnings.extend(insecure);
+    report.warnings.extend(prom.take_warnings());
+    if failed > 0 {
+        // A failed query over the short (onset-dating) window costs only the
+        // dating; the signals that could not be evaluated are the gaps.
+        let signals = report
+            .gaps
+            .iter()
+            .filter(|g| g.kind == crate::rules::report::GapKind::EvaluationError)
+            .count();
+        report.warnings.push(format!(
+            "{failed} queries to Prometheus failed ({signals} signal(s) not evaluated); their axes are listed under what could not be checked"
+        ));
+    }
+    Ok(report)
+}
+
+/// The queries to Prometheus that failed so far; an error when none was
+/// answered at all (unusable data, not a healthy cluster).
+fn prom_outcome(prom: &Prometheus) -> Result<usize, CliError> {
     let (answered, failed) = prom.outcome();
     if answered == 0 {
         if let Some(first) = failed.first() {
@@ -206,28 +269,11 @@ fn run_prometheus(
             )));
         }
     }
-    report.warnings.extend(insecure);
-    for w in prom.take_warnings() {
-        report.warnings.push(w);
-    }
-    if !failed.is_empty() {
-        // A failed query over the short (onset-dating) window costs only the
-        // dating; the signals that could not be evaluated are the gaps.
-        let signals = report
-            .gaps
-            .iter()
-            .filter(|g| g.kind == crate::rules::report::GapKind::EvaluationError)
-            .count();
-        report.warnings.push(format!(
-            "{} queries to Prometheus failed ({signals} signal(s) not evaluated); their axes are listed under what could not be checked",
-            failed.len()
-        ));
-    }
-    render(&report, a, out)
+    Ok(failed.len())
 }
 
 /// The window of a Prometheus diagnosis: (from, to, at, step, baseline).
-type PromWindow = (
+pub(crate) type PromWindow = (
     Millis,
     Millis,
     Option<Millis>,
