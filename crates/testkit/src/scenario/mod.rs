@@ -134,7 +134,22 @@ impl Scenario {
     }
 }
 
-fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ScenarioError + '_ {
+/// A generator writes only into a missing or empty directory: never over a
+/// capture or anything else already there.
+pub(crate) fn refuse_non_empty(out: &Path) -> Result<(), ScenarioError> {
+    if out.exists() {
+        let mut rd = std::fs::read_dir(out).map_err(io_err(out))?;
+        if rd.next().is_some() {
+            return Err(ScenarioError::Output {
+                path: out.display().to_string(),
+                message: "output directory is not empty".into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ScenarioError + '_ {
     move |source| ScenarioError::Io {
         path: path.display().to_string(),
         source,
@@ -150,15 +165,7 @@ pub fn generate(
     out: &Path,
     threads: usize,
 ) -> Result<Summary, ScenarioError> {
-    if out.exists() {
-        let mut rd = std::fs::read_dir(out).map_err(io_err(out))?;
-        if rd.next().is_some() {
-            return Err(ScenarioError::Output {
-                path: out.display().to_string(),
-                message: "output directory is not empty".into(),
-            });
-        }
-    }
+    refuse_non_empty(out)?;
     let mut sc = Scenario::build(spec, opts)?;
     std::fs::create_dir_all(out).map_err(io_err(out))?;
     let gzip = sc.spec.spec.gzip.then(flate2::Compression::default);

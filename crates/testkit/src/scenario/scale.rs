@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use super::gen::{GenOptions, Scenario};
-use super::{parse_spec, ScenarioError};
+use super::{io_err, parse_spec, ScenarioError};
 use cptriage::source::capture::write::CaptureWriter;
 
 /// The real apiserver capture the apiservers start from.
@@ -216,27 +216,12 @@ expect:
     s
 }
 
-fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ScenarioError + '_ {
-    move |source| ScenarioError::Io {
-        path: path.display().to_string(),
-        source,
-    }
-}
-
 /// Writes the capture into `out`, which must not exist or be empty. Each
 /// snapshot is streamed through gzip into its file; memory holds one rendered
 /// snapshot per thread. The enlarged base is written to a scratch directory
 /// beside `out` and removed afterwards.
 pub fn generate(opts: &ScaleOptions, out: &Path) -> Result<ScaleSummary, ScenarioError> {
-    if out.exists() {
-        let mut rd = std::fs::read_dir(out).map_err(io_err(out))?;
-        if rd.next().is_some() {
-            return Err(ScenarioError::Output {
-                path: out.display().to_string(),
-                message: "output directory is not empty".into(),
-            });
-        }
-    }
+    super::refuse_non_empty(out)?;
     if opts.resources == 0 || opts.interval_s == 0 || !opts.duration_s.is_multiple_of(opts.interval_s) {
         return Err(ScenarioError::Output {
             path: out.display().to_string(),
