@@ -47,6 +47,12 @@ pub const DEFAULT_CONCURRENCY: usize = 4;
 /// `up` at the evaluation step.
 pub const RAW_UP_LIMIT: Millis = 6 * 3600 * 1000;
 
+/// Most evaluation steps of the per-cluster metric-name query of fleet mode.
+const NAME_STEPS: usize = 250;
+/// Step of the per-cluster metric-name query for windows up to
+/// [`NAME_STEPS`] × 5 minutes.
+const NAME_STEP_MAX: Millis = 5 * 60 * 1000;
+
 /// Everything the Prometheus source needs.
 #[derive(Clone, Debug)]
 pub struct PromConfig {
@@ -282,13 +288,19 @@ impl Prometheus {
                 e.insert(p.t, p.v);
             }
         }
-        let names = self
-            .api
-            .label_values("__name__", std::slice::from_ref(&sel), from, to)
-            .map(|a| {
-                warnings.extend(a.warnings);
-                a.data.into_iter().collect::<BTreeSet<String>>()
-            })?;
+        // The metric names each target exposes: listed once for one cluster;
+        // per cluster in fleet mode, so that a cluster that lacks a family the
+        // others have reads it as not exposed (unknown), never as zero.
+        let names: BTreeMap<String, BTreeSet<String>> = match by {
+            None => self
+                .api
+                .label_values("__name__", std::slice::from_ref(&sel), from, to)
+                .map(|a| {
+                    warnings.extend(a.warnings);
+                    BTreeMap::from([(String::new(), a.data.into_iter().collect())])
+                })?,
+            Some(b) => self.names_by_group(&sel, b, from, to, &mut warnings)?,
+        };
         let mut versions: BTreeMap<(String, String), String> = BTreeMap::new();
         let by_list = by.map(|b| format!("{b}, ")).unwrap_or_default();
         let vq = format!(
@@ -341,12 +353,44 @@ impl Prometheus {
                         })
                         .collect(),
                     failures: Vec::new(),
-                    families: names.clone(),
+                    families: names.get(&group).cloned().unwrap_or_default(),
                 };
                 (group, t)
             })
             .collect();
         Ok((targets, warnings))
+    }
+
+    /// The metric names of the series matching `sel` in `[from, to]`, per
+    /// value of the label `by`, from one range query
+    /// (`group by (BY, __name__) (SEL)`) whatever the number of clusters. The
+    /// window is sampled every minute to every 5 minutes (Prometheus's default
+    /// lookback), at most [`NAME_STEPS`] times: a metric present only between
+    /// two samples of a very long window is then missed, which reads as not
+    /// exposed (unknown), never as zero.
+    fn names_by_group(
+        &self,
+        sel: &str,
+        by: &str,
+        from: Millis,
+        to: Millis,
+        warnings: &mut Vec<String>,
+    ) -> Result<BTreeMap<String, BTreeSet<String>>, PromError> {
+        let span = (to - from).max(0);
+        let step = (span / 12)
+            .clamp(60_000, NAME_STEP_MAX)
+            .max(span / NAME_STEPS as Millis);
+        let q = format!("group by ({by}, __name__) ({sel})");
+        let a = self.api.query_range(&q, from, to, step)?;
+        warnings.extend(a.warnings);
+        let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for s in a.data {
+            if let Some(n) = s.labels.get(crate::store::METRIC_NAME) {
+                let g = s.labels.get(by).unwrap_or("").to_string();
+                out.entry(g).or_default().insert(n.to_string());
+            }
+        }
+        Ok(out)
     }
 
     fn one_query(&self, q: &RangeQuery) -> Result<Vec<Series>, String> {
