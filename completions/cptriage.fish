@@ -64,6 +64,8 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheu
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-header -d 'An extra request header, `NAME: VALUE` (e.g. `X-Scope-OrgID: team`). Repeatable' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-max-response -d 'Largest API answer read (after gzip decoding); answers are decoded as they arrive, so memory follows the samples kept, not this size' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-timeout -d 'Timeout of each API request (also sent as the query `timeout`)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-concurrency -d 'Range queries in flight at once (1–32)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-max-points -d 'Most points per series of one range query: longer ranges are split into chunks (Prometheus refuses more than 11,000), and a chunk the server refuses as too much (samples, timeout, size) is halved' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l max-body -d 'Largest metrics text read from one place: one `/metrics` response or one snapshot file, after gzip decoding (`512MiB`, `64MiB`, `1GiB`). Bigger is a per-target error, reported with the rest analysed' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l rules -d 'Rule file (default: the shipped `rules/default.yaml`)' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l at -d 'Assess at this time (RFC 3339, unix seconds, `now`, `now-10m`): the tree walk and "lit now". Default: the end of the window' -r
@@ -140,6 +142,8 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-k
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-header -d 'An extra request header, `NAME: VALUE` (e.g. `X-Scope-OrgID: team`). Repeatable' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-max-response -d 'Largest API answer read (after gzip decoding); answers are decoded as they arrive, so memory follows the samples kept, not this size' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-timeout -d 'Timeout of each API request (also sent as the query `timeout`)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-concurrency -d 'Range queries in flight at once (1–32)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-max-points -d 'Most points per series of one range query: longer ranges are split into chunks (Prometheus refuses more than 11,000), and a chunk the server refuses as too much (samples, timeout, size) is halved' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l at -d 'Evaluate at this time (RFC 3339, unix seconds, `now`, `now-10m`). Default: the last snapshot' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l from -d 'Start of a range evaluation (RFC 3339, unix seconds, `now-30m`)' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l to -d 'End of a range evaluation (RFC 3339, unix seconds, `now`)' -r

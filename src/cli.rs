@@ -559,6 +559,26 @@ pub struct PromArgs {
         help_heading = "Prometheus"
     )]
     pub prometheus_timeout: String,
+    /// Range queries in flight at once (1–32).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 4,
+        value_parser = clap::value_parser!(u8).range(1..=32),
+        help_heading = "Prometheus"
+    )]
+    pub prometheus_concurrency: u8,
+    /// Most points per series of one range query: longer ranges are split
+    /// into chunks (Prometheus refuses more than 11,000), and a chunk the
+    /// server refuses as too much (samples, timeout, size) is halved.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = crate::source::prometheus::DEFAULT_MAX_POINTS as u32,
+        value_parser = clap::value_parser!(u32).range(16..=11_000),
+        help_heading = "Prometheus"
+    )]
+    pub prometheus_max_points: u32,
 }
 
 /// Output formats of `diagnose`.

@@ -15,9 +15,7 @@ use crate::rules::report::Status;
 use crate::rules::RuleSet;
 use crate::source::ingest::Keep;
 use crate::source::live::{ClientSpec, Secret};
-use crate::source::prometheus::{
-    parse_selector, ApiConfig, PromConfig, PromError, Prometheus, RoleSelector, DEFAULT_CONCURRENCY,
-};
+use crate::source::prometheus::{parse_selector, ApiConfig, PromConfig, PromError, Prometheus, RoleSelector};
 use crate::source::{Dataset, Role};
 use crate::store::Millis;
 use crate::timefmt::{format_time, parse_duration};
@@ -238,7 +236,7 @@ fn judge_remote(
         debounce: a.debounce as usize,
     };
     let routed = LocalRole::new(prom, Role::Audit);
-    let mut report = engine::diagnose_with(rules, ds, &routed, &opts)?;
+    let mut report = with_query_progress(prom, || engine::diagnose_with(rules, ds, &routed, &opts))?;
     let failed = prom_outcome(prom)?;
     report.warnings.extend(insecure);
     report.warnings.extend(prom.take_warnings());
@@ -255,6 +253,34 @@ fn judge_remote(
         ));
     }
     Ok(report)
+}
+
+/// Runs `f` with a progress bar of the range requests to `prom` on stderr
+/// (drawn only when stderr is a terminal; cleared at the end).
+pub(crate) fn with_query_progress<T>(prom: &Prometheus, f: impl FnOnce() -> T) -> T {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{spinner} querying Prometheus [{bar:30}] {pos}/{len} range requests",
+    ) {
+        bar.set_style(style);
+    }
+    let done = AtomicBool::new(false);
+    let r = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                let (n, total) = prom.progress();
+                bar.set_length(total as u64);
+                bar.set_position(n as u64);
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        });
+        let r = f();
+        done.store(true, Ordering::Relaxed);
+        r
+    });
+    bar.finish_and_clear();
+    r
 }
 
 /// The queries to Prometheus that failed so far; an error when none was
@@ -335,31 +361,34 @@ fn run_fleet(
     // One step for the whole fleet, so every cluster asks the same queries.
     let step = step.or_else(|| datasets.values().find_map(|d| d.typical_interval()));
     let shared = crate::source::prometheus::fleet::Fleet::new(&prom, &label);
-    let mut reports = Vec::new();
-    for (cluster, ds) in &datasets {
-        let opts = Options {
-            at,
-            from: Some(from),
-            to: Some(to),
-            step,
-            baseline,
-            debounce: a.debounce as usize,
-        };
-        let view = shared.cluster(cluster);
-        let mut report = match engine::diagnose_with(rules, ds, &view, &opts) {
-            Ok(r) => r,
-            Err(engine::EngineError::NoData) => Report::unusable(
-                rules,
-                "no snapshots in the window",
-                Vec::new(),
-                to,
-                a.debounce as usize,
-            ),
-            Err(e) => return Err(CliError::Usage(e.to_string())),
-        };
-        report.warnings.extend(insecure.iter().cloned());
-        reports.push((cluster.clone(), report));
-    }
+    let mut reports = with_query_progress(&prom, || -> Result<Vec<(String, Report)>, CliError> {
+        let mut reports = Vec::new();
+        for (cluster, ds) in &datasets {
+            let opts = Options {
+                at,
+                from: Some(from),
+                to: Some(to),
+                step,
+                baseline,
+                debounce: a.debounce as usize,
+            };
+            let view = shared.cluster(cluster);
+            let mut report = match engine::diagnose_with(rules, ds, &view, &opts) {
+                Ok(r) => r,
+                Err(engine::EngineError::NoData) => Report::unusable(
+                    rules,
+                    "no snapshots in the window",
+                    Vec::new(),
+                    to,
+                    a.debounce as usize,
+                ),
+                Err(e) => return Err(CliError::Usage(e.to_string())),
+            };
+            report.warnings.extend(insecure.iter().cloned());
+            reports.push((cluster.clone(), report));
+        }
+        Ok(reports)
+    })?;
     let (answered, failed) = prom.outcome();
     if answered == 0 {
         if let Some(first) = failed.first() {
@@ -557,7 +586,8 @@ fn connect_with(a: &PromArgs, more: Vec<promql_parser::label::Matcher>) -> Resul
         roles,
         extra,
         instance_label: a.instance_label.trim().to_string(),
-        concurrency: DEFAULT_CONCURRENCY,
+        concurrency: usize::from(a.prometheus_concurrency),
+        max_points: a.prometheus_max_points as usize,
     };
     if cfg.instance_label.is_empty() {
         return Err(CliError::Usage("`--instance-label` must not be empty".into()));

@@ -664,3 +664,128 @@ fn sources_are_exclusive_and_selectors_checked() {
     assert_eq!(d.status.code(), Some(2));
     assert!(!String::from_utf8_lossy(&d.stderr).contains("secret-pw"));
 }
+
+/// The (start, end, step) of every range query of `api` whose text contains
+/// `needle`, in seconds.
+fn ranges(api: &FakeApi, needle: &str) -> Vec<(f64, f64, f64)> {
+    api.seen()
+        .iter()
+        .filter(|s| s.path == "/api/v1/query_range" && s.param("query").is_some_and(|q| q.contains(needle)))
+        .map(|s| {
+            let p = |k: &str| s.param(k).and_then(|x| x.parse::<f64>().ok()).unwrap();
+            (p("start"), p("end"), p("step"))
+        })
+        .collect()
+}
+
+fn points((start, end, step): (f64, f64, f64)) -> usize {
+    ((end - start) / step).round() as usize + 1
+}
+
+/// The verdict without what differs between runs of the same data.
+fn verdict(v: &serde_json::Value) -> (String, Vec<String>) {
+    let axes = v["axes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| format!("{} {}", a["axis"], a["state"]))
+        .collect();
+    (v["status"].as_str().unwrap_or_default().to_string(), axes)
+}
+
+#[test]
+fn long_ranges_are_split_into_chunks_that_stitch_back() {
+    let whole = etcd_api(|_| None);
+    let (_, one, err) = diagnose(&whole.url(), &["--step", "1s"]);
+    assert!(one["status"].is_string(), "{err}");
+    let api = etcd_api(|_| None);
+    let (_, chunked, err) = diagnose(&api.url(), &["--step", "1s", "--prometheus-max-points", "16"]);
+    assert!(chunked["status"].is_string(), "{err}");
+    // Every range query of the leader signal came in chunks of at most 16
+    // steps that cover its range once, on one step grid.
+    let mut r = ranges(&api, "has_leader");
+    r.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert!(r.len() >= 8, "{r:?}");
+    assert!(r.iter().all(|&q| points(q) <= 16), "{r:?}");
+    let whole_r = ranges(&whole, "has_leader");
+    let (start, end) = (whole_r[0].0, whole_r[0].1);
+    let mut t = start;
+    for &(s, e, step) in r.iter().filter(|q| q.0 >= start && q.1 <= end) {
+        assert!((s - t).abs() < 1e-6, "chunk at {s}, expected {t}: {r:?}");
+        t = e + step;
+    }
+    assert!(
+        (t - (end + 1.0)).abs() < 1e-6,
+        "chunks end at {t}, range at {end}"
+    );
+    // The same verdict, the same evidence, no failure.
+    assert_eq!(verdict(&chunked), verdict(&one));
+    assert_eq!(chunked["axes"], one["axes"]);
+    assert!(gaps(&chunked, "evaluation-error").is_empty());
+}
+
+#[test]
+fn a_chunk_refused_as_too_much_is_halved() {
+    // Like Prometheus's --query.max-samples: more than 40 steps is refused.
+    let api = etcd_api(|s| {
+        let p = |k: &str| s.param(k).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
+        (points((p("start"), p("end"), p("step"))) > 40).then(|| {
+            reply(
+                422,
+                r#"{"status":"error","errorType":"execution","error":"query processing would load too many samples into memory in query execution"}"#,
+            )
+        })
+    });
+    let (_, v, err) = diagnose(&api.url(), &["--step", "1s"]);
+    assert!(
+        gaps(&v, "evaluation-error").is_empty(),
+        "{:?}\n{err}",
+        gaps(&v, "evaluation-error")
+    );
+    let r = ranges(&api, "has_leader");
+    // 121 steps refused, then 61 + 60 refused, then four quarters answered.
+    let answered: Vec<_> = r.iter().filter(|&&q| points(q) <= 40).collect();
+    assert!(answered.len() >= 4, "{r:?}");
+    let whole = etcd_api(|_| None);
+    let (_, one, _) = diagnose(&whole.url(), &["--step", "1s"]);
+    assert_eq!(verdict(&v), verdict(&one));
+}
+
+#[test]
+fn a_failing_chunk_is_named_and_the_rest_is_judged() {
+    let api = etcd_api(|s| {
+        let q = s.param("query").unwrap_or("");
+        let start: f64 = s.param("start").and_then(|x| x.parse().ok()).unwrap_or(0.0);
+        (q.contains("has_leader") && (start - (T0 as f64 + 32.0)).abs() < 0.5).then(|| {
+            reply(
+                400,
+                r#"{"status":"error","errorType":"bad_data","error":"store gateway unavailable for this block"}"#,
+            )
+        })
+    });
+    let (code, v, err) = diagnose(&api.url(), &["--step", "1s", "--prometheus-max-points", "16"]);
+    assert!(v["status"].is_string(), "exit {code:?}: {err}");
+    let warnings: Vec<&str> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .collect();
+    assert!(
+        warnings.iter().any(|w| w
+            .contains("`etcd_no_leader` from 2026-01-01T00:00:32Z to 2026-01-01T00:00:47Z")
+            && w.contains("store gateway unavailable")
+            && w.contains("not judged")),
+        "{warnings:?}"
+    );
+    // The other chunks were answered: the signal is evaluated, not a gap.
+    assert!(
+        !gaps(&v, "evaluation-error")
+            .iter()
+            .any(|(s, _)| s == "etcd_no_leader"),
+        "{:?}",
+        gaps(&v, "evaluation-error")
+    );
+    // Progress is drawn only on a terminal: nothing of it in a pipe.
+    assert!(!err.contains("range requests") && !err.contains('\r'), "{err}");
+}

@@ -92,6 +92,32 @@ impl PromError {
     }
 }
 
+impl PromError {
+    /// Whether the query asked for too much at once (too many samples or
+    /// points, a timeout, an answer over the size cap): the same query over a
+    /// shorter range may succeed.
+    pub fn is_too_much(&self) -> bool {
+        match self {
+            PromError::Request { source, .. } => {
+                matches!(source.kind, FailureKind::Timeout | FailureKind::TooLarge)
+            }
+            PromError::Api {
+                error_type, error, ..
+            } => {
+                let e = error.to_ascii_lowercase();
+                error_type == "timeout"
+                    || e.contains("too many samples")
+                    || e.contains("exceeded maximum resolution")
+                    || e.contains("context deadline exceeded")
+                    || (e.contains("exceeded")
+                        && (e.contains("samples") || e.contains("series") || e.contains("chunks")))
+            }
+            PromError::Http { status, .. } => matches!(status, 413 | 422 | 503 | 504),
+            _ => false,
+        }
+    }
+}
+
 fn hint(status: u16, error_type: &str, error: &str) -> &'static str {
     if error.contains("too many samples") || error.contains("exceeded maximum resolution") {
         " (narrow the window with --from/--to or raise --step)"

@@ -15,10 +15,15 @@
 //!   gaps (scrapes that failed) and restarts (`process_start_time_seconds`)
 //!   are reported as for a capture.
 //! - **Alternatives** of a signal are chosen from the metric names each role's
-//!   series have in the window (`/api/v1/label/__name__/values` with `match[]`).
+//!   series have in the window (`/api/v1/label/__name__/values` with `match[]`;
+//!   in fleet mode per cluster, from one `group by (LABEL, __name__)` query).
 //! - Signals are queried with `/api/v1/query_range`, at most
-//!   [`PromConfig::concurrency`] at a time; a query that fails becomes a gap of
-//!   the report, and the API's warnings (partial responses) become warnings.
+//!   [`PromConfig::concurrency`] at a time, each range split into chunks of at
+//!   most [`PromConfig::max_points`] steps; a chunk the server refuses as too
+//!   much (samples, points, timeout, size) is halved and asked again. A chunk
+//!   that fails is a warning naming the signal and its time range (those
+//!   steps are not judged); a query that fails whole becomes a gap of the
+//!   report, and the API's warnings (partial responses) become warnings.
 
 pub mod api;
 pub mod decode;
@@ -40,8 +45,13 @@ use crate::eval::template::{promql_duration, substitute_window};
 use crate::source::{Dataset, Role, Snapshot, SourceWarning, Target, TimeSource};
 use crate::store::{Labels, Millis, Series, Store};
 
-/// Queries in flight at once by default.
-pub const DEFAULT_CONCURRENCY: usize = 4;
+/// Most points per series of one range query by default. Prometheus refuses
+/// more than 11,000 (`exceeded maximum resolution of 11,000 points per
+/// timeseries`); longer ranges are split into chunks.
+pub const DEFAULT_MAX_POINTS: usize = 10_000;
+
+/// A chunk that still asks too much is halved, down to this many points.
+const MIN_SPLIT_POINTS: usize = 8;
 
 /// Longest window whose `up` samples are read one by one; longer windows read
 /// `up` at the evaluation step.
@@ -64,6 +74,9 @@ pub struct PromConfig {
     pub instance_label: String,
     /// Queries in flight at once.
     pub concurrency: usize,
+    /// Most points per series of one range query; longer ranges are split
+    /// into chunks, and a chunk the server refuses as too much is halved.
+    pub max_points: usize,
 }
 
 /// A connected Prometheus source; also the engine's remote
@@ -75,6 +88,9 @@ pub struct Prometheus {
     warnings: Mutex<Vec<String>>,
     succeeded: AtomicUsize,
     failed: Mutex<Vec<PromError>>,
+    /// Range requests sent and to send (chunks included), for a progress bar.
+    requests_done: AtomicUsize,
+    requests_total: AtomicUsize,
 }
 
 impl Prometheus {
@@ -86,6 +102,8 @@ impl Prometheus {
             warnings: Mutex::new(Vec::new()),
             succeeded: AtomicUsize::new(0),
             failed: Mutex::new(Vec::new()),
+            requests_done: AtomicUsize::new(0),
+            requests_total: AtomicUsize::new(0),
         })
     }
 
@@ -122,6 +140,15 @@ impl Prometheus {
         (
             self.succeeded.load(Ordering::Relaxed),
             self.failed.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        )
+    }
+
+    /// Range requests answered (or failed) and planned so far, chunks and
+    /// halvings included: what a progress bar shows.
+    pub fn progress(&self) -> (usize, usize) {
+        (
+            self.requests_done.load(Ordering::Relaxed),
+            self.requests_total.load(Ordering::Relaxed),
         )
     }
 
@@ -393,26 +420,84 @@ impl Prometheus {
         Ok(out)
     }
 
-    fn one_query(&self, q: &RangeQuery) -> Result<Vec<Series>, String> {
+    /// One chunk of a range query (`start`..=`end`, on the query's step). A
+    /// chunk the server refuses as too much is halved and both halves asked,
+    /// down to [`MIN_SPLIT_POINTS`]; the answers are stitched in time order.
+    fn chunk_query(&self, q: &RangeQuery, start: Millis, end: Millis) -> Result<Vec<Series>, PromError> {
         let text = q.expr.to_string();
-        match self.api.query_range(&text, q.start, q.end, q.step) {
+        let r = self.api.query_range(&text, start, end, q.step);
+        self.requests_done.fetch_add(1, Ordering::Relaxed);
+        match r {
             Ok(a) => {
                 for w in a.warnings {
                     self.warn(format!("`{}`: Prometheus warned: {w}", q.signal));
                 }
-                self.succeeded.fetch_add(1, Ordering::Relaxed);
                 Ok(a.data
                     .into_iter()
                     .map(|s| rename_instance(s, &self.cfg.instance_label))
                     .collect())
             }
-            Err(e) => {
-                let msg = e.to_string();
-                self.failed.lock().unwrap_or_else(|p| p.into_inner()).push(e);
-                Err(msg)
+            Err(e) if e.is_too_much() && points(start, end, q.step) >= 2 * MIN_SPLIT_POINTS => {
+                let half = points(start, end, q.step) / 2;
+                let mid = start + (half as Millis - 1) * q.step;
+                self.requests_total.fetch_add(2, Ordering::Relaxed);
+                let a = self.chunk_query(q, start, mid)?;
+                let b = self.chunk_query(q, mid + q.step, end)?;
+                Ok(stitch(vec![a, b]))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Steps of a range `start..=end` at `step` (at least one).
+fn points(start: Millis, end: Millis, step: Millis) -> usize {
+    ((end - start).max(0) / step.max(1)) as usize + 1
+}
+
+/// The chunks of `start..=end` at `step` with at most `max_points` steps
+/// each: consecutive, on the same step grid, covering every step once.
+fn chunks(start: Millis, end: Millis, step: Millis, max_points: usize) -> Vec<(Millis, Millis)> {
+    let step = step.max(1);
+    let per = max_points.max(2) as Millis;
+    let mut out = Vec::new();
+    let mut s = start;
+    while s <= end {
+        let e = (s + (per - 1) * step).min(end);
+        out.push((s, e));
+        s = e + step;
+    }
+    if out.is_empty() {
+        out.push((start, end));
+    }
+    out
+}
+
+/// Joins the answers of consecutive chunks: one series per label set, its
+/// samples in time order.
+fn stitch(parts: Vec<Vec<Series>>) -> Vec<Series> {
+    let mut parts = parts.into_iter();
+    let Some(first) = parts.next() else {
+        return Vec::new();
+    };
+    let mut out: Vec<Series> = first;
+    let mut index: std::collections::HashMap<Labels, usize> = out
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.labels.clone(), i))
+        .collect();
+    for part in parts {
+        for s in part {
+            match index.get(&s.labels) {
+                Some(&i) => out[i].samples.extend(s.samples),
+                None => {
+                    index.insert(s.labels.clone(), out.len());
+                    out.push(s);
+                }
             }
         }
     }
+    out
 }
 
 fn matrix_of(v: crate::eval::Value) -> Vec<Series> {
@@ -439,9 +524,6 @@ fn rename_instance(mut s: Series, label: &str) -> Series {
 /// fleet mode).
 type GroupedTarget = (String, Target);
 
-/// One query's result, filled by whichever worker ran it.
-type Slot = Mutex<Option<QueryResult>>;
-
 impl SignalEvaluator for Prometheus {
     fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, QueryError> {
         let mut e = crate::eval::parse(&substitute_window(text, window))?;
@@ -453,30 +535,94 @@ impl SignalEvaluator for Prometheus {
         Ok(e)
     }
 
+    /// Every query split into chunks of at most `max_points` steps, the
+    /// chunks run at most `concurrency` at a time, and each query's chunks
+    /// stitched back. A chunk that fails is a warning naming the signal and
+    /// its time range, and its steps stay without samples (not judged); a
+    /// query whose every chunk fails is an error (a gap of the report).
     fn range(&self, _store: &Store, queries: &[RangeQuery]) -> Vec<QueryResult> {
+        let jobs: Vec<(usize, Millis, Millis)> = queries
+            .iter()
+            .enumerate()
+            .flat_map(|(i, q)| {
+                chunks(q.start, q.end, q.step, self.cfg.max_points)
+                    .into_iter()
+                    .map(move |(s, e)| (i, s, e))
+            })
+            .collect();
+        self.requests_total.fetch_add(jobs.len(), Ordering::Relaxed);
         let next = AtomicUsize::new(0);
-        let results: Vec<Slot> = queries.iter().map(|_| Mutex::new(None)).collect();
-        let workers = self.cfg.concurrency.clamp(1, 32).min(queries.len().max(1));
+        let results: Vec<ChunkSlot> = jobs.iter().map(|_| Mutex::new(None)).collect();
+        let workers = self.cfg.concurrency.clamp(1, 32).min(jobs.len().max(1));
         std::thread::scope(|s| {
             for _ in 0..workers {
                 s.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(q) = queries.get(i) else { break };
-                    let r = self.one_query(q).map_err(QueryError::Remote);
-                    if let Some(slot) = results.get(i) {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&(i, start, end)) = jobs.get(k) else {
+                        break;
+                    };
+                    let r = self.chunk_query(&queries[i], start, end);
+                    if let Some(slot) = results.get(k) {
                         *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
                     }
                 });
             }
         });
-        results
+        let mut per_query: Vec<Vec<(Millis, Millis, Result<Vec<Series>, PromError>)>> =
+            queries.iter().map(|_| Vec::new()).collect();
+        for (&(i, start, end), slot) in jobs.iter().zip(results) {
+            if let Some(r) = slot.into_inner().unwrap_or_else(|p| p.into_inner()) {
+                per_query[i].push((start, end, r));
+            }
+        }
+        per_query
             .into_iter()
-            .map(|m| {
-                m.into_inner()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .unwrap_or(Err(QueryError::NotQueried))
-            })
+            .zip(queries)
+            .map(|(parts, q)| self.settle(q, parts))
             .collect()
+    }
+}
+
+/// The answer of one chunk, filled by whichever worker ran it.
+type ChunkSlot = Mutex<Option<Result<Vec<Series>, PromError>>>;
+
+impl Prometheus {
+    /// One query's answer from its chunks' answers (in time order).
+    fn settle(
+        &self,
+        q: &RangeQuery,
+        parts: Vec<(Millis, Millis, Result<Vec<Series>, PromError>)>,
+    ) -> QueryResult {
+        let chunked = parts.len() > 1;
+        let mut ok = Vec::new();
+        let mut first_err = None;
+        for (start, end, r) in parts {
+            match r {
+                Ok(series) => ok.push(series),
+                Err(e) => {
+                    if chunked {
+                        self.warn(format!(
+                            "`{}` from {} to {}: {e}; those steps are not judged",
+                            q.signal,
+                            crate::timefmt::format_time(start),
+                            crate::timefmt::format_time(end)
+                        ));
+                    }
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        match first_err {
+            Some(e) if ok.is_empty() => {
+                let msg = e.to_string();
+                self.failed.lock().unwrap_or_else(|p| p.into_inner()).push(e);
+                Err(QueryError::Remote(msg))
+            }
+            _ => {
+                self.succeeded.fetch_add(1, Ordering::Relaxed);
+                Ok(stitch(ok))
+            }
+        }
     }
 }
 
