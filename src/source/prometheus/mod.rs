@@ -568,8 +568,7 @@ impl SignalEvaluator for Prometheus {
                 });
             }
         });
-        let mut per_query: Vec<Vec<(Millis, Millis, Result<Vec<Series>, PromError>)>> =
-            queries.iter().map(|_| Vec::new()).collect();
+        let mut per_query: Vec<Vec<ChunkAnswer>> = queries.iter().map(|_| Vec::new()).collect();
         for (&(i, start, end), slot) in jobs.iter().zip(results) {
             if let Some(r) = slot.into_inner().unwrap_or_else(|p| p.into_inner()) {
                 per_query[i].push((start, end, r));
@@ -585,6 +584,9 @@ impl SignalEvaluator for Prometheus {
 
 /// The answer of one chunk, filled by whichever worker ran it.
 type ChunkSlot = Mutex<Option<Result<Vec<Series>, PromError>>>;
+
+/// One chunk's range (start, end) and its answer.
+type ChunkAnswer = (Millis, Millis, Result<Vec<Series>, PromError>);
 
 impl Prometheus {
     /// One query's answer from its chunks' answers (in time order).
