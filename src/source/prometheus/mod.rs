@@ -644,4 +644,38 @@ mod tests {
         assert_eq!(r.labels.get("pod"), None);
         assert_eq!(rename_instance(s.clone(), "instance"), s);
     }
+
+    #[test]
+    fn chunks_cover_every_step_once() {
+        for (start, end, step, max) in [
+            (0, 120_000, 1000, 16),
+            (0, 0, 15_000, 16),
+            (5, 5 + 15_000 * 40, 15_000, 40),
+        ] {
+            let c = chunks(start, end, step, max);
+            let mut t = start;
+            for &(s, e) in &c {
+                assert_eq!(s, t);
+                assert!(points(s, e, step) <= max);
+                t = e + step;
+            }
+            assert_eq!(t, end + step, "{c:?}");
+        }
+        assert_eq!(chunks(0, 120_000, 1000, 16).len(), 8);
+    }
+
+    #[test]
+    fn stitched_series_keep_time_order_and_join_by_labels() {
+        let s = |inst: &str, ts: &[i64]| Series {
+            labels: Labels::from_pairs([("instance", inst)]),
+            samples: ts.iter().map(|&t| Sample { t, v: 1.0 }).collect(),
+        };
+        let out = stitch(vec![vec![s("a", &[0, 1])], vec![s("b", &[2]), s("a", &[2, 3])]]);
+        assert_eq!(out.len(), 2);
+        assert_eq!(
+            out[0].samples.iter().map(|p| p.t).collect::<Vec<_>>(),
+            [0, 1, 2, 3]
+        );
+        assert_eq!(out[1].labels.get("instance"), Some("b"));
+    }
 }
