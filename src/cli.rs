@@ -648,6 +648,11 @@ pub struct RulesExportArgs {
     /// Name of the rule group.
     #[arg(long, value_name = "NAME", default_value = "cptriage")]
     pub group: String,
+    /// Keep this label (e.g. `cluster`) through every aggregation and vector
+    /// match, so one rule file judges every cluster of a shared Prometheus
+    /// and each alert carries its cluster.
+    #[arg(long, value_name = "LABEL")]
+    pub by: Option<String>,
 }
 
 /// Export formats of `rules export`.

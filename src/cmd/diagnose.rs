@@ -249,11 +249,7 @@ fn run_fleet(
 ) -> Result<ExitCode, CliError> {
     use crate::report::fleet;
     let label = a.by.as_deref().unwrap_or_default().trim().to_string();
-    if label.is_empty() || !label.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(CliError::Usage(format!(
-            "`--by` expects a label name (letters, digits, `_`), got `{label}`"
-        )));
-    }
+    crate::eval::select::check_label_name("--by", &label).map_err(|e| CliError::Usage(e.to_string()))?;
     let mut more = Vec::new();
     if let Some(re) = &a.clusters {
         let text = format!(
