@@ -613,7 +613,7 @@ pub enum RulesCommand {
     /// (`cptriage:<signal>`), per question and per leaf, and an alert per leaf
     /// with severity, question, falsifier and runbook (docs/export.md).
     #[command(after_help = EXAMPLES_RULES_EXPORT)]
-    Export(RulesExportArgs),
+    Export(Box<RulesExportArgs>),
 }
 
 #[derive(Debug, Args)]

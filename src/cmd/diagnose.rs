@@ -294,6 +294,8 @@ fn run_fleet(
         let view = shared.cluster(cluster);
         let mut report = match engine::diagnose_with(rules, ds, &view, &opts) {
             Ok(r) => r,
+            // A cluster that cannot be judged stays in the fleet, as
+            // inconclusive with the reason.
             Err(engine::EngineError::NoData) => Report::unusable(
                 rules,
                 "no snapshots in the window",
@@ -301,7 +303,13 @@ fn run_fleet(
                 to,
                 a.debounce as usize,
             ),
-            Err(e) => return Err(CliError::Usage(e.to_string())),
+            Err(e) => Report::unusable(
+                rules,
+                &format!("this cluster could not be judged: {e}"),
+                Vec::new(),
+                to,
+                a.debounce as usize,
+            ),
         };
         report.warnings.extend(insecure.iter().cloned());
         reports.push((cluster.clone(), report));
@@ -334,12 +342,8 @@ fn run_fleet(
     match a.output {
         ReportFormat::Json => fleet::render_json(&reports, out)?,
         ReportFormat::Table | ReportFormat::Wide => fleet::render_table(&label, &reports, out)?,
-        other => {
-            return Err(CliError::Usage(format!(
-                "`--by` writes a table or JSON; `-o {}` is not supported for a fleet",
-                format!("{other:?}").to_lowercase()
-            )))
-        }
+        ReportFormat::Html => fleet::render_html(&label, &reports, out)?,
+        ReportFormat::Markdown => fleet::render_markdown(&label, &reports, out)?,
     }
     Ok(match fleet::worst(&reports) {
         Some(Status::Degraded) => ExitCode::AxisNamed,
