@@ -315,16 +315,20 @@ fn run_fleet(
         reports.push((cluster.clone(), report));
     }
     let (answered, failed) = prom.outcome();
-    if answered == 0 {
-        if let Some(first) = failed.first() {
-            return Err(CliError::Data(format!(
-                "no signal could be queried from Prometheus ({} failed); the first error: {first}",
-                failed.len()
-            )));
-        }
+    // Every cluster stays in the fleet even when no signal could be queried:
+    // each is reported (its axes unknown) and the run exits as unusable data.
+    let none_queried = (answered == 0).then(|| failed.first()).flatten().map(|first| {
+        format!(
+            "no signal could be queried from Prometheus ({} failed); the first error: {first}",
+            failed.len()
+        )
+    });
+    if let Some(msg) = &none_queried {
+        writeln!(err, "error: {msg}")?;
     }
     let api_warnings = prom.take_warnings();
     for (_, r) in &mut reports {
+        r.warnings.extend(none_queried.iter().cloned());
         r.warnings.extend(api_warnings.iter().cloned());
         if !failed.is_empty() {
             r.warnings.push(format!(
@@ -344,6 +348,9 @@ fn run_fleet(
         ReportFormat::Table | ReportFormat::Wide => fleet::render_table(&label, &reports, out)?,
         ReportFormat::Html => fleet::render_html(&label, &reports, out)?,
         ReportFormat::Markdown => fleet::render_markdown(&label, &reports, out)?,
+    }
+    if none_queried.is_some() {
+        return Ok(ExitCode::Data);
     }
     Ok(match fleet::worst(&reports) {
         Some(Status::Degraded) => ExitCode::AxisNamed,

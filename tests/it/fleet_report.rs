@@ -361,3 +361,110 @@ fn clusters_that_cannot_be_judged_stay_in_the_fleet() {
     let (_, md, _) = run("markdown");
     assert!(md.contains("3 inconclusive"), "{md}");
 }
+
+/// A Prometheus API that lists two clusters' `up` series and answers every
+/// range query with a 500 (an overloaded Thanos): served on 127.0.0.1 until
+/// the test process ends.
+fn failing_api() -> String {
+    use std::io::Read as _;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut c) = conn else { continue };
+            let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                match c.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+            let head = String::from_utf8_lossy(&buf).to_string();
+            let target = head.split(' ').nth(1).unwrap_or("/").to_string();
+            let (status, body) = if target.starts_with("/api/v1/query_range") {
+                (
+                    500,
+                    r#"{"status":"error","errorType":"internal","error":"store gateway overloaded"}"#
+                        .to_string(),
+                )
+            } else if target.starts_with("/api/v1/query?") && target.contains("query=up") {
+                let t0 = 1_767_225_600;
+                let pts: Vec<String> = (0..=8).map(|i| format!("[{},\"1\"]", t0 + 15 * i)).collect();
+                let series: Vec<String> = ["east", "west"]
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            r#"{{"metric":{{"__name__":"up","job":"etcd","instance":"etcd-0","cluster":"{c}"}},"values":[{}]}}"#,
+                            pts.join(",")
+                        )
+                    })
+                    .collect();
+                (
+                    200,
+                    format!(
+                        r#"{{"status":"success","data":{{"resultType":"matrix","result":[{}]}}}}"#,
+                        series.join(",")
+                    ),
+                )
+            } else if target.starts_with("/api/v1/query") {
+                (
+                    200,
+                    r#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#.to_string(),
+                )
+            } else if target.starts_with("/api/v1/label/__name__/values") {
+                (
+                    200,
+                    r#"{"status":"success","data":["up","etcd_server_has_leader"]}"#.to_string(),
+                )
+            } else {
+                (404, "404 page not found".to_string())
+            };
+            let _ = write!(
+                c,
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    format!("http://127.0.0.1:{port}")
+}
+
+/// When Prometheus answers no signal query, every cluster is still reported
+/// (inconclusive, with the error), and the run exits as unusable data.
+#[test]
+fn a_fleet_whose_queries_all_fail_still_lists_every_cluster() {
+    let url = failing_api();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cptriage"))
+        .args(["diagnose", "--prometheus", &url, "--by", "cluster"])
+        .args([
+            "--from",
+            "2026-01-01T00:00:00Z",
+            "--to",
+            "2026-01-01T00:02:00Z",
+            "-o",
+            "json",
+        ])
+        .output()
+        .expect("run cptriage");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("no signal could be queried from Prometheus"),
+        "{err}"
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("json: {e}\n{err}"));
+    let arr = v.as_array().expect("array");
+    let names: Vec<&str> = arr.iter().filter_map(|x| x["cluster"].as_str()).collect();
+    assert_eq!(names.len(), 2, "{v}");
+    assert!(names.contains(&"east") && names.contains(&"west"), "{names:?}");
+    for x in arr {
+        assert_eq!(x["status"], "inconclusive", "{x}");
+        let w = x["warnings"].to_string();
+        assert!(
+            w.contains("store gateway overloaded") || w.contains("no signal could be queried"),
+            "{w}"
+        );
+    }
+}
