@@ -143,6 +143,7 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             [CompletionResult]::new('--etcd-selector', '--etcd-selector', [CompletionResultType]::ParameterName, 'Series selector of etcd members')
             [CompletionResult]::new('--controller-selector', '--controller-selector', [CompletionResultType]::ParameterName, 'Series selector of controllers')
             [CompletionResult]::new('--group', '--group', [CompletionResultType]::ParameterName, 'Name of the rule group')
+            [CompletionResult]::new('--by', '--by', [CompletionResultType]::ParameterName, 'Keep this label (e.g. `cluster`) through every aggregation and vector match, so one rule file judges every cluster of a shared Prometheus and each alert carries its cluster')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')

@@ -690,7 +690,7 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__rules__subcmd__export)
-            opts="-h -V --format --rules --window --for --baseline-window --baseline-offset --apiserver-selector --etcd-selector --controller-selector --group --help --version"
+            opts="-h -V --format --rules --window --for --baseline-window --baseline-offset --apiserver-selector --etcd-selector --controller-selector --group --by --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -733,6 +733,10 @@ _cptriage() {
                     return 0
                     ;;
                 --group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --by)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

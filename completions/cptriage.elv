@@ -134,6 +134,7 @@ set edit:completion:arg-completer[cptriage] = {|@words|
             cand --etcd-selector 'Series selector of etcd members'
             cand --controller-selector 'Series selector of controllers'
             cand --group 'Name of the rule group'
+            cand --by 'Keep this label (e.g. `cluster`) through every aggregation and vector match, so one rule file judges every cluster of a shared Prometheus and each alert carries its cluster'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'

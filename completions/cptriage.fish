@@ -120,6 +120,7 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen
 complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from export" -l etcd-selector -d 'Series selector of etcd members' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from export" -l controller-selector -d 'Series selector of controllers' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from export" -l group -d 'Name of the rule group' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from export" -l by -d 'Keep this label (e.g. `cluster`) through every aggregation and vector match, so one rule file judges every cluster of a shared Prometheus and each alert carries its cluster' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from export" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from export" -s V -l version -d 'Print version'
 complete -c cptriage -n "__fish_cptriage_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "check" -d 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors'

@@ -633,7 +633,7 @@ pub enum RulesCommand {
     /// (`cptriage:<signal>`), per question and per leaf, and an alert per leaf
     /// with severity, question, falsifier and runbook (docs/export.md).
     #[command(after_help = EXAMPLES_RULES_EXPORT)]
-    Export(RulesExportArgs),
+    Export(Box<RulesExportArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -668,6 +668,11 @@ pub struct RulesExportArgs {
     /// Name of the rule group.
     #[arg(long, value_name = "NAME", default_value = "cptriage")]
     pub group: String,
+    /// Keep this label (e.g. `cluster`) through every aggregation and vector
+    /// match, so one rule file judges every cluster of a shared Prometheus
+    /// and each alert carries its cluster.
+    #[arg(long, value_name = "LABEL")]
+    pub by: Option<String>,
 }
 
 /// Export formats of `rules export`.

@@ -325,11 +325,7 @@ fn run_fleet(
 ) -> Result<ExitCode, CliError> {
     use crate::report::fleet;
     let label = a.by.as_deref().unwrap_or_default().trim().to_string();
-    if label.is_empty() || !label.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(CliError::Usage(format!(
-            "`--by` expects a label name (letters, digits, `_`), got `{label}`"
-        )));
-    }
+    crate::eval::select::check_label_name("--by", &label).map_err(|e| CliError::Usage(e.to_string()))?;
     let mut more = Vec::new();
     if let Some(re) = &a.clusters {
         let text = format!(
@@ -361,7 +357,7 @@ fn run_fleet(
     // One step for the whole fleet, so every cluster asks the same queries.
     let step = step.or_else(|| datasets.values().find_map(|d| d.typical_interval()));
     let shared = crate::source::prometheus::fleet::Fleet::new(&prom, &label);
-    let mut reports = with_query_progress(&prom, || -> Result<Vec<(String, Report)>, CliError> {
+    let mut reports = with_query_progress(&prom, || {
         let mut reports = Vec::new();
         for (cluster, ds) in &datasets {
             let opts = Options {
@@ -375,6 +371,8 @@ fn run_fleet(
             let view = shared.cluster(cluster);
             let mut report = match engine::diagnose_with(rules, ds, &view, &opts) {
                 Ok(r) => r,
+                // A cluster that cannot be judged stays in the fleet, as
+                // inconclusive with the reason.
                 Err(engine::EngineError::NoData) => Report::unusable(
                     rules,
                     "no snapshots in the window",
@@ -382,24 +380,34 @@ fn run_fleet(
                     to,
                     a.debounce as usize,
                 ),
-                Err(e) => return Err(CliError::Usage(e.to_string())),
+                Err(e) => Report::unusable(
+                    rules,
+                    &format!("this cluster could not be judged: {e}"),
+                    Vec::new(),
+                    to,
+                    a.debounce as usize,
+                ),
             };
             report.warnings.extend(insecure.iter().cloned());
             reports.push((cluster.clone(), report));
         }
-        Ok(reports)
-    })?;
+        reports
+    });
     let (answered, failed) = prom.outcome();
-    if answered == 0 {
-        if let Some(first) = failed.first() {
-            return Err(CliError::Data(format!(
-                "no signal could be queried from Prometheus ({} failed); the first error: {first}",
-                failed.len()
-            )));
-        }
+    // Every cluster stays in the fleet even when no signal could be queried:
+    // each is reported (its axes unknown) and the run exits as unusable data.
+    let none_queried = (answered == 0).then(|| failed.first()).flatten().map(|first| {
+        format!(
+            "no signal could be queried from Prometheus ({} failed); the first error: {first}",
+            failed.len()
+        )
+    });
+    if let Some(msg) = &none_queried {
+        writeln!(err, "error: {msg}")?;
     }
     let api_warnings = prom.take_warnings();
     for (_, r) in &mut reports {
+        r.warnings.extend(none_queried.iter().cloned());
         r.warnings.extend(api_warnings.iter().cloned());
         if !failed.is_empty() {
             r.warnings.push(format!(
@@ -417,12 +425,11 @@ fn run_fleet(
     match a.output {
         ReportFormat::Json => fleet::render_json(&reports, out)?,
         ReportFormat::Table | ReportFormat::Wide => fleet::render_table(&label, &reports, out)?,
-        other => {
-            return Err(CliError::Usage(format!(
-                "`--by` writes a table or JSON; `-o {}` is not supported for a fleet",
-                format!("{other:?}").to_lowercase()
-            )))
-        }
+        ReportFormat::Html => fleet::render_html(&label, &reports, out)?,
+        ReportFormat::Markdown => fleet::render_markdown(&label, &reports, out)?,
+    }
+    if none_queried.is_some() {
+        return Ok(ExitCode::Data);
     }
     Ok(match fleet::worst(&reports) {
         Some(Status::Degraded) => ExitCode::AxisNamed,

@@ -30,7 +30,7 @@ pub(crate) fn run(c: RulesCommand, out: &mut dyn Write, err: &mut dyn Write) -> 
             Ok(ExitCode::Ok)
         }
         RulesCommand::Test(a) => run_tests(&a, out, err),
-        RulesCommand::Export(a) => super::rules_export::run(a, out),
+        RulesCommand::Export(a) => super::rules_export::run(*a, out),
     }
 }
 

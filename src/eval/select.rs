@@ -21,6 +21,27 @@ pub enum SelectorError {
         text: String,
         message: String,
     },
+    #[error("invalid label name `{name}` for {flag}: a label name is ASCII letters, digits and `_`, not starting with a digit nor with `__` (e.g. `cluster`)")]
+    LabelName { flag: String, name: String },
+}
+
+/// Checks that `name` can name the label of a fleet (`--by cluster`): a
+/// Prometheus label name that is not reserved (`__…`).
+pub fn check_label_name(flag: &str, name: &str) -> Result<(), SelectorError> {
+    let ok = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with("__");
+    if ok {
+        Ok(())
+    } else {
+        Err(SelectorError::LabelName {
+            flag: flag.to_string(),
+            name: name.to_string(),
+        })
+    }
 }
 
 /// The label matchers of a selector such as `{job="apiserver"}` or
@@ -230,6 +251,16 @@ pub fn add_grouping_label(expr: &mut Expr, label: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fleet_labels_are_label_names() {
+        assert!(check_label_name("--by", "cluster").is_ok());
+        assert!(check_label_name("--by", "_k8s_cluster2").is_ok());
+        for bad in ["", "2cluster", "clus-ter", "__name__", "a b", "clüster"] {
+            let e = check_label_name("--by", bad).unwrap_err().to_string();
+            assert!(e.contains(&format!("`{bad}`")) && e.contains("--by"), "{e}");
+        }
+    }
 
     #[test]
     fn selectors_parse_into_matchers() {

@@ -120,19 +120,7 @@ pub fn render_table(label: &str, fleet: &[(String, Report)], out: &mut dyn Write
         }
         writeln!(out, "{}", line.trim_end())?;
     }
-    let mut counts = Vec::new();
-    for s in [
-        Status::Degraded,
-        Status::Inconclusive,
-        Status::Recovered,
-        Status::Healthy,
-    ] {
-        let n = fleet.iter().filter(|(_, r)| r.status == s).count();
-        if n > 0 {
-            counts.push(format!("{n} {}", s.as_str()));
-        }
-    }
-    writeln!(out, "\n{} clusters: {}", fleet.len(), counts.join(", "))
+    writeln!(out, "\n{} clusters: {}", fleet.len(), counts(fleet))
 }
 
 /// The fleet as JSON: an array of v1 verdicts, sick first, each with a
@@ -150,6 +138,183 @@ pub fn document(fleet: &[(String, Report)]) -> J {
             })
             .collect(),
     )
+}
+
+/// The HTML id of each cluster's section, in [`sorted`] order: `cluster-`
+/// and the name with every character other than ASCII letters, digits, `-`
+/// and `_` replaced by `_` (`-2`, `-3`… when two names give the same id).
+fn anchors(sorted: &[&(String, Report)]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    sorted
+        .iter()
+        .map(|(c, _)| {
+            let slug: String = c
+                .chars()
+                .map(|ch| {
+                    if ch.is_ascii_alphanumeric() || ch == '-' || ch == '_' {
+                        ch
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            let base = format!("cluster-{slug}");
+            let mut id = base.clone();
+            let mut n = 1;
+            while !seen.insert(id.clone()) {
+                n += 1;
+                id = format!("{base}-{n}");
+            }
+            id
+        })
+        .collect()
+}
+
+/// `3 degraded, 1 inconclusive, 46 healthy`.
+fn counts(fleet: &[(String, Report)]) -> String {
+    let mut counts = Vec::new();
+    for s in [
+        Status::Degraded,
+        Status::Inconclusive,
+        Status::Recovered,
+        Status::Healthy,
+    ] {
+        let n = fleet.iter().filter(|(_, r)| r.status == s).count();
+        if n > 0 {
+            counts.push(format!("{n} {}", s.as_str()));
+        }
+    }
+    counts.join(", ")
+}
+
+const FLEET_CSS: &str = "
+table.fleet td a{color:inherit}
+table.fleet td.status span{display:inline-block;padding:0 8px;border-radius:4px;color:#fff;background:var(--grey)}
+table.fleet tr.s-degraded td.status span{background:var(--red)}
+table.fleet tr.s-recovered td.status span{background:var(--amber)}
+table.fleet tr.s-healthy td.status span{background:var(--green)}
+section.cluster{margin-top:40px;padding-top:8px;border-top:3px solid var(--line)}
+section.cluster>h2.cluster{border:0;font-size:20px}
+";
+
+/// The fleet as one self-contained HTML page: the fleet table (sick first,
+/// each row linking to its cluster's section, a count per status), then
+/// each cluster's full report as `diagnose -o html` shows it. The element
+/// ids of a cluster's report are prefixed with its section's id, so the page
+/// holds each id once.
+pub fn html_document(label: &str, fleet: &[(String, Report)]) -> String {
+    use crate::report::html::{self, esc};
+    use std::fmt::Write as _;
+    let sorted = sorted(fleet);
+    let ids = anchors(&sorted);
+    let mut h = String::with_capacity(64 * 1024 * fleet.len().max(1));
+    let title = format!("fleet of {} clusters by {label}: {}", fleet.len(), counts(fleet));
+    html::head(&mut h, &title, FLEET_CSS);
+    let worst = worst(fleet).map(|s| s.as_str()).unwrap_or("inconclusive");
+    let _ = write!(
+        h,
+        "<main class=\"fleet s-{worst}\" data-status=\"{worst}\">\n\
+         <header class=\"verdict\">\n<h1><span class=\"badge\">{}</span>{} clusters by <code>{}</code></h1>\n\
+         <p class=\"summary\" id=\"fleet-counts\">{}</p>\n</header>\n\
+         <section id=\"fleet\">\n<h2>Fleet</h2>\n<table class=\"fleet\">\n<tr><th>{}</th><th>status</th><th>root cause</th><th>where</th><th>since</th><th>downstream</th></tr>\n",
+        esc(&worst.to_uppercase()),
+        fleet.len(),
+        esc(label),
+        esc(&counts(fleet)),
+        esc(label)
+    );
+    for ((c, r), id) in sorted.iter().zip(&ids) {
+        let cells = row(c, r);
+        let status = r.status.as_str();
+        let _ = write!(
+            h,
+            "<tr class=\"s-{status}\" data-cluster=\"{}\"><td><a href=\"#{id}\">{}</a></td><td class=\"status\"><span>{status}</span></td>",
+            esc(c),
+            esc(c)
+        );
+        for cell in &cells[2..] {
+            let _ = write!(h, "<td>{}</td>", esc(cell));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n</section>\n");
+    for ((c, r), id) in sorted.iter().zip(&ids) {
+        let status = r.status.as_str();
+        let mut body = String::new();
+        html::body(&mut body, r);
+        // Escaped text cannot hold `"`, so ` id="` is only ever markup.
+        let body = body.replace(" id=\"", &format!(" id=\"{id}-"));
+        let _ = write!(
+            h,
+            "<section class=\"cluster s-{status}\" id=\"{id}\" data-cluster=\"{}\" data-status=\"{status}\">\n\
+             <h2 class=\"cluster\">{} <code>{}</code> <a class=\"note\" href=\"#fleet\">↑ fleet</a></h2>\n{body}</section>\n",
+            esc(c),
+            esc(label),
+            esc(c)
+        );
+    }
+    if let Some((_, r)) = sorted.first() {
+        html::footer(&mut h, r);
+    }
+    h.push_str("</main>\n</body>\n</html>\n");
+    h
+}
+
+/// Writes [`html_document`].
+pub fn render_html(label: &str, fleet: &[(String, Report)], out: &mut dyn Write) -> std::io::Result<()> {
+    out.write_all(html_document(label, fleet).as_bytes())
+}
+
+/// Text from the data as Markdown: table pipes, newlines and HTML markup
+/// cannot break out of a table cell or a heading.
+fn md(s: &str) -> String {
+    crate::report::html::esc(s)
+        .replace('|', "\\|")
+        .replace('\n', " ")
+        .replace('`', "\\`")
+        .replace('*', "\\*")
+        .replace('_', "\\_")
+        .replace('[', "\\[")
+        .replace(']', "\\]")
+}
+
+/// The fleet as Markdown: the fleet table (sick first, each cluster linking
+/// to its section), the count per status, then one section per cluster as
+/// `diagnose -o markdown` writes it.
+pub fn render_markdown(label: &str, fleet: &[(String, Report)], out: &mut dyn Write) -> std::io::Result<()> {
+    let sorted = sorted(fleet);
+    let ids = anchors(&sorted);
+    writeln!(out, "# cptriage fleet: {} clusters by `{label}`\n", fleet.len())?;
+    writeln!(out, "{}\n", counts(fleet))?;
+    writeln!(
+        out,
+        "| {} | status | root cause | where | since | downstream |",
+        md(label)
+    )?;
+    writeln!(out, "|---|---|---|---|---|---|")?;
+    for ((c, r), id) in sorted.iter().zip(&ids) {
+        let cells = row(c, r);
+        writeln!(
+            out,
+            "| [{}](#{id}) | {} | {} |",
+            md(c),
+            if r.status == Status::Healthy {
+                cells[1].clone()
+            } else {
+                format!("**{}**", cells[1])
+            },
+            cells[2..].iter().map(|x| md(x)).collect::<Vec<_>>().join(" | ")
+        )?;
+    }
+    for ((c, r), id) in sorted.iter().zip(&ids) {
+        writeln!(out, "\n<a id=\"{id}\"></a>\n")?;
+        crate::report::markdown::render_titled(
+            r,
+            &format!("{} {}: {}", md(label), md(c), r.status.as_str()),
+            out,
+        )?;
+    }
+    Ok(())
 }
 
 /// Writes [`document`] as pretty JSON.

@@ -94,18 +94,34 @@ pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
 pub fn document(r: &Report) -> String {
     let mut h = String::with_capacity(64 * 1024);
     let status = r.status.as_str();
-    let headline = headline(r);
+    head(&mut h, &headline(r), "");
+    let _ = writeln!(h, "<main class=\"s-{status}\" data-status=\"{status}\">");
+    body(&mut h, r);
+    footer(&mut h, r);
+    h.push_str("</main>\n</body>\n</html>\n");
+    h
+}
+
+/// The page up to `<body>`: the title, and the style every report shares
+/// followed by `more_css`.
+pub(crate) fn head(h: &mut String, title: &str, more_css: &str) {
     let _ = write!(
         h,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta name=\"generator\" content=\"cptriage {}\">\n\
-         <title>cptriage: {}</title>\n<style>{CSS}</style>\n</head>\n\
-         <body>\n<main class=\"s-{status}\" data-status=\"{status}\">\n",
+         <title>cptriage: {}</title>\n<style>{CSS}{more_css}</style>\n</head>\n\
+         <body>\n",
         env!("CARGO_PKG_VERSION"),
-        esc(&headline)
+        esc(title)
     );
-    verdict(&mut h, r, &headline);
+}
+
+/// The report of one cluster, from its verdict to its sources (what the
+/// single-cluster page shows between `<main>` and its footer). Its element
+/// ids are fixed (`warnings`, `timeline`, `evidence`, …).
+pub(crate) fn body(h: &mut String, r: &Report) {
+    verdict(h, r, &headline(r));
     if !r.warnings.is_empty() {
         h.push_str("<section id=\"warnings\">\n<h2>Warnings</h2>\n<ul class=\"warnings\">\n");
         for w in &r.warnings {
@@ -114,29 +130,32 @@ pub fn document(r: &Report) -> String {
         h.push_str("</ul>\n</section>\n");
     }
     h.push_str("<section id=\"timeline\">\n<h2>Timeline</h2>\n");
-    plot::figure(&mut h, r);
+    plot::figure(h, r);
     h.push_str("</section>\n");
-    next_steps(&mut h, r);
-    beyond_the_tree(&mut h, r);
-    evidence(&mut h, r);
-    walk(&mut h, r);
-    axes(&mut h, r);
-    gaps(&mut h, r);
-    sources(&mut h, r);
-    let _ = write!(
+    next_steps(h, r);
+    beyond_the_tree(h, r);
+    evidence(h, r);
+    walk(h, r);
+    axes(h, r);
+    gaps(h, r);
+    sources(h, r);
+}
+
+/// The footer: cptriage's version and the rules used.
+pub(crate) fn footer(h: &mut String, r: &Report) {
+    let _ = writeln!(
         h,
-        "<footer>cptriage {} · rules {} ({} signals, {} questions, {} axes)</footer>\n</main>\n</body>\n</html>\n",
+        "<footer>cptriage {} · rules {} ({} signals, {} questions, {} axes)</footer>",
         env!("CARGO_PKG_VERSION"),
         esc(&r.rules.origin),
         r.rules.signals,
         r.rules.nodes,
         r.rules.leaves
     );
-    h
 }
 
 /// The one-line answer: `DEGRADED: etcd/disk — etcd disk is slow …`.
-fn headline(r: &Report) -> String {
+pub(crate) fn headline(r: &Report) -> String {
     let status = r.status.as_str().to_uppercase();
     match &r.verdict.root_cause {
         Some(rc) => format!("{status}: {} — {}", label(&rc.axis, &rc.sub_axis), rc.title),

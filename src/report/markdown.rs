@@ -16,8 +16,12 @@ fn opt_time(t: Option<i64>) -> String {
 
 /// Writes the verdict as Markdown.
 pub fn render(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
-    let status = r.status.as_str();
-    writeln!(out, "## cptriage verdict: {status}")?;
+    render_titled(r, &format!("cptriage verdict: {}", r.status.as_str()), out)
+}
+
+/// [`render`] under the heading `## {title}` (`title` is Markdown).
+pub(crate) fn render_titled(r: &Report, title: &str, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "## {title}")?;
     writeln!(out)?;
     writeln!(out, "{}", r.verdict.summary)?;
     writeln!(out)?;

@@ -88,6 +88,9 @@ pub struct ExportOptions {
     pub audit: RoleSelector,
     /// Name of the rule group.
     pub group: String,
+    /// The fleet label (`--by cluster`): kept through every aggregation and
+    /// vector match of every rule, so each alert carries its cluster.
+    pub by: Option<String>,
 }
 
 /// Default `$window` of an export.
@@ -115,6 +118,7 @@ impl ExportOptions {
             controller: RoleSelector::parse(Role::Controller, "--controller-selector", controller)?,
             audit: RoleSelector::parse(Role::Audit, "the audit selector", AUDIT_SELECTOR)?,
             group: PREFIX.to_string(),
+            by: None,
         })
     }
 
@@ -144,6 +148,9 @@ impl ExportOptions {
         }
         if self.group.trim().is_empty() {
             return Err(ExportError::Option("the group name is empty".into()));
+        }
+        if let Some(by) = &self.by {
+            crate::eval::select::check_label_name("--by", by)?;
         }
         Ok(())
     }
@@ -274,6 +281,14 @@ pub fn signal_expr(sig: &Signal, opts: &ExportOptions) -> Result<String, ExportE
             .collect::<Vec<_>>()
             .join(" or ")
     })
+}
+
+/// `expr` with `label` kept through every aggregation and vector match
+/// ([`crate::eval::select::add_grouping_label`]).
+fn keep_label(expr: &str, label: &str) -> Result<String, String> {
+    let mut e = crate::eval::parse(expr).map_err(|e| e.to_string())?;
+    crate::eval::select::add_grouping_label(&mut e, label);
+    Ok(e.to_string())
 }
 
 fn num(v: f64) -> String {
@@ -552,6 +567,16 @@ pub fn export(rules: &RuleSet, opts: &ExportOptions) -> Result<PromRuleFile, Exp
             labels: leaf_labels(leaf),
             annotations: leaf_annotations(rules, l, &logic[l], opts, None),
         });
+    }
+    if let Some(by) = &opts.by {
+        for r in &mut out {
+            r.expr = keep_label(&r.expr, by).map_err(|message| {
+                ExportError::Option(format!(
+                    "`{}` cannot keep the label `{by}`: {message}",
+                    r.record.as_deref().or(r.alert.as_deref()).unwrap_or_default()
+                ))
+            })?;
+        }
     }
     Ok(PromRuleFile {
         groups: vec![PromGroup {

@@ -33,7 +33,7 @@ fn diagnose(name: &str) -> (scenario::Validated, Report) {
 
 /// The Chromium binary: `CPTRIAGE_CHROMIUM`, or `chromium` on the PATH. A
 /// missing browser fails the test (as a missing etcd does), never skips it.
-fn chromium() -> PathBuf {
+pub(crate) fn chromium() -> PathBuf {
     if let Some(p) = std::env::var_os("CPTRIAGE_CHROMIUM") {
         return PathBuf::from(p);
     }
@@ -53,7 +53,7 @@ fn chromium() -> PathBuf {
 }
 
 /// Runs headless Chromium on `page` with `args`, killed after 120 s; its stdout.
-fn run_chromium(page: &Path, args: &[&str]) -> String {
+pub(crate) fn run_chromium(page: &Path, args: &[&str]) -> String {
     let profile = tempfile::tempdir().expect("profile dir");
     let mut child = Command::new(chromium())
         .args([

@@ -33,6 +33,7 @@ mod expfmt_quirks;
 mod expfmt_realdata;
 mod expfmt_stream;
 mod first_page;
+mod fleet_report;
 mod fuzz_corpus;
 mod html_report;
 mod lab_recordings;

@@ -264,6 +264,11 @@ struct Generated {
 
 /// Exports the rules and a unit test for one scenario.
 fn generate(spec_path: &Path, rules: &RuleSet) -> Generated {
+    generate_by(spec_path, rules, None)
+}
+
+/// [`generate`], the rules keeping the fleet label `by` when given.
+fn generate_by(spec_path: &Path, rules: &RuleSet, by: Option<&str>) -> Generated {
     let (spec, ds) = scenario_dataset(spec_path, rules);
     let name = spec.spec.name.clone();
     let report = engine::diagnose(rules, &ds, &Options::default()).expect("diagnose");
@@ -319,6 +324,7 @@ fn generate(spec_path: &Path, rules: &RuleSet) -> Generated {
     }
     opts.baseline_offset = (eval - bto).max(0);
     opts.baseline_window = (bto - bfrom + step).max(step);
+    opts.by = by.map(str::to_string);
     let file = export::export(rules, &opts).expect("export");
     let rules_yaml = file
         .to_yaml(&format!("cptriage rules for scenario {name}"))
@@ -439,4 +445,158 @@ fn committed_example_is_current_and_passes_promtool() {
         let (ok, msg) = promtool(&[Path::new("test"), Path::new("rules"), &tp]);
         assert!(ok, "promtool test rules {}:\n{msg}", tp.display());
     }
+}
+
+/// `rules export --by cluster` is the golden file `testdata/export/by-cluster.rules.yaml`
+/// (`CPTRIAGE_BLESS=1` rewrites it), passes `promtool check rules`, and keeps
+/// `cluster` in every aggregation and vector match.
+#[test]
+fn export_by_cluster_matches_its_golden_file_and_passes_promtool() {
+    let out = cptriage(&["rules", "export", "--by", "cluster"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    // The version in the header would make the golden file stale at each release.
+    let text = text.replace(
+        &format!("cptriage {} ", env!("CARGO_PKG_VERSION")),
+        "cptriage VERSION ",
+    );
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/export/by-cluster.rules.yaml");
+    if std::env::var_os("CPTRIAGE_BLESS").is_some() {
+        std::fs::write(&path, &text).expect("write");
+    }
+    let stale = "stale golden file: run CPTRIAGE_BLESS=1 cargo test --test it rules_export::";
+    assert!(std::fs::read_to_string(&path).expect(stale) == text, "{stale}");
+    assert!(text.contains("Every rule keeps the label `cluster`."), "{text}");
+    let doc: serde_yaml::Value = serde_yaml::from_str(&text).expect("yaml");
+    let rules = doc["groups"][0]["rules"].as_sequence().expect("rules");
+    let (mut groupings, mut matches) = (0, 0);
+    for r in rules {
+        let e = r["expr"].as_str().expect("expr");
+        let parsed = cptriage::eval::parse(e).expect("the exported expression parses");
+        assert_eq!(parsed.to_string(), e);
+        // Every `by (…)` and `on (…)` list names the cluster; no `on ()` is left.
+        for kw in ["by (", "on ("] {
+            for (i, _) in e.match_indices(kw) {
+                let list = &e[i + kw.len()..];
+                let list = &list[..list.find(')').expect("closing parenthesis")];
+                assert!(
+                    list.split(',').any(|l| l.trim() == "cluster"),
+                    "`{kw}{list})` without cluster in {e}"
+                );
+                if kw == "by (" {
+                    groupings += 1;
+                } else {
+                    matches += 1;
+                }
+            }
+        }
+        assert!(!e.contains("without ("), "{e}");
+    }
+    assert!(
+        groupings > 50 && matches > 10,
+        "{groupings} groupings, {matches} matches"
+    );
+    if have_promtool() {
+        let (ok, msg) = promtool(&[Path::new("check"), Path::new("rules"), &path]);
+        assert!(ok, "promtool check rules failed:\n{msg}");
+        assert!(
+            msg.contains(&format!("SUCCESS: {} rules found", rules.len())),
+            "{msg}"
+        );
+    }
+}
+
+#[test]
+fn export_by_refuses_what_is_not_a_label_name() {
+    for bad in ["2cluster", "clus-ter", "__name__", ""] {
+        let out = cptriage(&["rules", "export", "--by", bad], &[]);
+        assert_eq!(out.status.code(), Some(2), "--by {bad:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("invalid label name `{bad}` for --by")),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+}
+
+/// `labels{…}` → `labels{cluster="c",…}` in promtool's series notation.
+fn with_cluster(series: &str, cluster: &str) -> String {
+    match series.find('{') {
+        Some(i) if series.ends_with("{}") => format!("{}{{cluster=\"{cluster}\"}}", &series[..i]),
+        Some(i) => format!("{}{{cluster=\"{cluster}\",{}", &series[..i], &series[i + 1..]),
+        None => format!("{series}{{cluster=\"{cluster}\"}}"),
+    }
+}
+
+/// Two clusters in one Prometheus: `sick` is the etcd-disk-slow scenario
+/// (etcd-2's disk is slow), `fine` the same cluster with etcd-2 as healthy
+/// as etcd-0. With `--by cluster` the disk alert fires for `sick` only and
+/// carries `cluster="sick"`; the same unit test fails against the rules
+/// exported without `--by`, whose alerts lose the cluster.
+#[test]
+fn export_by_cluster_alerts_name_the_faulty_cluster_only() {
+    if !have_promtool() {
+        return;
+    }
+    let rules = RuleSet::default_rules().expect("shipped rules");
+    let spec =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scenarios/etcd-disk-slow-one-member.yaml");
+    let by = generate_by(&spec, &rules, Some("cluster"));
+    let plain = generate(&spec, &rules);
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(&by.test_yaml).expect("yaml");
+    let test = &mut doc["tests"][0];
+    let input = test["input_series"].as_sequence().expect("input series").clone();
+    let mut both = Vec::new();
+    let mut copied = 0;
+    for s in &input {
+        let series = s["series"].as_str().expect("series");
+        let mut sick = s.clone();
+        sick["series"] = with_cluster(series, "sick").into();
+        both.push(sick);
+        if series.contains("instance=\"etcd-2\"") {
+            continue;
+        }
+        let mut fine = s.clone();
+        fine["series"] = with_cluster(series, "fine").into();
+        both.push(fine);
+        if series.contains("instance=\"etcd-0\"") {
+            let mut twin = s.clone();
+            twin["series"] = with_cluster(
+                &series.replace("instance=\"etcd-0\"", "instance=\"etcd-2\""),
+                "fine",
+            )
+            .into();
+            both.push(twin);
+            copied += 1;
+        }
+    }
+    assert!(
+        copied > 10,
+        "etcd-0's series stand in for the healthy etcd-2 ({copied})"
+    );
+    test["input_series"] = serde_yaml::Value::Sequence(both);
+    let alerts = test["alert_rule_test"].as_sequence_mut().expect("alert tests");
+    let mut expected = 0;
+    for a in alerts.iter_mut() {
+        for e in a["exp_alerts"].as_sequence_mut().into_iter().flatten() {
+            assert_eq!(e["exp_labels"]["instance"].as_str(), Some("etcd-2"));
+            e["exp_labels"]["cluster"] = "sick".into();
+            expected += 1;
+        }
+    }
+    assert_eq!(expected, 1, "one alert: etcd-2 of the sick cluster");
+    let test_yaml = serde_yaml::to_string(&doc).expect("yaml");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let name = &by.name;
+    std::fs::write(dir.path().join(format!("{name}.rules.yaml")), &by.rules_yaml).expect("write");
+    let tp = dir.path().join("two-clusters.test.yaml");
+    std::fs::write(&tp, &test_yaml).expect("write");
+    let (ok, msg) = promtool(&[Path::new("test"), Path::new("rules"), &tp]);
+    assert!(ok, "promtool test rules (two clusters, --by cluster):\n{msg}");
+    // The same test against the rules without `--by`: the alert has no
+    // cluster (the two clusters' members are summed together).
+    std::fs::write(dir.path().join(format!("{name}.rules.yaml")), &plain.rules_yaml).expect("write");
+    let (ok, msg) = promtool(&[Path::new("test"), Path::new("rules"), &tp]);
+    assert!(!ok, "without --by the alerts cannot name the cluster:\n{msg}");
 }
