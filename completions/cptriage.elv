@@ -33,7 +33,7 @@ set edit:completion:arg-completer[cptriage] = {|@words|
         &'cptriage;diagnose'= {
             cand --dump 'Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]` files, or single files, each optionally prefixed `NAME=` or `role:NAME=` (role: apiserver, etcd, controller). Repeatable'
             cand --audit 'kube-apiserver audit logs (`audit.k8s.io/v1` events, one JSON object per line, plain or gzip): files or directories of them. Alone, or beside `--dump`, `--live` or `--prometheus`: the latency of slow requests split by layer, and who gets 401/403/429, become evidence over the same steps as the metrics. Repeatable'
-            cand --by 'With `--prometheus`: fleet mode. Judge every value of this label (e.g. `cluster`) as its own control plane, from the same queries: one row per cluster, sick first (`-o json`: an array of verdicts, each with its `cluster`). The exit code is the worst of the fleet'
+            cand --by 'With `--prometheus`: fleet mode. Judge every value of this label (e.g. `cluster`) as its own control plane, from the same queries: one row per cluster, sick first (`-o json`: an array of verdicts, each with its `cluster`; `-o html`/`-o markdown`: the fleet table linking to each cluster''s report). The exit code is the worst of the fleet'
             cand --clusters 'With `--by`: only the clusters whose label value matches this regular expression (anchored, as in PromQL)'
             cand --save 'With `--live`: also write the rounds as a capture directory (as `record` does), to diagnose the same rounds again later with `--dump DIR`'
             cand --kubeconfig 'Kubeconfig file (default: `KUBECONFIG`, a colon-separated list, else `~/.kube/config`, else the in-cluster service account)'

@@ -359,7 +359,8 @@ pub struct DiagnoseArgs {
     /// With `--prometheus`: fleet mode. Judge every value of this label (e.g.
     /// `cluster`) as its own control plane, from the same queries: one row
     /// per cluster, sick first (`-o json`: an array of verdicts, each with
-    /// its `cluster`). The exit code is the worst of the fleet.
+    /// its `cluster`; `-o html`/`-o markdown`: the fleet table linking to
+    /// each cluster's report). The exit code is the worst of the fleet.
     #[arg(long, value_name = "LABEL", requires = "prometheus", conflicts_with_all = ["audit", "watch"])]
     pub by: Option<String>,
     /// With `--by`: only the clusters whose label value matches this regular

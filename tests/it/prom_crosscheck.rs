@@ -43,7 +43,6 @@
 use crate::support::promrun;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 use std::path::Path;
 
 use cptriage::eval::template;
@@ -52,8 +51,7 @@ use cptriage::rules::engine::{self, Options};
 use cptriage::rules::load::RuleSet;
 use cptriage::source::ingest::Keep;
 use cptriage::source::Dataset;
-use cptriage::store::{is_stale, StoredSeries, METRIC_NAME};
-use cptriage_testkit::scenario;
+use cptriage_testkit::{openmetrics, scenario};
 
 fn scenario_dataset(name: &str, rules: &RuleSet) -> Dataset {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -63,64 +61,11 @@ fn scenario_dataset(name: &str, rules: &RuleSet) -> Dataset {
     scenario::dataset(spec, name, &Keep::Names(rules.referenced_metrics())).expect("generate scenario")
 }
 
-fn om_escape(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
-}
-
-fn om_value(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v == f64::INFINITY {
-        "+Inf".into()
-    } else if v == f64::NEG_INFINITY {
-        "-Inf".into()
-    } else {
-        format!("{v}")
-    }
-}
-
 /// Writes every stored series as OpenMetrics (one `unknown` family per metric
 /// name, timestamps in seconds); returns (series, samples, staleness markers).
 fn write_openmetrics(ds: &Dataset, path: &Path) -> (usize, usize, usize) {
-    let mut by_name: BTreeMap<&str, Vec<&StoredSeries>> = BTreeMap::new();
-    for s in ds.store.series() {
-        if let Some(n) = s.labels.metric_name() {
-            by_name.entry(n).or_default().push(s);
-        }
-    }
-    let (mut nseries, mut nsamples, mut nstale) = (0, 0, 0);
-    let mut out = String::new();
-    for (name, series) in by_name {
-        writeln!(out, "# TYPE {name} unknown").expect("write");
-        for s in series {
-            nseries += 1;
-            let labels: Vec<String> = s
-                .labels
-                .iter()
-                .filter(|l| &*l.name != METRIC_NAME)
-                .map(|l| format!("{}=\"{}\"", l.name, om_escape(&l.value)))
-                .collect();
-            let head = format!("{name}{{{}}}", labels.join(","));
-            for p in s.points.iter() {
-                if is_stale(p.v) {
-                    nstale += 1;
-                    continue;
-                }
-                nsamples += 1;
-                writeln!(
-                    out,
-                    "{head} {} {}.{:03}",
-                    om_value(p.v),
-                    p.t.div_euclid(1000),
-                    p.t.rem_euclid(1000)
-                )
-                .expect("write");
-            }
-        }
-    }
-    out.push_str("# EOF\n");
-    std::fs::write(path, out).expect("write openmetrics");
-    (nseries, nsamples, nstale)
+    let w = openmetrics::write(&[("", ds)], None, path).expect("write openmetrics");
+    (w.series, w.samples, w.stale)
 }
 
 /// Whether targets of `role` have series of `metric` in the store.

@@ -13,16 +13,12 @@
 
 use crate::support::promrun;
 
-use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 use cptriage::rules::load::RuleSet;
-use cptriage::source::ingest::{self, Keep, MemorySnapshot};
+use cptriage::source::ingest::Keep;
 use cptriage::source::Dataset;
-use cptriage::store::{is_stale, METRIC_NAME};
-use cptriage_testkit::scenario::{self, GenOptions, Scenario};
+use cptriage_testkit::{openmetrics, scenario};
 
 const SCENARIOS: [&str; 5] = [
     "healthy",
@@ -49,29 +45,8 @@ fn generate(name: &str, rules: &RuleSet) -> Generated {
         .join(format!("{name}.yaml"));
     let spec = scenario::load_spec(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     let exp = spec.spec.expect.clone().expect("expect block");
-    let mut sc = Scenario::build(spec, &GenOptions::default()).expect("build scenario");
-    let names: Vec<(String, cptriage::source::Role)> =
-        sc.targets.iter().map(|t| (t.name.clone(), t.role)).collect();
-    let snaps = Mutex::new(Vec::new());
-    sc.run(2, |s| {
-        let (target, role) = &names[s.target];
-        snaps.lock().expect("lock").push(MemorySnapshot {
-            target: target.clone(),
-            role: Some(*role),
-            role_reason: "scenario spec".into(),
-            time: s.time,
-            origin: format!("{name}#{}", s.step),
-            bytes: Arc::new(s.bytes.to_vec()),
-        });
-        Ok(())
-    })
-    .expect("generate scenario");
-    let ds = ingest::load_memory(
-        snaps.into_inner().expect("lock"),
-        vec![],
-        &Keep::Names(rules.referenced_metrics()),
-    )
-    .expect("load scenario");
+    let ds =
+        scenario::dataset(spec, name, &Keep::Names(rules.referenced_metrics())).expect("generate scenario");
     Generated {
         ds,
         status: exp.status.clone(),
@@ -80,26 +55,6 @@ fn generate(name: &str, rules: &RuleSet) -> Generated {
             None => a.clone(),
         }),
     }
-}
-
-fn om_escape(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
-}
-
-fn om_value(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v == f64::INFINITY {
-        "+Inf".into()
-    } else if v == f64::NEG_INFINITY {
-        "-Inf".into()
-    } else {
-        format!("{v}")
-    }
-}
-
-fn om_time(t: i64) -> String {
-    format!("{}.{:03}", t.div_euclid(1000), t.rem_euclid(1000))
 }
 
 /// Clusters written per OpenMetrics file. Each cluster is ~86 MB of text
@@ -122,60 +77,19 @@ fn backfill_fleet(gens: &[Generated], scratch: &Path, tsdb: &Path) {
     eprintln!("backfilled {lines} samples");
 }
 
-/// Writes the series of `clusters` as OpenMetrics with one `unknown` family
-/// per metric name; returns the number of samples.
+/// Writes the series of `clusters` (scenario `i % 5`) as OpenMetrics, each
+/// with its `cluster` label; returns the number of samples.
 fn write_batch(gens: &[Generated], clusters: std::ops::Range<usize>, path: &Path) -> usize {
-    // Series by name, then by labels, then samples by time (a series the
-    // capture also holds, such as `up`, is written once, in order).
-    let mut by_name: BTreeMap<String, BTreeMap<String, BTreeMap<i64, String>>> = BTreeMap::new();
-    for c in clusters {
-        let g = &gens[c % gens.len()];
-        let cluster = format!("c{c:02}");
-        for s in g.ds.store.series() {
-            let Some(n) = s.labels.metric_name() else { continue };
-            if cluster == NO_FSYNC && n.starts_with(FSYNC_FAMILY) {
-                continue;
-            }
-            let mut labels: Vec<String> = s
-                .labels
-                .iter()
-                .filter(|l| &*l.name != METRIC_NAME)
-                .map(|l| format!("{}=\"{}\"", l.name, om_escape(&l.value)))
-                .collect();
-            labels.push(format!("cluster=\"{cluster}\""));
-            let head = format!("{n}{{{}}}", labels.join(","));
-            let lines = by_name.entry(n.to_string()).or_default().entry(head).or_default();
-            for p in s.points.iter().filter(|p| !is_stale(p.v)) {
-                lines.insert(p.t, om_value(p.v));
-            }
-        }
-        for t in &g.ds.targets {
-            let head = format!(
-                "up{{instance=\"{}\",role=\"{}\",cluster=\"{cluster}\"}}",
-                om_escape(&t.name),
-                t.role.as_str()
-            );
-            let lines = by_name.entry("up".into()).or_default().entry(head).or_default();
-            for s in &t.snapshots {
-                lines.insert(s.time, "1".into());
-            }
-        }
-    }
-    let file = std::fs::File::create(path).expect("create openmetrics");
-    let mut out = std::io::BufWriter::new(file);
-    let mut n = 0;
-    for (name, series) in by_name {
-        writeln!(out, "# TYPE {name} unknown").expect("write openmetrics");
-        for (head, points) in series {
-            for (t, v) in points {
-                writeln!(out, "{head} {v} {}", om_time(t)).expect("write openmetrics");
-                n += 1;
-            }
-        }
-    }
-    out.write_all(b"# EOF\n").expect("write openmetrics");
-    out.flush().expect("write openmetrics");
-    n
+    let names: Vec<String> = clusters.clone().map(|c| format!("c{c:02}")).collect();
+    let parts: Vec<(&str, &Dataset)> = clusters
+        .zip(&names)
+        .map(|(c, name)| (name.as_str(), &gens[c % gens.len()].ds))
+        .collect();
+    openmetrics::write_filtered(&parts, Some("cluster"), path, |cluster, name| {
+        !(cluster == NO_FSYNC && name.starts_with(FSYNC_FAMILY))
+    })
+    .expect("write openmetrics")
+    .samples
 }
 
 /// Runs the fleet diagnosis; returns (exit code, stdout, stderr).

@@ -10,6 +10,7 @@
 //!   (docs/performance.md).
 
 pub mod fuzzing;
+pub mod openmetrics;
 pub mod scenario;
 
 use std::path::{Path, PathBuf};

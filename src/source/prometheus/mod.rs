@@ -326,7 +326,25 @@ impl Prometheus {
                     warnings.extend(a.warnings);
                     BTreeMap::from([(String::new(), a.data.into_iter().collect())])
                 })?,
-            Some(b) => self.names_by_group(&sel, b, from, to, &mut warnings)?,
+            Some(b) => match self.names_by_group(&sel, b, from, to, &mut warnings) {
+                Ok(m) => m,
+                Err(e) if e.is_connection() => return Err(e),
+                // Without the per-cluster names, every cluster is taken to
+                // expose what the fleet exposes, and the report says so.
+                Err(e) => {
+                    warnings.push(format!(
+                        "the metric names of each {b} could not be listed ({e}); every {b} is taken to expose the {role} metrics of the whole fleet, so a signal a {b} does not expose may read as zero"
+                    ));
+                    let all: BTreeSet<String> = self
+                        .api
+                        .label_values("__name__", std::slice::from_ref(&sel), from, to)
+                        .map(|a| {
+                            warnings.extend(a.warnings);
+                            a.data.into_iter().collect()
+                        })?;
+                    times.keys().map(|(g, _)| (g.clone(), all.clone())).collect()
+                }
+            },
         };
         let mut versions: BTreeMap<(String, String), String> = BTreeMap::new();
         let by_list = by.map(|b| format!("{b}, ")).unwrap_or_default();
