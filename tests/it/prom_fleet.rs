@@ -85,8 +85,8 @@ fn write_batch(gens: &[Generated], clusters: std::ops::Range<usize>, path: &Path
         .zip(&names)
         .map(|(c, name)| (name.as_str(), &gens[c % gens.len()].ds))
         .collect();
-    openmetrics::write_filtered(&parts, Some("cluster"), path, |cluster, name| {
-        !(cluster == NO_FSYNC && name.starts_with(FSYNC_FAMILY))
+    openmetrics::write_filtered(&parts, Some("cluster"), path, |cluster, labels| {
+        !(cluster == NO_FSYNC && labels.metric_name().is_some_and(|n| n.starts_with(FSYNC_FAMILY)))
     })
     .expect("write openmetrics")
     .samples

@@ -11,6 +11,7 @@
 
 pub mod fuzzing;
 pub mod openmetrics;
+pub mod promrun;
 pub mod scenario;
 
 use std::path::{Path, PathBuf};

@@ -13,7 +13,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use cptriage::source::Dataset;
-use cptriage::store::{is_stale, METRIC_NAME};
+use cptriage::store::{is_stale, Labels, METRIC_NAME};
 
 /// What a write held.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -53,13 +53,14 @@ pub fn write(parts: &[(&str, &Dataset)], label: Option<&str>, path: &Path) -> st
     write_filtered(parts, label, path, |_, _| true)
 }
 
-/// [`write`], leaving out the metrics for which `keep(value, metric name)` is
-/// false (a cluster that does not expose a family the others have).
+/// [`write`], leaving out the series for which `keep(value, labels)` is
+/// false (a cluster that does not expose a family the others have; a
+/// benchmark that keeps a few resources).
 pub fn write_filtered(
     parts: &[(&str, &Dataset)],
     label: Option<&str>,
     path: &Path,
-    keep: impl Fn(&str, &str) -> bool,
+    keep: impl Fn(&str, &Labels) -> bool,
 ) -> std::io::Result<Written> {
     let names: BTreeSet<&str> = parts
         .iter()
@@ -70,10 +71,7 @@ pub fn write_filtered(
     for name in names {
         writeln!(out, "# TYPE {name} unknown")?;
         for (v, ds) in parts {
-            if !keep(v, name) {
-                continue;
-            }
-            for s in ds.store.by_name(name) {
+            for s in ds.store.by_name(name).filter(|s| keep(v, &s.labels)) {
                 w.series += 1;
                 let mut labels: Vec<String> = s
                     .labels

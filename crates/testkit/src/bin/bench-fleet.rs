@@ -1,0 +1,472 @@
+//! Fleet benchmark: `cptriage diagnose --prometheus URL --by cluster` against a
+//! real Prometheus holding many clusters, next to the same fleet judged one
+//! cluster at a time.
+//!
+//! Run (release build of cptriage first):
+//!
+//! ```sh
+//! cargo build --release
+//! cargo run --release --bin bench-fleet -- --clusters 200 --duration 1h
+//! ```
+//!
+//! Five scenarios (healthy, a slow etcd disk on one member, APF queue full, a
+//! 401 storm, etcd quota full) are generated from the real captures as the
+//! scenario tests do, stretched to `--duration` at 15 s with three apiservers
+//! and three etcd members, the faults in the last 20 minutes (each scenario at
+//! another onset). Cluster `cNNN` holds scenario `NNN % 5`, with a `cluster`
+//! label on every series. The fleet is backfilled into a TSDB with `promtool
+//! tsdb create-blocks-from openmetrics`, `--batch` clusters per OpenMetrics
+//! file (each removed once turned into blocks, so the disk holds one batch of
+//! text at a time), and served by `/usr/bin/prometheus` on 127.0.0.1.
+//!
+//! Measured: wall time, requests Prometheus answered (its own
+//! `prometheus_http_requests_total`), and the peak RSS of the cptriage process
+//! (`VmHWM` of its `/proc` status, polled every 20 ms), for the fleet run and
+//! for `--single` runs with `--selector '{cluster="cNNN"}'`; every verdict is
+//! checked against its scenario's expectation. Prints a Markdown table.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use clap::Parser;
+
+use cptriage::rules::load::RuleSet;
+use cptriage::source::ingest::Keep;
+use cptriage::source::Dataset;
+use cptriage::timefmt::{format_duration, parse_duration};
+use cptriage_testkit::{openmetrics, promrun, repo_root, scenario};
+
+const SCENARIOS: [&str; 5] = [
+    "healthy",
+    "etcd-disk-slow-one-member",
+    "apf-queue-full",
+    "auth-401-storm",
+    "etcd-quota-nospace",
+];
+
+#[derive(Parser, Debug)]
+#[command(name = "bench-fleet")]
+struct Args {
+    /// Clusters in the fleet.
+    #[arg(long, default_value_t = 200)]
+    clusters: usize,
+    /// Length of the data (a Prometheus duration).
+    #[arg(long, default_value = "1h")]
+    duration: String,
+    /// Working directory (TSDB, OpenMetrics batches); reused when it already
+    /// holds a TSDB of the same shape.
+    #[arg(long, default_value = "/tmp/cptriage-bench-fleet")]
+    work: PathBuf,
+    /// Clusters per OpenMetrics file.
+    #[arg(long, default_value_t = 25)]
+    batch: usize,
+    /// Single-cluster runs to time (the first N clusters; 0: none).
+    #[arg(long)]
+    single: Option<usize>,
+    /// The cptriage binary (default: `cptriage` beside this one).
+    #[arg(long)]
+    cptriage: Option<PathBuf>,
+    /// Range requests in flight (`--prometheus-concurrency`).
+    #[arg(long, default_value_t = 4)]
+    concurrency: usize,
+    /// Keep only the series of these resources (the `resource` label, or
+    /// `type` of `etcd_request_*`; series without either are all kept), so
+    /// that a fleet of hundreds fits this machine; `all` keeps every series
+    /// (about 35,000 per cluster, 8 million samples an hour).
+    #[arg(long, default_value = "pods,leases,nodes,configmaps,events,secrets")]
+    resources: String,
+    /// Delete the working directory when done.
+    #[arg(long)]
+    remove: bool,
+}
+
+struct Generated {
+    ds: Dataset,
+    status: String,
+    axis: Option<String>,
+}
+
+/// Scenario `name` stretched to `duration` ms, with three apiservers, its
+/// effects moved `shift` ms later.
+fn stretched(name: &str, duration: i64, shift: i64, rules: &RuleSet) -> anyhow::Result<Generated> {
+    let dir = repo_root().join("testdata/scenarios");
+    let path = dir.join(format!("{name}.yaml"));
+    let text = std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
+    let mut v: serde_yaml::Value = serde_yaml::from_str(&text)?;
+    let m = v.as_mapping_mut().context("spec is a mapping")?;
+    m.insert("duration".into(), format_duration(duration).into());
+    if let Some(serde_yaml::Value::Sequence(targets)) = m.get_mut("targets") {
+        let api = targets
+            .iter()
+            .find(|t| t["name"].as_str() == Some("apiserver-0"))
+            .cloned()
+            .context("apiserver-0")?;
+        for i in 1..3 {
+            let mut t = api.clone();
+            t["name"] = format!("apiserver-{i}").into();
+            targets.push(t);
+        }
+    }
+    if let Some(serde_yaml::Value::Sequence(effects)) = m.get_mut("effects") {
+        for e in effects.iter_mut() {
+            for k in ["at", "until"] {
+                if let Some(d) = e[k].as_str() {
+                    let t = parse_duration(d).map_err(|e| anyhow::anyhow!("{name}: {k}: {e}"))?;
+                    e[k] = format_duration(t + shift).into();
+                }
+            }
+        }
+    }
+    if let Some(exp) = m.get_mut("expect") {
+        if let Some(d) = exp["root_cause_onset"].as_str() {
+            let t = parse_duration(d).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+            exp["root_cause_onset"] = format_duration(t + shift).into();
+        }
+    }
+    let spec = scenario::parse_spec(&serde_yaml::to_string(&v)?, name, Some(&dir))?;
+    let exp = spec.spec.expect.clone().context("expect block")?;
+    let ds = scenario::dataset(spec, name, &Keep::Names(rules.referenced_metrics()))?;
+    Ok(Generated {
+        ds,
+        status: exp.status.clone(),
+        axis: exp.axis.as_ref().map(|a| match &exp.sub_axis {
+            Some(s) => format!("{a}/{s}"),
+            None => a.clone(),
+        }),
+    })
+}
+
+fn cluster_name(i: usize) -> String {
+    format!("c{i:03}")
+}
+
+/// Backfills the fleet into `tsdb`, `batch` clusters per OpenMetrics file.
+fn backfill(
+    gens: &[Generated],
+    clusters: usize,
+    batch: usize,
+    resources: &str,
+    work: &Path,
+    tsdb: &Path,
+) -> anyhow::Result<(usize, usize)> {
+    let keep: Option<Vec<&str>> = (resources != "all").then(|| resources.split(',').map(str::trim).collect());
+    std::fs::create_dir_all(tsdb)?;
+    let om = work.join("batch.om.txt");
+    let (mut series, mut samples) = (0, 0);
+    for first in (0..clusters).step_by(batch.max(1)) {
+        let names: Vec<String> = (first..(first + batch).min(clusters)).map(cluster_name).collect();
+        let parts: Vec<(&str, &Dataset)> = names
+            .iter()
+            .enumerate()
+            .map(|(k, n)| (n.as_str(), &gens[(first + k) % gens.len()].ds))
+            .collect();
+        let w = openmetrics::write_filtered(&parts, Some("cluster"), &om, |_, l| {
+            let Some(keep) = &keep else { return true };
+            match l.get("resource").or_else(|| l.get("type")) {
+                Some(r) => keep.contains(&r.split('.').next().unwrap_or(r)),
+                None => true,
+            }
+        })?;
+        series += w.series;
+        samples += w.samples;
+        let size = std::fs::metadata(&om).map(|m| m.len()).unwrap_or(0);
+        let t = Instant::now();
+        promrun::create_blocks(&om, tsdb).map_err(anyhow::Error::msg)?;
+        std::fs::remove_file(&om)?;
+        eprintln!(
+            "backfilled {}..{} ({:.0} MB of text, {} samples) in {:.1} s",
+            names[0],
+            names[names.len() - 1],
+            size as f64 / 1e6,
+            w.samples,
+            t.elapsed().as_secs_f64()
+        );
+    }
+    Ok((series, samples))
+}
+
+/// One run of cptriage: wall time, peak RSS (MiB), exit code, stdout, stderr.
+struct Run {
+    wall: Duration,
+    rss_mib: f64,
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let l = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    l.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn run(bin: &Path, args: &[String]) -> anyhow::Result<Run> {
+    let t = Instant::now();
+    let mut child = Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("start {}", bin.display()))?;
+    let pid = child.id();
+    let mut out = child.stdout.take().context("stdout")?;
+    let mut err = child.stderr.take().context("stderr")?;
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut out, &mut s);
+        s
+    });
+    let ereader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    let mut peak = 0;
+    let status = loop {
+        if let Some(k) = vm_hwm_kib(pid) {
+            peak = peak.max(k);
+        }
+        if let Some(st) = child.try_wait()? {
+            break st;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Ok(Run {
+        wall: t.elapsed(),
+        rss_mib: peak as f64 / 1024.0,
+        code: status.code(),
+        stdout: reader.join().unwrap_or_default(),
+        stderr: ereader.join().unwrap_or_default(),
+    })
+}
+
+/// Requests Prometheus has answered so far, by handler.
+fn requests(port: u16) -> anyhow::Result<BTreeMap<String, f64>> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let text = reqwest::blocking::Client::builder()
+        .no_proxy()
+        .build()?
+        .get(format!("http://127.0.0.1:{port}/metrics"))
+        .send()?
+        .text()?;
+    let mut out = BTreeMap::new();
+    for l in text
+        .lines()
+        .filter(|l| l.starts_with("prometheus_http_requests_total{"))
+    {
+        let Some(h) = l.split("handler=\"").nth(1).and_then(|r| r.split('"').next()) else {
+            continue;
+        };
+        let v: f64 = l.rsplit(' ').next().and_then(|v| v.parse().ok()).unwrap_or(0.0);
+        if h.starts_with("/api/v1/") {
+            *out.entry(h.to_string()).or_insert(0.0) += v;
+        }
+    }
+    Ok(out)
+}
+
+fn delta(a: &BTreeMap<String, f64>, b: &BTreeMap<String, f64>) -> usize {
+    b.iter()
+        .map(|(k, v)| v - a.get(k).copied().unwrap_or(0.0))
+        .sum::<f64>() as usize
+}
+
+fn rfc3339(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_default()
+}
+
+fn diagnose_args(url: &str, from: i64, to: i64, concurrency: usize) -> Vec<String> {
+    [
+        "diagnose",
+        "--prometheus",
+        url,
+        "--apiserver-selector",
+        r#"{role="apiserver"}"#,
+        "--etcd-selector",
+        r#"{role="etcd"}"#,
+        "--controller-selector",
+        r#"{role="controller"}"#,
+        "--from",
+        &rfc3339(from),
+        "--to",
+        &rfc3339(to),
+        "--step",
+        "15s",
+        "--prometheus-concurrency",
+        &concurrency.to_string(),
+        "-o",
+        "json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn verdict(v: &serde_json::Value) -> (String, Option<String>) {
+    let rc = &v["root_cause"];
+    (
+        v["status"].as_str().unwrap_or_default().to_string(),
+        rc["axis"].as_str().map(|a| match rc["sub_axis"].as_str() {
+            Some(s) => format!("{a}/{s}"),
+            None => a.to_string(),
+        }),
+    )
+}
+
+fn main() -> anyhow::Result<()> {
+    let a = Args::parse();
+    if !promrun::available() {
+        bail!("needs /usr/bin/prometheus and /usr/bin/promtool (Debian package prometheus)");
+    }
+    let bin = match &a.cptriage {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()?.with_file_name("cptriage"),
+    };
+    if !bin.exists() {
+        bail!("{}: not found (cargo build --release)", bin.display());
+    }
+    let duration = parse_duration(&a.duration).map_err(|e| anyhow::anyhow!("--duration: {e}"))?;
+    let rules = RuleSet::default_rules()?;
+    let t0 = Instant::now();
+    // Faults in the last 20 minutes (the shipped scenarios put them at 4 m of
+    // 8 m), each scenario a minute later than the one before.
+    let gens: Vec<Generated> = SCENARIOS
+        .iter()
+        .enumerate()
+        .map(|(k, n)| stretched(n, duration, duration - 20 * 60_000 + k as i64 * 60_000, &rules))
+        .collect::<anyhow::Result<_>>()?;
+    let (from, to) = gens[0].ds.window().context("window")?;
+    eprintln!(
+        "generated {} scenarios in {:.1} s",
+        gens.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    let shape = format!(
+        "{} clusters, {}, {from}..{to}, resources {}\n",
+        a.clusters, a.duration, a.resources
+    );
+    let tsdb = a.work.join("tsdb");
+    let shape_file = a.work.join("shape");
+    let reuse = std::fs::read_to_string(&shape_file).ok().as_deref() == Some(shape.as_str());
+    let (mut series, mut samples) = (0, 0);
+    let mut backfill_s = 0.0;
+    if !reuse {
+        if a.work.exists() {
+            std::fs::remove_dir_all(&a.work)?;
+        }
+        std::fs::create_dir_all(&a.work)?;
+        let t = Instant::now();
+        (series, samples) = backfill(&gens, a.clusters, a.batch, &a.resources, &a.work, &tsdb)?;
+        backfill_s = t.elapsed().as_secs_f64();
+        std::fs::write(&shape_file, &shape)?;
+    }
+    let expected: Vec<(String, Option<String>)> =
+        gens.iter().map(|g| (g.status.clone(), g.axis.clone())).collect();
+    drop(gens);
+    let prom = promrun::Prometheus::start(&tsdb, "5m").map_err(anyhow::Error::msg)?;
+    let url = format!("http://127.0.0.1:{}", prom.port);
+
+    // The fleet, from the queries of one diagnosis.
+    let before = requests(prom.port)?;
+    let mut args = diagnose_args(&url, from, to, a.concurrency);
+    args.extend(["--by".into(), "cluster".into()]);
+    let fleet = run(&bin, &args)?;
+    let fleet_requests = delta(&before, &requests(prom.port)?);
+    let v: serde_json::Value = serde_json::from_str(&fleet.stdout)
+        .with_context(|| format!("fleet JSON (exit {:?}): {}", fleet.code, fleet.stderr))?;
+    let arr = v.as_array().context("array")?;
+    let mut wrong = Vec::new();
+    for x in arr {
+        let c = x["cluster"].as_str().unwrap_or_default();
+        let i: usize = c[1..].parse().unwrap_or(0);
+        if verdict(x) != expected[i % expected.len()] {
+            wrong.push(format!(
+                "{c}: {:?}, want {:?}",
+                verdict(x),
+                expected[i % expected.len()]
+            ));
+        }
+    }
+    let signal_queries = fleet
+        .stderr
+        .lines()
+        .find_map(|l| {
+            l.split_once(" clusters judged from ")
+                .and_then(|(_, r)| r.split_whitespace().next()?.parse::<usize>().ok())
+        })
+        .unwrap_or(0);
+
+    // The same fleet one cluster at a time.
+    let single_n = a.single.unwrap_or(a.clusters).min(a.clusters);
+    let before = requests(prom.port)?;
+    let mut single_wall = Duration::ZERO;
+    let mut single_rss: f64 = 0.0;
+    let mut single_wrong = 0;
+    for i in 0..single_n {
+        let mut args = diagnose_args(&url, from, to, a.concurrency);
+        args.extend([
+            "--selector".into(),
+            format!("{{cluster=\"{}\"}}", cluster_name(i)),
+        ]);
+        let r = run(&bin, &args)?;
+        single_wall += r.wall;
+        single_rss = single_rss.max(r.rss_mib);
+        let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap_or_default();
+        if verdict(&v) != expected[i % expected.len()] {
+            single_wrong += 1;
+        }
+    }
+    let single_requests = delta(&before, &requests(prom.port)?);
+
+    println!(
+        "\n{} clusters × 3 apiservers × 3 etcd members, {} at 15 s, resources: {}",
+        a.clusters, a.duration, a.resources
+    );
+    if !reuse {
+        println!(
+            "backfilled {series} series, {samples} samples in {backfill_s:.0} s ({} per batch)",
+            a.batch
+        );
+    }
+    println!();
+    println!("| run | wall | Prometheus requests | peak RSS | verdicts right |");
+    println!("|---|---|---|---|---|");
+    println!(
+        "| fleet (`--by cluster`), {} signal queries | {:.1} s | {fleet_requests} | {:.0} MiB | {}/{} |",
+        signal_queries,
+        fleet.wall.as_secs_f64(),
+        fleet.rss_mib,
+        arr.len() - wrong.len(),
+        a.clusters
+    );
+    if single_n > 0 {
+        let scale = a.clusters as f64 / single_n as f64;
+        println!(
+            "| {single_n} single-cluster runs{} | {:.1} s{} | {single_requests}{} | {single_rss:.0} MiB (largest) | {}/{single_n} |",
+            if single_n < a.clusters { " (timed)" } else { "" },
+            single_wall.as_secs_f64(),
+            if single_n < a.clusters { format!(" (× {scale:.0}: {:.0} s)", single_wall.as_secs_f64() * scale) } else { String::new() },
+            if single_n < a.clusters { format!(" (× {scale:.0}: {:.0})", single_requests as f64 * scale) } else { String::new() },
+            single_n - single_wrong
+        );
+        println!(
+            "\nfleet speed-up: {:.0}× (wall), {:.0}× (requests)",
+            single_wall.as_secs_f64() * scale / fleet.wall.as_secs_f64(),
+            single_requests as f64 * scale / fleet_requests.max(1) as f64
+        );
+    }
+    for w in wrong.iter().take(10) {
+        println!("wrong: {w}");
+    }
+    drop(prom);
+    if a.remove {
+        std::fs::remove_dir_all(&a.work)?;
+    }
+    Ok(())
+}
