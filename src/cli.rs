@@ -367,6 +367,18 @@ pub struct DiagnoseArgs {
     /// expression (anchored, as in PromQL).
     #[arg(long, value_name = "REGEX", requires = "by")]
     pub clusters: Option<String>,
+    /// With `--by`: most samples one query may select, the clusters' largest
+    /// metric times the steps of a query. A fleet over it is judged in shards
+    /// of clusters, one query set per shard, so that no query passes the
+    /// server's limit (Prometheus's `--query.max-samples` is 50,000,000) and
+    /// memory follows one shard. 0: the whole fleet in one query set.
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "by",
+        default_value_t = crate::source::prometheus::fleet::DEFAULT_MAX_SAMPLES
+    )]
+    pub prometheus_max_samples: u64,
     /// With `--live`: also write the rounds as a capture directory (as `record`
     /// does), to diagnose the same rounds again later with `--dump DIR`.
     #[arg(long, value_name = "DIR", requires = "live")]

@@ -236,7 +236,7 @@ fn judge_remote(
         debounce: a.debounce as usize,
     };
     let routed = LocalRole::new(prom, Role::Audit);
-    let mut report = with_query_progress(prom, || engine::diagnose_with(rules, ds, &routed, &opts))?;
+    let mut report = with_query_progress(prom, None, || engine::diagnose_with(rules, ds, &routed, &opts))?;
     let failed = prom_outcome(prom)?;
     report.warnings.extend(insecure);
     report.warnings.extend(prom.take_warnings());
@@ -257,11 +257,15 @@ fn judge_remote(
 
 /// Runs `f` with a progress bar of the range requests to `prom` on stderr
 /// (drawn only when stderr is a terminal; cleared at the end).
-pub(crate) fn with_query_progress<T>(prom: &Prometheus, f: impl FnOnce() -> T) -> T {
+pub(crate) fn with_query_progress<T>(
+    prom: &Prometheus,
+    shards: Option<(&std::sync::atomic::AtomicUsize, usize)>,
+    f: impl FnOnce() -> T,
+) -> T {
     use std::sync::atomic::{AtomicBool, Ordering};
     let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
     if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "{spinner} querying Prometheus [{bar:30}] {pos}/{len} range requests",
+        "{spinner} querying Prometheus [{bar:30}] {pos}/{len} range requests{msg}",
     ) {
         bar.set_style(style);
     }
@@ -272,6 +276,9 @@ pub(crate) fn with_query_progress<T>(prom: &Prometheus, f: impl FnOnce() -> T) -
                 let (n, total) = prom.progress();
                 bar.set_length(total as u64);
                 bar.set_position(n as u64);
+                if let Some((k, of)) = shards.filter(|(_, of)| *of > 1) {
+                    bar.set_message(format!(" (shard {}/{of})", k.load(Ordering::Relaxed)));
+                }
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }
         });
@@ -340,7 +347,8 @@ fn run_fleet(
         writeln!(err, "warning: {w}")?;
     }
     let (from, to, at, step, baseline) = prom_window(a)?;
-    let datasets = prom.fleet_datasets(from, to, step, &label).map_err(prom_error)?;
+    let data = prom.fleet_datasets(from, to, step, &label).map_err(prom_error)?;
+    let datasets = data.datasets;
     if datasets.is_empty() {
         return Err(CliError::Data(format!(
             "no cluster in {} from {} to {}: no `up` series of the role selectors has a `{label}` label{}",
@@ -356,87 +364,211 @@ fn run_fleet(
     }
     // One step for the whole fleet, so every cluster asks the same queries.
     let step = step.or_else(|| datasets.values().find_map(|d| d.typical_interval()));
-    let shared = crate::source::prometheus::fleet::Fleet::new(&prom, &label);
-    let mut reports = with_query_progress(&prom, || {
-        let mut reports = Vec::new();
-        for (cluster, ds) in &datasets {
-            let opts = Options {
-                at,
-                from: Some(from),
-                to: Some(to),
-                step,
-                baseline,
-                debounce: a.debounce as usize,
-            };
-            let view = shared.cluster(cluster);
-            let mut report = match engine::diagnose_with(rules, ds, &view, &opts) {
-                Ok(r) => r,
-                // A cluster that cannot be judged stays in the fleet, as
-                // inconclusive with the reason.
-                Err(engine::EngineError::NoData) => Report::unusable(
-                    rules,
-                    "no snapshots in the window",
-                    Vec::new(),
-                    to,
-                    a.debounce as usize,
-                ),
-                Err(e) => Report::unusable(
-                    rules,
-                    &format!("this cluster could not be judged: {e}"),
-                    Vec::new(),
-                    to,
-                    a.debounce as usize,
-                ),
-            };
-            report.warnings.extend(insecure.iter().cloned());
-            reports.push((cluster.clone(), report));
+    let points = step.map_or(1, |s| ((to - from).max(0) / s.max(1)) as usize + 1);
+    let plan = crate::source::prometheus::fleet::shards(
+        datasets.keys(),
+        &data.largest,
+        points.min(a.prom.prometheus_max_points as usize),
+        a.prometheus_max_samples,
+    );
+    let body = match a.output {
+        ReportFormat::Json => fleet::Body::Json,
+        ReportFormat::Table | ReportFormat::Wide => fleet::Body::Row,
+        ReportFormat::Html => fleet::Body::Html,
+        ReportFormat::Markdown => fleet::Body::Markdown,
+    };
+    let opts = Options {
+        at,
+        from: Some(from),
+        to: Some(to),
+        step,
+        baseline,
+        debounce: a.debounce as usize,
+    };
+    let judge = FleetJudge {
+        rules,
+        prom: &prom,
+        label: &label,
+        opts: &opts,
+        insecure: insecure.as_deref(),
+        body,
+        sharded: plan.len() > 1,
+    };
+    let shard_no = std::sync::atomic::AtomicUsize::new(0);
+    let entries: Vec<fleet::Entry> = with_query_progress(&prom, Some((&shard_no, plan.len())), || {
+        let mut entries = Vec::with_capacity(datasets.len());
+        for (k, members) in plan.iter().enumerate() {
+            shard_no.store(k + 1, std::sync::atomic::Ordering::Relaxed);
+            let shard: Vec<(&String, &crate::source::Dataset)> =
+                members.iter().filter_map(|c| datasets.get_key_value(c)).collect();
+            entries.extend(judge.shard(&shard));
         }
-        reports
+        entries
     });
     let (answered, failed) = prom.outcome();
-    // Every cluster stays in the fleet even when no signal could be queried:
-    // each is reported (its axes unknown) and the run exits as unusable data.
-    let none_queried = (answered == 0).then(|| failed.first()).flatten().map(|first| {
-        format!(
-            "no signal could be queried from Prometheus ({} failed); the first error: {first}",
-            failed.len()
-        )
-    });
-    if let Some(msg) = &none_queried {
-        writeln!(err, "error: {msg}")?;
-    }
-    let api_warnings = prom.take_warnings();
-    for (_, r) in &mut reports {
-        r.warnings.extend(none_queried.iter().cloned());
-        r.warnings.extend(api_warnings.iter().cloned());
-        if !failed.is_empty() {
-            r.warnings.push(format!(
-                "{} queries to Prometheus failed; their axes are listed under what could not be checked",
+    if answered == 0 {
+        if let Some(first) = failed.first() {
+            writeln!(
+                err,
+                "error: no signal could be queried from Prometheus ({} failed); the first error: {first}",
                 failed.len()
-            ));
+            )?;
         }
     }
+    let none_queried = answered == 0 && !failed.is_empty();
     writeln!(
         err,
-        "{} clusters judged from {answered} signal queries ({} failed)",
-        reports.len(),
-        failed.len()
+        "{} clusters judged from {answered} signal queries ({} failed){}",
+        entries.len(),
+        failed.len(),
+        if plan.len() > 1 {
+            format!(
+                ", in {} shards of at most {} samples a query",
+                plan.len(),
+                a.prometheus_max_samples
+            )
+        } else {
+            String::new()
+        }
     )?;
     match a.output {
-        ReportFormat::Json => fleet::render_json(&reports, out)?,
-        ReportFormat::Table | ReportFormat::Wide => fleet::render_table(&label, &reports, out)?,
-        ReportFormat::Html => fleet::render_html(&label, &reports, out)?,
-        ReportFormat::Markdown => fleet::render_markdown(&label, &reports, out)?,
+        ReportFormat::Json => fleet::render_json(&entries, out)?,
+        ReportFormat::Table | ReportFormat::Wide => fleet::render_table(&label, &entries, out)?,
+        ReportFormat::Html => fleet::render_html(&label, &entries, out)?,
+        ReportFormat::Markdown => fleet::render_markdown(&label, &entries, out)?,
     }
-    if none_queried.is_some() {
+    if none_queried {
         return Ok(ExitCode::Data);
     }
-    Ok(match fleet::worst(&reports) {
+    Ok(match fleet::worst_entry(&entries) {
         Some(Status::Degraded) => ExitCode::AxisNamed,
         Some(Status::Inconclusive) | None => ExitCode::Data,
         Some(Status::Recovered) => ExitCode::Recovered,
         Some(Status::Healthy) => ExitCode::Ok,
     })
+}
+
+/// What judging each shard of a fleet needs.
+struct FleetJudge<'a> {
+    rules: &'a RuleSet,
+    prom: &'a Prometheus,
+    label: &'a str,
+    opts: &'a Options<'a>,
+    insecure: Option<&'a str>,
+    body: crate::report::fleet::Body,
+    /// Whether the fleet is cut into shards (each shard's queries then name
+    /// its clusters).
+    sharded: bool,
+}
+
+impl FleetJudge<'_> {
+    /// Judges one shard's clusters from one query set: the first cluster
+    /// sends the shard's queries, the others (on every core) read its
+    /// answers. Each report gets the warnings of its shard's queries and
+    /// becomes an entry; the shard's answers are dropped on return.
+    fn shard(&self, shard: &[(&String, &crate::source::Dataset)]) -> Vec<crate::report::fleet::Entry> {
+        use crate::report::fleet::Entry;
+        use crate::source::prometheus::fleet::Fleet;
+        let members: Vec<String> = if self.sharded {
+            shard.iter().map(|(c, _)| (*c).clone()).collect()
+        } else {
+            Vec::new()
+        };
+        let (answered_before, failed_before) = {
+            let (a, f) = self.prom.outcome();
+            (a, f.len())
+        };
+        let shared = Fleet::new(self.prom, self.label, &members);
+        let judge_one = |cluster: &str, ds: &crate::source::Dataset| -> Report {
+            let debounce = self.opts.debounce;
+            let to = self.opts.to.unwrap_or_default();
+            let result = match &shared {
+                Ok(shared) => engine::diagnose_with(self.rules, ds, &shared.cluster(cluster), self.opts),
+                Err(e) => {
+                    let why = format!("this cluster could not be judged: {e}");
+                    return Report::unusable(self.rules, &why, Vec::new(), to, debounce);
+                }
+            };
+            match result {
+                Ok(r) => r,
+                // A cluster that cannot be judged stays in the fleet, as
+                // inconclusive with the reason.
+                Err(engine::EngineError::NoData) => {
+                    Report::unusable(self.rules, "no snapshots in the window", Vec::new(), to, debounce)
+                }
+                Err(e) => Report::unusable(
+                    self.rules,
+                    &format!("this cluster could not be judged: {e}"),
+                    Vec::new(),
+                    to,
+                    debounce,
+                ),
+            }
+        };
+        let mut reports: Vec<Option<Report>> = shard.iter().map(|_| None).collect();
+        if let (Some(first), Some((c, ds))) = (reports.first_mut(), shard.first()) {
+            *first = Some(judge_one(c, ds));
+        }
+        // The rest read the shard's answers, on every core.
+        let next = std::sync::atomic::AtomicUsize::new(1);
+        let slots: Vec<std::sync::Mutex<Option<Report>>> =
+            shard.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        let workers = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(shard.len().saturating_sub(1));
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(|| loop {
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((c, ds)) = shard.get(k) else { break };
+                    let r = judge_one(c, ds);
+                    if let Some(slot) = slots.get(k) {
+                        *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                    }
+                });
+            }
+        });
+        for (r, slot) in reports.iter_mut().zip(slots).skip(1) {
+            *r = slot.into_inner().unwrap_or_else(|p| p.into_inner());
+        }
+        // The warnings of this shard's queries.
+        let (answered, failed) = self.prom.outcome();
+        let failed = &failed[failed_before.min(failed.len())..];
+        let mut shard_warnings: Vec<String> = Vec::new();
+        if answered == answered_before {
+            if let Some(first) = failed.first() {
+                shard_warnings.push(format!(
+                    "no signal could be queried from Prometheus ({} failed); the first error: {first}",
+                    failed.len()
+                ));
+            }
+        }
+        shard_warnings.extend(self.prom.take_warnings());
+        if !failed.is_empty() {
+            shard_warnings.push(format!(
+                "{} queries to Prometheus failed; their axes are listed under what could not be checked",
+                failed.len()
+            ));
+        }
+        shard
+            .iter()
+            .zip(reports)
+            .map(|((c, _), r)| {
+                let mut r = r.unwrap_or_else(|| {
+                    Report::unusable(
+                        self.rules,
+                        "this cluster was not judged",
+                        Vec::new(),
+                        0,
+                        self.opts.debounce,
+                    )
+                });
+                r.warnings.extend(self.insecure.map(str::to_string));
+                r.warnings.extend(shard_warnings.iter().cloned());
+                Entry::new(self.label, c, &r, self.body)
+            })
+            .collect()
+    }
 }
 
 /// Reads `--audit` logs into the dataset: bucketed on `--step`, else on the

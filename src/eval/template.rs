@@ -52,6 +52,34 @@ pub fn inject_matcher(expr: &mut Expr, name: &str, value: &str) {
     inject_matchers(expr, &[Matcher::new(MatchOp::Equal, name, value)]);
 }
 
+/// Sets the matchers on the label `name` of every vector and matrix selector
+/// of `expr` to `to`: each matcher on `name` is removed and `to` (if any)
+/// added. Fleet mode shows each cluster's expressions with its own
+/// `cluster="…"` and queries them with its shard's matcher instead.
+pub fn replace_label_matchers(expr: &mut Expr, name: &str, to: Option<&Matcher>) {
+    struct Replace<'a>(&'a str, Option<&'a Matcher>);
+    fn fix(m: &mut Vec<Matcher>, name: &str, to: Option<&Matcher>) {
+        m.retain(|x| x.name != name);
+        m.extend(to.cloned());
+    }
+    impl ExprVisitorMut for Replace<'_> {
+        type Error = std::convert::Infallible;
+        fn pre_visit(&mut self, e: &mut Expr) -> Result<bool, Self::Error> {
+            let vs = match e {
+                Expr::VectorSelector(vs) => vs,
+                Expr::MatrixSelector(ms) => &mut ms.vs,
+                _ => return Ok(true),
+            };
+            fix(&mut vs.matchers.matchers, self.0, self.1);
+            for group in &mut vs.matchers.or_matchers {
+                fix(group, self.0, self.1);
+            }
+            Ok(true)
+        }
+    }
+    let _ = walk_expr_mut(&mut Replace(name, to), expr);
+}
+
 /// Adds `matchers` to every vector and matrix selector of `expr`; a matcher of
 /// the expression on a label the injected matchers name is replaced. Used for
 /// the engine's role matcher, and for role and user selectors sent to

@@ -1,7 +1,12 @@
 //! Fleet mode (`diagnose --by LABEL`): one row per cluster, sick first, and
 //! the JSON array of per-cluster verdicts.
+//!
+//! A fleet of hundreds of clusters is judged shard by shard; each cluster's
+//! report becomes an [`Entry`] as soon as it is judged (its row, its status
+//! and its report rendered in the output format, compressed), so memory
+//! follows the shard being judged, not the fleet.
 
-use std::io::Write;
+use std::io::{Read, Write};
 
 use serde_json::Value as J;
 
@@ -28,15 +33,111 @@ pub fn worst<'a>(fleet: impl IntoIterator<Item = &'a (String, Report)>) -> Optio
         .max_by_key(|s| severity(*s))
 }
 
+/// The worst status of the fleet's entries (`None` for an empty fleet).
+pub fn worst_entry<'a>(fleet: impl IntoIterator<Item = &'a Entry>) -> Option<Status> {
+    fleet.into_iter().map(|e| e.status).max_by_key(|s| severity(*s))
+}
+
+/// The fleet's order: sick first, then by name.
+fn order(a: (&str, Status), b: (&str, Status)) -> std::cmp::Ordering {
+    severity(b.1).cmp(&severity(a.1)).then_with(|| a.0.cmp(b.0))
+}
+
 /// The clusters sick first, then by name.
 pub fn sorted(fleet: &[(String, Report)]) -> Vec<&(String, Report)> {
     let mut v: Vec<&(String, Report)> = fleet.iter().collect();
-    v.sort_by(|a, b| {
-        severity(b.1.status)
-            .cmp(&severity(a.1.status))
-            .then_with(|| a.0.cmp(&b.0))
-    });
+    v.sort_by(|a, b| order((&a.0, a.1.status), (&b.0, b.1.status)));
     v
+}
+
+/// The entries sick first, then by name.
+fn sorted_entries(fleet: &[Entry]) -> Vec<&Entry> {
+    let mut v: Vec<&Entry> = fleet.iter().collect();
+    v.sort_by(|a, b| order((&a.cluster, a.status), (&b.cluster, b.status)));
+    v
+}
+
+/// What each cluster's report is kept as until the fleet is written: the
+/// fleet's output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Body {
+    /// The table: the row alone.
+    Row,
+    /// A v1 verdict with its `cluster`, an element of the JSON array.
+    Json,
+    /// The cluster's HTML report (its element ids not yet prefixed).
+    Html,
+    /// The cluster's Markdown section.
+    Markdown,
+}
+
+/// One judged cluster of a fleet.
+#[derive(Debug)]
+pub struct Entry {
+    pub cluster: String,
+    pub status: Status,
+    /// The table row ([`row`]).
+    pub row: [String; 6],
+    /// The report rendered as [`Body`] says, gzip-compressed (a verdict's
+    /// per-step evidence is about a megabyte of JSON; compressed, a tenth).
+    body: Vec<u8>,
+    /// The HTML footer (rules and version), for [`Body::Html`].
+    footer: String,
+}
+
+impl Entry {
+    /// The entry of `cluster` (a value of the fleet label `label`) judged as
+    /// `r`, its report rendered as `body`.
+    pub fn new(label: &str, cluster: &str, r: &Report, body: Body) -> Entry {
+        let text = match body {
+            Body::Row => String::new(),
+            Body::Json => {
+                let mut d = crate::report::json::document(r);
+                if let J::Object(m) = &mut d {
+                    m.insert("cluster".into(), J::String(cluster.to_string()));
+                }
+                serde_json::to_string_pretty(&d).unwrap_or_default()
+            }
+            Body::Html => {
+                let mut h = String::new();
+                crate::report::html::body(&mut h, r);
+                h
+            }
+            Body::Markdown => {
+                let mut out = Vec::new();
+                let title = format!("{} {}: {}", md(label), md(cluster), r.status.as_str());
+                let _ = crate::report::markdown::render_titled(r, &title, &mut out);
+                String::from_utf8(out).unwrap_or_default()
+            }
+        };
+        let mut footer = String::new();
+        if body == Body::Html {
+            crate::report::html::footer(&mut footer, r);
+        }
+        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        // Writing to a Vec cannot fail.
+        let _ = z.write_all(text.as_bytes());
+        Entry {
+            cluster: cluster.to_string(),
+            status: r.status,
+            row: row(cluster, r),
+            body: z.finish().unwrap_or_default(),
+            footer,
+        }
+    }
+
+    /// The rendered report.
+    fn body(&self) -> String {
+        let mut s = String::new();
+        // The bytes were compressed from a String just before.
+        let _ = flate2::read::GzDecoder::new(self.body.as_slice()).read_to_string(&mut s);
+        s
+    }
+}
+
+/// Every cluster's entry, rendered as `body`.
+pub fn entries(label: &str, fleet: &[(String, Report)], body: Body) -> Vec<Entry> {
+    fleet.iter().map(|(c, r)| Entry::new(label, c, r, body)).collect()
 }
 
 fn axis(axis: &str, sub: &Option<String>) -> String {
@@ -93,7 +194,7 @@ pub fn row(cluster: &str, r: &Report) -> [String; 6] {
 
 /// The fleet table: a header, one row per cluster (sick first), and a count
 /// per status.
-pub fn render_table(label: &str, fleet: &[(String, Report)], out: &mut dyn Write) -> std::io::Result<()> {
+pub fn render_table(label: &str, fleet: &[Entry], out: &mut dyn Write) -> std::io::Result<()> {
     let head = [
         label.to_uppercase(),
         "STATUS".into(),
@@ -102,14 +203,14 @@ pub fn render_table(label: &str, fleet: &[(String, Report)], out: &mut dyn Write
         "SINCE".into(),
         "DOWNSTREAM".into(),
     ];
-    let rows: Vec<[String; 6]> = sorted(fleet).into_iter().map(|(c, r)| row(c, r)).collect();
+    let rows: Vec<&[String; 6]> = sorted_entries(fleet).into_iter().map(|e| &e.row).collect();
     let mut width = [0usize; 6];
-    for r in std::iter::once(&head).chain(rows.iter()) {
+    for r in std::iter::once(&head).chain(rows.iter().copied()) {
         for (w, c) in width.iter_mut().zip(r) {
             *w = (*w).max(c.chars().count());
         }
     }
-    for r in std::iter::once(&head).chain(rows.iter()) {
+    for r in std::iter::once(&head).chain(rows.iter().copied()) {
         let mut line = String::new();
         for (i, c) in r.iter().enumerate() {
             if i + 1 == r.len() {
@@ -123,31 +224,15 @@ pub fn render_table(label: &str, fleet: &[(String, Report)], out: &mut dyn Write
     writeln!(out, "\n{} clusters: {}", fleet.len(), counts(fleet))
 }
 
-/// The fleet as JSON: an array of v1 verdicts, sick first, each with a
-/// `cluster` field (the value of the fleet label).
-pub fn document(fleet: &[(String, Report)]) -> J {
-    J::Array(
-        sorted(fleet)
-            .into_iter()
-            .map(|(c, r)| {
-                let mut d = crate::report::json::document(r);
-                if let J::Object(m) = &mut d {
-                    m.insert("cluster".into(), J::String(c.clone()));
-                }
-                d
-            })
-            .collect(),
-    )
-}
-
 /// The HTML id of each cluster's section, in [`sorted`] order: `cluster-`
 /// and the name with every character other than ASCII letters, digits, `-`
 /// and `_` replaced by `_` (`-2`, `-3`… when two names give the same id).
-fn anchors(sorted: &[&(String, Report)]) -> Vec<String> {
+fn anchors(sorted: &[&Entry]) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     sorted
         .iter()
-        .map(|(c, _)| {
+        .map(|e| {
+            let c = &e.cluster;
             let slug: String = c
                 .chars()
                 .map(|ch| {
@@ -171,7 +256,7 @@ fn anchors(sorted: &[&(String, Report)]) -> Vec<String> {
 }
 
 /// `3 degraded, 1 inconclusive, 46 healthy`.
-fn counts(fleet: &[(String, Report)]) -> String {
+fn counts(fleet: &[Entry]) -> String {
     let mut counts = Vec::new();
     for s in [
         Status::Degraded,
@@ -179,7 +264,7 @@ fn counts(fleet: &[(String, Report)]) -> String {
         Status::Recovered,
         Status::Healthy,
     ] {
-        let n = fleet.iter().filter(|(_, r)| r.status == s).count();
+        let n = fleet.iter().filter(|e| e.status == s).count();
         if n > 0 {
             counts.push(format!("{n} {}", s.as_str()));
         }
@@ -203,14 +288,19 @@ section.cluster>h2.cluster{border:0;font-size:20px}
 /// ids of a cluster's report are prefixed with its section's id, so the page
 /// holds each id once.
 pub fn html_document(label: &str, fleet: &[(String, Report)]) -> String {
+    html_page(label, &entries(label, fleet, Body::Html))
+}
+
+/// [`html_document`] of entries rendered as [`Body::Html`].
+pub fn html_page(label: &str, fleet: &[Entry]) -> String {
     use crate::report::html::{self, esc};
     use std::fmt::Write as _;
-    let sorted = sorted(fleet);
+    let sorted = sorted_entries(fleet);
     let ids = anchors(&sorted);
     let mut h = String::with_capacity(64 * 1024 * fleet.len().max(1));
     let title = format!("fleet of {} clusters by {label}: {}", fleet.len(), counts(fleet));
     html::head(&mut h, &title, FLEET_CSS);
-    let worst = worst(fleet).map(|s| s.as_str()).unwrap_or("inconclusive");
+    let worst = worst_entry(fleet).map(|s| s.as_str()).unwrap_or("inconclusive");
     let _ = write!(
         h,
         "<main class=\"fleet s-{worst}\" data-status=\"{worst}\">\n\
@@ -223,9 +313,9 @@ pub fn html_document(label: &str, fleet: &[(String, Report)]) -> String {
         esc(&counts(fleet)),
         esc(label)
     );
-    for ((c, r), id) in sorted.iter().zip(&ids) {
-        let cells = row(c, r);
-        let status = r.status.as_str();
+    for (e, id) in sorted.iter().zip(&ids) {
+        let (c, cells) = (&e.cluster, &e.row);
+        let status = e.status.as_str();
         let _ = write!(
             h,
             "<tr class=\"s-{status}\" data-cluster=\"{}\"><td><a href=\"#{id}\">{}</a></td><td class=\"status\"><span>{status}</span></td>",
@@ -238,10 +328,9 @@ pub fn html_document(label: &str, fleet: &[(String, Report)]) -> String {
         h.push_str("</tr>\n");
     }
     h.push_str("</table>\n</section>\n");
-    for ((c, r), id) in sorted.iter().zip(&ids) {
-        let status = r.status.as_str();
-        let mut body = String::new();
-        html::body(&mut body, r);
+    for (e, id) in sorted.iter().zip(&ids) {
+        let (c, status) = (&e.cluster, e.status.as_str());
+        let body = e.body();
         // Escaped text cannot hold `"`, so ` id="` is only ever markup.
         let body = body.replace(" id=\"", &format!(" id=\"{id}-"));
         let _ = write!(
@@ -253,16 +342,16 @@ pub fn html_document(label: &str, fleet: &[(String, Report)]) -> String {
             esc(c)
         );
     }
-    if let Some((_, r)) = sorted.first() {
-        html::footer(&mut h, r);
+    if let Some(e) = sorted.first() {
+        h.push_str(&e.footer);
     }
     h.push_str("</main>\n</body>\n</html>\n");
     h
 }
 
-/// Writes [`html_document`].
-pub fn render_html(label: &str, fleet: &[(String, Report)], out: &mut dyn Write) -> std::io::Result<()> {
-    out.write_all(html_document(label, fleet).as_bytes())
+/// Writes [`html_page`].
+pub fn render_html(label: &str, fleet: &[Entry], out: &mut dyn Write) -> std::io::Result<()> {
+    out.write_all(html_page(label, fleet).as_bytes())
 }
 
 /// Text from the data as Markdown: table pipes, newlines and HTML markup
@@ -281,8 +370,8 @@ fn md(s: &str) -> String {
 /// The fleet as Markdown: the fleet table (sick first, each cluster linking
 /// to its section), the count per status, then one section per cluster as
 /// `diagnose -o markdown` writes it.
-pub fn render_markdown(label: &str, fleet: &[(String, Report)], out: &mut dyn Write) -> std::io::Result<()> {
-    let sorted = sorted(fleet);
+pub fn render_markdown(label: &str, fleet: &[Entry], out: &mut dyn Write) -> std::io::Result<()> {
+    let sorted = sorted_entries(fleet);
     let ids = anchors(&sorted);
     writeln!(out, "# cptriage fleet: {} clusters by `{label}`\n", fleet.len())?;
     writeln!(out, "{}\n", counts(fleet))?;
@@ -292,13 +381,13 @@ pub fn render_markdown(label: &str, fleet: &[(String, Report)], out: &mut dyn Wr
         md(label)
     )?;
     writeln!(out, "|---|---|---|---|---|---|")?;
-    for ((c, r), id) in sorted.iter().zip(&ids) {
-        let cells = row(c, r);
+    for (e, id) in sorted.iter().zip(&ids) {
+        let (c, cells) = (&e.cluster, &e.row);
         writeln!(
             out,
             "| [{}](#{id}) | {} | {} |",
             md(c),
-            if r.status == Status::Healthy {
+            if e.status == Status::Healthy {
                 cells[1].clone()
             } else {
                 format!("**{}**", cells[1])
@@ -306,21 +395,35 @@ pub fn render_markdown(label: &str, fleet: &[(String, Report)], out: &mut dyn Wr
             cells[2..].iter().map(|x| md(x)).collect::<Vec<_>>().join(" | ")
         )?;
     }
-    for ((c, r), id) in sorted.iter().zip(&ids) {
+    for (e, id) in sorted.iter().zip(&ids) {
         writeln!(out, "\n<a id=\"{id}\"></a>\n")?;
-        crate::report::markdown::render_titled(
-            r,
-            &format!("{} {}: {}", md(label), md(c), r.status.as_str()),
-            out,
-        )?;
+        out.write_all(e.body().as_bytes())?;
     }
     Ok(())
 }
 
-/// Writes [`document`] as pretty JSON.
-pub fn render_json(fleet: &[(String, Report)], out: &mut dyn Write) -> std::io::Result<()> {
-    let s = serde_json::to_string_pretty(&document(fleet)).map_err(std::io::Error::other)?;
-    writeln!(out, "{s}")
+/// The fleet as JSON: an array of v1 verdicts, sick first, each with a
+/// `cluster` field (the value of the fleet label), pretty-printed; the
+/// entries are rendered as [`Body::Json`].
+pub fn render_json(fleet: &[Entry], out: &mut dyn Write) -> std::io::Result<()> {
+    let sorted = sorted_entries(fleet);
+    if sorted.is_empty() {
+        return writeln!(out, "[]");
+    }
+    out.write_all(b"[\n")?;
+    for (i, e) in sorted.iter().enumerate() {
+        // Each element indented as one level of a pretty array.
+        let body = e.body();
+        let mut lines = body.lines().peekable();
+        while let Some(l) = lines.next() {
+            write!(out, "  {l}")?;
+            if lines.peek().is_some() {
+                out.write_all(b"\n")?;
+            }
+        }
+        out.write_all(if i + 1 < sorted.len() { b",\n" } else { b"\n" })?;
+    }
+    writeln!(out, "]")
 }
 
 #[cfg(test)]
@@ -332,5 +435,34 @@ mod tests {
         assert!(severity(Status::Degraded) > severity(Status::Inconclusive));
         assert!(severity(Status::Inconclusive) > severity(Status::Recovered));
         assert!(severity(Status::Recovered) > severity(Status::Healthy));
+    }
+
+    #[test]
+    fn the_streamed_json_array_is_serde_jsons_pretty_array() {
+        let rules = crate::rules::load::RuleSet::default_rules().expect("rules");
+        let fleet: Vec<(String, Report)> = ["b", "a"]
+            .iter()
+            .map(|c| {
+                let r = Report::unusable(&rules, &format!("no data for {c}"), Vec::new(), 0, 1);
+                (c.to_string(), r)
+            })
+            .collect();
+        let mut out = Vec::new();
+        render_json(&entries("cluster", &fleet, Body::Json), &mut out).expect("render");
+        let want: Vec<J> = sorted(&fleet)
+            .into_iter()
+            .map(|(c, r)| {
+                let mut d = crate::report::json::document(r);
+                if let J::Object(m) = &mut d {
+                    m.insert("cluster".into(), J::String(c.clone()));
+                }
+                d
+            })
+            .collect();
+        let want = serde_json::to_string_pretty(&J::Array(want)).expect("json") + "\n";
+        assert_eq!(String::from_utf8(out).expect("utf-8"), want);
+        let mut out = Vec::new();
+        render_json(&[], &mut out).expect("render");
+        assert_eq!(out, b"[]\n");
     }
 }

@@ -196,7 +196,12 @@ fn single_cluster_body_is_what_each_fleet_section_shows() {
 fn fleet_markdown_has_a_table_then_one_section_per_cluster() {
     let fleet = fleet_of_scenarios();
     let mut out = Vec::new();
-    fleet::render_markdown("cluster", &fleet, &mut out).expect("render");
+    fleet::render_markdown(
+        "cluster",
+        &fleet::entries("cluster", &fleet, fleet::Body::Markdown),
+        &mut out,
+    )
+    .expect("render");
     let md = String::from_utf8(out).expect("utf-8");
     assert!(
         md.starts_with("# cptriage fleet: 4 clusters by `cluster`\n"),

@@ -94,6 +94,18 @@ fn write_batch(gens: &[Generated], clusters: std::ops::Range<usize>, path: &Path
 
 /// Runs the fleet diagnosis; returns (exit code, stdout, stderr).
 fn run(url: &str, from: i64, to: i64, clusters: Option<&str>, output: &str) -> (Option<i32>, String, String) {
+    run_with(url, from, to, clusters, output, &[])
+}
+
+/// [`run`] with more arguments.
+fn run_with(
+    url: &str,
+    from: i64,
+    to: i64,
+    clusters: Option<&str>,
+    output: &str,
+    more: &[String],
+) -> (Option<i32>, String, String) {
     let fmt = |t: i64| {
         chrono::DateTime::from_timestamp_millis(t)
             .expect("time")
@@ -124,6 +136,7 @@ fn run(url: &str, from: i64, to: i64, clusters: Option<&str>, output: &str) -> (
         args.push("--clusters".into());
         args.push(re.into());
     }
+    args.extend(more.iter().cloned());
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_cptriage"))
         .args(&args)
         .output()
@@ -135,14 +148,33 @@ fn run(url: &str, from: i64, to: i64, clusters: Option<&str>, output: &str) -> (
     )
 }
 
-/// Runs the fleet diagnosis as JSON; returns (exit code, verdicts, signal queries).
+/// Runs the fleet diagnosis as JSON in one shard; returns (exit code,
+/// verdicts, signal queries).
 fn fleet(
     url: &str,
     from: i64,
     to: i64,
     clusters: Option<&str>,
 ) -> (Option<i32>, Vec<serde_json::Value>, usize) {
-    let (code, stdout, stderr) = run(url, from, to, clusters, "json");
+    let (code, v, q, _) = fleet_with(
+        url,
+        from,
+        to,
+        clusters,
+        &["--prometheus-max-samples".into(), "0".into()],
+    );
+    (code, v, q)
+}
+
+/// [`fleet`] with more arguments; also returns stderr.
+fn fleet_with(
+    url: &str,
+    from: i64,
+    to: i64,
+    clusters: Option<&str>,
+    more: &[String],
+) -> (Option<i32>, Vec<serde_json::Value>, usize, String) {
+    let (code, stdout, stderr) = run_with(url, from, to, clusters, "json", more);
     let v: serde_json::Value =
         serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("json: {e}\nstderr: {stderr}"));
     let queries = stderr
@@ -152,7 +184,24 @@ fn fleet(
             rest.split_whitespace().next()?.parse::<usize>().ok()
         })
         .unwrap_or_else(|| panic!("no query count in stderr: {stderr}"));
-    (code, v.as_array().expect("array").clone(), queries)
+    (code, v.as_array().expect("array").clone(), queries, stderr)
+}
+
+/// Each cluster's verdict without what names the shard (its expressions).
+fn verdict_of(v: &serde_json::Value) -> serde_json::Value {
+    let mut v = v.clone();
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                m.remove("expression");
+                m.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut v);
+    v
 }
 
 #[test]
@@ -233,6 +282,63 @@ fn fifty_clusters_are_judged_from_the_queries_of_one() {
     assert_eq!(ten.len(), 10);
     assert!(q10 > 0);
     assert_eq!(q10, q50, "queries for 10 clusters vs 50");
+
+    // Sharded: with a sample budget of about ten clusters' largest metric
+    // over the window, the fleet is judged in shards, one query set each,
+    // and every cluster's verdict is the one of the unsharded run (its
+    // expressions aside, which name the cluster either way).
+    let largest = prom
+        .query_range(
+            r#"max(count by (cluster, __name__) ({role=~"apiserver|etcd"}))"#,
+            to,
+            to,
+            15_000,
+        )
+        .expect("largest metric")[0]
+        .1[0]
+        .1;
+    let points = (to - from) / 15_000 + 1;
+    let budget = (largest as i64 * points * 10).to_string();
+    let (_, sharded, qs, stderr) = fleet_with(
+        &url,
+        from,
+        to,
+        None,
+        &["--prometheus-max-samples".into(), budget.clone()],
+    );
+    let shards: usize = stderr
+        .split(", in ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no shard count in stderr: {stderr}"));
+    assert!(
+        (4..=6).contains(&shards),
+        "{shards} shards with a budget of {budget}: {stderr}"
+    );
+    assert!(
+        qs <= shards * q50,
+        "{qs} queries in {shards} shards, {q50} in one"
+    );
+    assert_eq!(sharded.len(), CLUSTERS);
+    for (a, b) in sharded.iter().zip(&verdicts) {
+        assert_eq!(a["cluster"], b["cluster"]);
+        assert!(
+            verdict_of(a) == verdict_of(b),
+            "{}: sharded and unsharded verdicts differ",
+            a["cluster"]
+        );
+    }
+    let expr = sharded[0]["axes"][0]["evidence"][0]["expression"]
+        .as_str()
+        .unwrap_or_default();
+    let own = format!(
+        "cluster=\"{}\"",
+        sharded[0]["cluster"].as_str().unwrap_or_default()
+    );
+    assert!(
+        expr.contains(&own),
+        "a cluster's expression selects it alone: {expr}"
+    );
     // The table: a header, one row per cluster, sick first, and the counts.
     let (code, table, _) = run(&url, from, to, Some("c0[0-4]"), "table");
     eprintln!("{table}");

@@ -229,17 +229,14 @@ fn axis_name(axis: &str, sub: &Option<String>) -> String {
     }
 }
 
-/// Runs the assessment.
-pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
+/// Every signal of `input` judged against its threshold, with its
+/// persistence.
+fn judge_all(rules: &RuleSet, input: &AssessInput) -> Vec<judge::Judged> {
     let n = input.steps.len();
     let at = input.at_index.min(n.saturating_sub(1));
     let single = n <= 1;
-    let mut warnings = input.warnings.clone();
-    let mut gaps = input.gaps.clone();
     let empty = SignalInput::unavailable(Availability::Error, "missing input");
-
-    // 1. Judge every signal.
-    let judged: Vec<judge::Judged> = rules
+    rules
         .signals
         .iter()
         .enumerate()
@@ -262,7 +259,32 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
                 },
             )
         })
-        .collect();
+        .collect()
+}
+
+/// The signals lit at some step of the window for some instance, once
+/// persistence is applied: the only ones whose short-window values can
+/// change the assessment (the short window only dates back runs the full
+/// window confirmed). The engine queries short windows for these alone.
+pub fn lit_signals(rules: &RuleSet, input: &AssessInput) -> Vec<usize> {
+    judge_all(rules, input)
+        .iter()
+        .enumerate()
+        .filter(|(_, j)| j.lit.values().any(|l| l.contains(&Some(true))))
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// Runs the assessment.
+pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
+    let n = input.steps.len();
+    let at = input.at_index.min(n.saturating_sub(1));
+    let single = n <= 1;
+    let mut warnings = input.warnings.clone();
+    let mut gaps = input.gaps.clone();
+
+    // 1. Judge every signal.
+    let judged = judge_all(rules, input);
     if input.baseline.kind == BaselineKind::None
         && rules.signals.iter().any(|s| s.def.threshold.relative.is_some())
     {

@@ -31,7 +31,7 @@ pub mod fleet;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 
 use promql_parser::label::Matcher;
 use promql_parser::parser::Expr;
@@ -91,6 +91,10 @@ pub struct Prometheus {
     /// Range requests sent and to send (chunks included), for a progress bar.
     requests_done: AtomicUsize,
     requests_total: AtomicUsize,
+    /// Range requests in flight, at most [`PromConfig::concurrency`] across
+    /// every caller (fleet mode queries two shards at once).
+    in_flight: Mutex<usize>,
+    slot_freed: Condvar,
 }
 
 impl Prometheus {
@@ -104,6 +108,8 @@ impl Prometheus {
             failed: Mutex::new(Vec::new()),
             requests_done: AtomicUsize::new(0),
             requests_total: AtomicUsize::new(0),
+            in_flight: Mutex::new(0),
+            slot_freed: Condvar::new(),
         })
     }
 
@@ -167,21 +173,22 @@ impl Prometheus {
     /// Fails when the API cannot be reached or answers no role's `up` query;
     /// a role without series is left out (its axes become gaps).
     pub fn dataset(&self, from: Millis, to: Millis, step: Option<Millis>) -> Result<Dataset, PromError> {
-        let mut all = self.datasets_by(from, to, step, None)?;
+        let (mut all, _) = self.datasets_by(from, to, step, None)?;
         Ok(all.remove("").unwrap_or_default())
     }
 
     /// [`Prometheus::dataset`] split by the values of the label `by` (fleet
     /// mode, `--by cluster`): one dataset per value, from the same queries as
-    /// one dataset. Targets without the label are left out, with a warning.
+    /// one dataset, with the size of each cluster's largest metric (to shard
+    /// the fleet). Targets without the label are left out, with a warning.
     pub fn fleet_datasets(
         &self,
         from: Millis,
         to: Millis,
         step: Option<Millis>,
         by: &str,
-    ) -> Result<BTreeMap<String, Dataset>, PromError> {
-        let mut all = self.datasets_by(from, to, step, Some(by))?;
+    ) -> Result<FleetData, PromError> {
+        let (mut all, largest) = self.datasets_by(from, to, step, Some(by))?;
         if let Some(unlabelled) = all.remove("") {
             let n = unlabelled.targets.len();
             let w = SourceWarning {
@@ -195,7 +202,10 @@ impl Prometheus {
                 }
             }
         }
-        Ok(all)
+        Ok(FleetData {
+            datasets: all,
+            largest,
+        })
     }
 
     fn datasets_by(
@@ -204,15 +214,20 @@ impl Prometheus {
         to: Millis,
         step: Option<Millis>,
         by: Option<&str>,
-    ) -> Result<BTreeMap<String, Dataset>, PromError> {
+    ) -> Result<(BTreeMap<String, Dataset>, Sizes), PromError> {
         let mut out: BTreeMap<String, Dataset> = BTreeMap::new();
+        let mut largest: BTreeMap<String, usize> = BTreeMap::new();
         let mut warnings = Vec::new();
         let mut answered = 0;
         let mut last_err = None;
         for r in &self.cfg.roles {
             match self.role_targets(r.role, from, to, step, by) {
-                Ok((targets, ws)) => {
+                Ok((targets, ws, sizes)) => {
                     answered += 1;
+                    for (group, n) in sizes {
+                        let e = largest.entry(group).or_default();
+                        *e = (*e).max(n);
+                    }
                     for w in ws {
                         warnings.push(SourceWarning {
                             origin: self.url().to_string(),
@@ -244,7 +259,7 @@ impl Prometheus {
         for ds in out.values_mut() {
             ds.warnings.extend(warnings.iter().cloned());
         }
-        Ok(out)
+        Ok((out, largest))
     }
 
     fn role_targets(
@@ -254,7 +269,7 @@ impl Prometheus {
         to: Millis,
         step: Option<Millis>,
         by: Option<&str>,
-    ) -> Result<(Vec<GroupedTarget>, Vec<String>), PromError> {
+    ) -> Result<RoleTargets, PromError> {
         let ms = self.role_matchers(role).unwrap_or_default();
         let sel = select::selector_text(&ms);
         let il = self.cfg.instance_label.as_str();
@@ -282,7 +297,7 @@ impl Prometheus {
                 crate::timefmt::format_time(from),
                 crate::timefmt::format_time(to)
             ));
-            return Ok((Vec::new(), warnings));
+            return Ok((Vec::new(), warnings, BTreeMap::new()));
         }
         // Targets are keyed by (group, instance): the group is the value of
         // `by` (fleet mode), else empty.
@@ -318,6 +333,7 @@ impl Prometheus {
         // The metric names each target exposes: listed once for one cluster;
         // per cluster in fleet mode, so that a cluster that lacks a family the
         // others have reads it as not exposed (unknown), never as zero.
+        let mut largest = BTreeMap::new();
         let names: BTreeMap<String, BTreeSet<String>> = match by {
             None => self
                 .api
@@ -327,7 +343,10 @@ impl Prometheus {
                     BTreeMap::from([(String::new(), a.data.into_iter().collect())])
                 })?,
             Some(b) => match self.names_by_group(&sel, b, from, to, &mut warnings) {
-                Ok(m) => m,
+                Ok((m, sizes)) => {
+                    largest = sizes;
+                    m
+                }
                 Err(e) if e.is_connection() => return Err(e),
                 // Without the per-cluster names, every cluster is taken to
                 // expose what the fleet exposes, and the report says so.
@@ -386,7 +405,15 @@ impl Prometheus {
                 let t = Target {
                     name,
                     role,
-                    role_reason: format!("Prometheus series matching `{sel}`"),
+                    role_reason: match by {
+                        // The cluster's own selector, as a single-cluster run shows it.
+                        Some(b) => {
+                            let mut own: Vec<Matcher> = ms.iter().filter(|m| m.name != b).cloned().collect();
+                            own.push(Matcher::new(promql_parser::label::MatchOp::Equal, b, &group));
+                            format!("Prometheus series matching `{}`", select::selector_text(&own))
+                        }
+                        None => format!("Prometheus series matching `{sel}`"),
+                    },
                     version,
                     time_source: TimeSource::Prometheus,
                     snapshots: ts
@@ -403,12 +430,13 @@ impl Prometheus {
                 (group, t)
             })
             .collect();
-        Ok((targets, warnings))
+        Ok((targets, warnings, largest))
     }
 
     /// The metric names of the series matching `sel` in `[from, to]`, per
-    /// value of the label `by`, from one range query
-    /// (`group by (BY, __name__) (SEL)`) whatever the number of clusters. The
+    /// value of the label `by`, and the most series one name has at once
+    /// (per value), from one range query (`count by (BY, __name__) (SEL)`)
+    /// whatever the number of clusters. The
     /// window is sampled every minute to every 5 minutes (Prometheus's default
     /// lookback), at most [`NAME_STEPS`] times: a metric present only between
     /// two samples of a very long window is then missed, which reads as not
@@ -420,22 +448,31 @@ impl Prometheus {
         from: Millis,
         to: Millis,
         warnings: &mut Vec<String>,
-    ) -> Result<BTreeMap<String, BTreeSet<String>>, PromError> {
+    ) -> Result<(Names, Sizes), PromError> {
         let span = (to - from).max(0);
         let step = (span / 12)
             .clamp(60_000, NAME_STEP_MAX)
             .max(span / NAME_STEPS as Millis);
-        let q = format!("group by ({by}, __name__) ({sel})");
+        // `count by` keeps `__name__` (an aggregation's grouping label), so
+        // each series of the answer is one name of one cluster.
+        let q = format!("count by ({by}, __name__) ({sel})");
         let a = self.api.query_range(&q, from, to, step)?;
         warnings.extend(a.warnings);
         let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut largest: BTreeMap<String, usize> = BTreeMap::new();
         for s in a.data {
             if let Some(n) = s.labels.get(crate::store::METRIC_NAME) {
                 let g = s.labels.get(by).unwrap_or("").to_string();
+                let most = s.samples.iter().map(|p| p.v).fold(0.0, f64::max);
+                let e = largest.entry(g.clone()).or_default();
+                // A count is a small whole number; the cast saturates.
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let most = most as usize;
+                *e = (*e).max(most);
                 out.entry(g).or_default().insert(n.to_string());
             }
         }
-        Ok(out)
+        Ok((out, largest))
     }
 
     /// One chunk of a range query (`start`..=`end`, on the query's step). A
@@ -443,7 +480,7 @@ impl Prometheus {
     /// down to [`MIN_SPLIT_POINTS`]; the answers are stitched in time order.
     fn chunk_query(&self, q: &RangeQuery, start: Millis, end: Millis) -> Result<Vec<Series>, PromError> {
         let text = q.expr.to_string();
-        let r = self.api.query_range(&text, start, end, q.step);
+        let r = self.limited(|| self.api.query_range(&text, start, end, q.step));
         self.requests_done.fetch_add(1, Ordering::Relaxed);
         match r {
             Ok(a) => {
@@ -465,6 +502,25 @@ impl Prometheus {
             }
             Err(e) => Err(e),
         }
+    }
+}
+
+impl Prometheus {
+    /// Runs one request once fewer than [`PromConfig::concurrency`] are in
+    /// flight.
+    fn limited<T>(&self, f: impl FnOnce() -> T) -> T {
+        let max = self.cfg.concurrency.clamp(1, 32);
+        {
+            let mut n = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            while *n >= max {
+                n = self.slot_freed.wait(n).unwrap_or_else(|p| p.into_inner());
+            }
+            *n += 1;
+        }
+        let r = f();
+        *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+        self.slot_freed.notify_one();
+        r
     }
 }
 
@@ -541,6 +597,27 @@ fn rename_instance(mut s: Series, label: &str) -> Series {
 /// A target with the value of the fleet label it belongs to (empty outside
 /// fleet mode).
 type GroupedTarget = (String, Target);
+
+/// A role's targets, the warnings of listing them, and per fleet label value
+/// the most series one metric name had at once (fleet mode only).
+type RoleTargets = (Vec<GroupedTarget>, Vec<String>, Sizes);
+
+/// Metric names per fleet label value.
+type Names = BTreeMap<String, BTreeSet<String>>;
+
+/// A number of series per fleet label value.
+type Sizes = BTreeMap<String, usize>;
+
+/// The targets of a fleet, one dataset per cluster (`--by` value).
+#[derive(Debug, Default)]
+pub struct FleetData {
+    pub datasets: BTreeMap<String, Dataset>,
+    /// Per cluster, the most series one metric name of one role had at once
+    /// in the window: what one query of that cluster selects at most, which
+    /// sizes the fleet's shards. Empty when the per-cluster names could not
+    /// be listed.
+    pub largest: BTreeMap<String, usize>,
+}
 
 impl SignalEvaluator for Prometheus {
     fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, QueryError> {
