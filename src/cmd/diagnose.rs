@@ -335,11 +335,9 @@ fn run_fleet(
     crate::eval::select::check_label_name("--by", &label).map_err(|e| CliError::Usage(e.to_string()))?;
     let mut more = Vec::new();
     if let Some(re) = &a.clusters {
-        let text = format!(
-            "{{{label}=~\"{}\"}}",
-            re.replace('\\', "\\\\").replace('"', "\\\"")
-        );
-        more = parse_selector("--clusters", &text).map_err(|e| CliError::Usage(e.to_string()))?;
+        let m = crate::eval::select::regex_matcher("--clusters", &label, re)
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+        more.push(m);
     }
     let prom = connect_with(&a.prom, more)?;
     let insecure = insecure_warning(&a.prom, &prom);

@@ -85,6 +85,23 @@ pub fn parse_selector(flag: &str, text: &str) -> Result<Vec<Matcher>, SelectorEr
     Ok(ms)
 }
 
+/// The matcher `LABEL=~"REGEX"` (the regular expression anchored, as in
+/// PromQL); `flag` names the option in an error.
+pub fn regex_matcher(flag: &str, label: &str, regex: &str) -> Result<Matcher, SelectorError> {
+    let text = format!(
+        "{{{label}=~\"{}\"}}",
+        regex.replace('\\', "\\\\").replace('"', "\\\"")
+    );
+    parse_selector(flag, &text)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| SelectorError::Invalid {
+            flag: flag.to_string(),
+            text,
+            message: "expected one matcher".into(),
+        })
+}
+
 /// Writes matchers as a selector: `{job="etcd",cluster="prod"}`.
 pub fn selector_text(ms: &[Matcher]) -> String {
     let parts: Vec<String> = ms.iter().map(|m| m.to_string()).collect();

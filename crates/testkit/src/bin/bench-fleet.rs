@@ -396,11 +396,8 @@ fn main() -> anyhow::Result<()> {
     let signal_queries = fleet
         .stderr
         .lines()
-        .find_map(|l| {
-            l.split_once(" clusters judged from ")
-                .and_then(|(_, r)| r.split_whitespace().next()?.parse::<usize>().ok())
-        })
-        .unwrap_or(0);
+        .find_map(|l| l.split_once(" clusters judged from ").map(|(_, r)| r.to_string()))
+        .unwrap_or_default();
 
     // The same fleet one cluster at a time.
     let single_n = a.single.unwrap_or(a.clusters).min(a.clusters);
@@ -438,7 +435,7 @@ fn main() -> anyhow::Result<()> {
     println!("| run | wall | Prometheus requests | peak RSS | verdicts right |");
     println!("|---|---|---|---|---|");
     println!(
-        "| fleet (`--by cluster`), {} signal queries | {:.1} s | {fleet_requests} | {:.0} MiB | {}/{} |",
+        "| fleet (`--by cluster`): {} | {:.1} s | {fleet_requests} | {:.0} MiB | {}/{} |",
         signal_queries,
         fleet.wall.as_secs_f64(),
         fleet.rss_mib,
