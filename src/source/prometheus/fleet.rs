@@ -36,12 +36,14 @@ type Split = Result<HashMap<String, Vec<Series>>, QueryError>;
 /// Key of one range query: the expression's text and its range and step.
 type Key = (String, Millis, Millis, Millis);
 
-/// Default of `--prometheus-max-samples`: a tenth of Prometheus's default
-/// `--query.max-samples` (50,000,000), since one query's peak also holds its
-/// intermediate results (both sides of a ratio). Smaller queries are also
-/// cheaper per series: on Prometheus 2.42, 20 clusters took 13.6 s in one
-/// shard and 10.2 s in shards of 2,000,000 samples (docs/performance.md).
-pub const DEFAULT_MAX_SAMPLES: u64 = 5_000_000;
+/// Default of `--prometheus-max-samples`: a 25th of Prometheus's default
+/// `--query.max-samples` (50,000,000). Prometheus's work per series grows
+/// with the size of a query: 200 benchmark clusters took 151 s in shards of
+/// 5,000,000 samples, 108 s in shards of 2,000,000 (124 s one cluster at a
+/// time), and with 50 ms added to each request 151 s and 180 s (381 s one at
+/// a time): at this size fleet mode is never slower than single runs
+/// (docs/performance.md).
+pub const DEFAULT_MAX_SAMPLES: u64 = 2_000_000;
 
 /// The fleet cut into shards: consecutive clusters (in name order) whose
 /// largest metrics, times `points` steps of a query, stay under

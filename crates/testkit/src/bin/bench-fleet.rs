@@ -81,6 +81,53 @@ struct Args {
     /// Delete the working directory when done.
     #[arg(long)]
     remove: bool,
+    /// Add this many milliseconds to every request (a proxy on 127.0.0.1
+    /// that holds each request before passing it on), as a remote query
+    /// frontend (Thanos, Mimir) adds round trips and per-request work.
+    #[arg(long, default_value_t = 0)]
+    latency_ms: u64,
+    /// `--prometheus-max-samples` of the fleet run (default: cptriage's).
+    #[arg(long)]
+    max_samples: Option<u64>,
+}
+
+/// A TCP proxy on 127.0.0.1 that forwards to `port`, holding each chunk the
+/// client sends for `delay` before passing it on (one HTTP request is one
+/// chunk); answers flow back as they come. Returns the proxy's port.
+fn delay_proxy(port: u16, delay: Duration) -> anyhow::Result<u16> {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let proxy_port = listener.local_addr()?.port();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(server) = TcpStream::connect(("127.0.0.1", port)) else {
+                continue;
+            };
+            let (Ok(mut c_read), Ok(mut s_write)) = (client.try_clone(), server.try_clone()) else {
+                continue;
+            };
+            let (mut s_read, mut c_write) = (server, client);
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 64 * 1024];
+                while let Ok(n) = c_read.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    std::thread::sleep(delay);
+                    if s_write.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = s_write.shutdown(std::net::Shutdown::Write);
+            });
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut s_read, &mut c_write);
+                let _ = c_write.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    Ok(proxy_port)
 }
 
 struct Generated {
@@ -370,12 +417,21 @@ fn main() -> anyhow::Result<()> {
         gens.iter().map(|g| (g.status.clone(), g.axis.clone())).collect();
     drop(gens);
     let prom = promrun::Prometheus::start(&tsdb, "5m").map_err(anyhow::Error::msg)?;
-    let url = format!("http://127.0.0.1:{}", prom.port);
+    let url = if a.latency_ms > 0 {
+        let port = delay_proxy(prom.port, Duration::from_millis(a.latency_ms))?;
+        eprintln!("requests pass a proxy adding {} ms each", a.latency_ms);
+        format!("http://127.0.0.1:{port}")
+    } else {
+        format!("http://127.0.0.1:{}", prom.port)
+    };
 
     // The fleet, from the queries of one diagnosis.
     let before = requests(prom.port)?;
     let mut args = diagnose_args(&url, from, to, a.concurrency);
     args.extend(["--by".into(), "cluster".into()]);
+    if let Some(n) = a.max_samples {
+        args.extend(["--prometheus-max-samples".into(), n.to_string()]);
+    }
     let fleet = run(&bin, &args)?;
     let fleet_requests = delta(&before, &requests(prom.port)?);
     let v: serde_json::Value = serde_json::from_str(&fleet.stdout)
@@ -422,8 +478,15 @@ fn main() -> anyhow::Result<()> {
     let single_requests = delta(&before, &requests(prom.port)?);
 
     println!(
-        "\n{} clusters × 3 apiservers × 3 etcd members, {} at 15 s, resources: {}",
-        a.clusters, a.duration, a.resources
+        "\n{} clusters × 3 apiservers × 3 etcd members, {} at 15 s, resources: {}{}",
+        a.clusters,
+        a.duration,
+        a.resources,
+        if a.latency_ms > 0 {
+            format!(", {} ms added to every request", a.latency_ms)
+        } else {
+            String::new()
+        }
     );
     if !reuse {
         println!(
