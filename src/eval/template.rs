@@ -52,17 +52,11 @@ pub fn inject_matcher(expr: &mut Expr, name: &str, value: &str) {
     inject_matchers(expr, &[Matcher::new(MatchOp::Equal, name, value)]);
 }
 
-/// Sets the matchers on the label `name` of every vector and matrix selector
-/// of `expr` to `to`: each matcher on `name` is removed and `to` (if any)
-/// added. Fleet mode shows each cluster's expressions with its own
-/// `cluster="…"` and queries them with its shard's matcher instead.
-pub fn replace_label_matchers(expr: &mut Expr, name: &str, to: Option<&Matcher>) {
-    struct Replace<'a>(&'a str, Option<&'a Matcher>);
-    fn fix(m: &mut Vec<Matcher>, name: &str, to: Option<&Matcher>) {
-        m.retain(|x| x.name != name);
-        m.extend(to.cloned());
-    }
-    impl ExprVisitorMut for Replace<'_> {
+/// Applies `fix` to every matcher list of every vector and matrix selector of
+/// `expr` (each `or` group too).
+fn rewrite_matchers(expr: &mut Expr, fix: impl FnMut(&mut Vec<Matcher>)) {
+    struct Rewrite<F>(F);
+    impl<F: FnMut(&mut Vec<Matcher>)> ExprVisitorMut for Rewrite<F> {
         type Error = std::convert::Infallible;
         fn pre_visit(&mut self, e: &mut Expr) -> Result<bool, Self::Error> {
             let vs = match e {
@@ -70,14 +64,25 @@ pub fn replace_label_matchers(expr: &mut Expr, name: &str, to: Option<&Matcher>)
                 Expr::MatrixSelector(ms) => &mut ms.vs,
                 _ => return Ok(true),
             };
-            fix(&mut vs.matchers.matchers, self.0, self.1);
+            (self.0)(&mut vs.matchers.matchers);
             for group in &mut vs.matchers.or_matchers {
-                fix(group, self.0, self.1);
+                (self.0)(group);
             }
             Ok(true)
         }
     }
-    let _ = walk_expr_mut(&mut Replace(name, to), expr);
+    let _ = walk_expr_mut(&mut Rewrite(fix), expr);
+}
+
+/// Sets the matchers on the label `name` of every vector and matrix selector
+/// of `expr` to `to`: each matcher on `name` is removed and `to` (if any)
+/// added. Fleet mode shows each cluster's expressions with its own
+/// `cluster="…"` and queries them with its shard's matcher instead.
+pub fn replace_label_matchers(expr: &mut Expr, name: &str, to: Option<&Matcher>) {
+    rewrite_matchers(expr, |m| {
+        m.retain(|x| x.name != name);
+        m.extend(to.cloned());
+    });
 }
 
 /// Adds `matchers` to every vector and matrix selector of `expr`; a matcher of
@@ -85,30 +90,13 @@ pub fn replace_label_matchers(expr: &mut Expr, name: &str, to: Option<&Matcher>)
 /// the engine's role matcher, and for role and user selectors sent to
 /// Prometheus or written into exported rules.
 pub fn inject_matchers(expr: &mut Expr, matchers: &[Matcher]) {
-    struct Inject<'a>(&'a [Matcher]);
-    fn fix(m: &mut Vec<Matcher>, add: &[Matcher]) {
-        m.retain(|x| !add.iter().any(|a| a.name == x.name));
-        m.extend(add.iter().cloned());
-    }
-    impl ExprVisitorMut for Inject<'_> {
-        type Error = std::convert::Infallible;
-        fn pre_visit(&mut self, e: &mut Expr) -> Result<bool, Self::Error> {
-            let vs = match e {
-                Expr::VectorSelector(vs) => vs,
-                Expr::MatrixSelector(ms) => &mut ms.vs,
-                _ => return Ok(true),
-            };
-            fix(&mut vs.matchers.matchers, self.0);
-            for group in &mut vs.matchers.or_matchers {
-                fix(group, self.0);
-            }
-            Ok(true)
-        }
-    }
     if matchers.is_empty() {
         return;
     }
-    let _ = walk_expr_mut(&mut Inject(matchers), expr);
+    rewrite_matchers(expr, |m| {
+        m.retain(|x| !matchers.iter().any(|a| a.name == x.name));
+        m.extend(matchers.iter().cloned());
+    });
 }
 
 /// What an expression reads.
@@ -191,6 +179,25 @@ mod tests {
         assert_eq!(promql_duration(240_000), "4m");
         assert_eq!(promql_duration(20_000), "20s");
         assert_eq!(promql_duration(1500), "1500ms");
+    }
+
+    #[test]
+    fn a_labels_matchers_are_replaced_or_removed_in_every_selector() {
+        let mut e =
+            crate::eval::parse(r#"sum(rate(a{cluster="c1",job="x"}[1m])) / b{cluster=~"c.*"}"#).unwrap();
+        let shard = Matcher::new_matcher(
+            promql_parser::parser::token::T_EQL_REGEX,
+            "cluster".into(),
+            "c1|c2".into(),
+        )
+        .unwrap();
+        replace_label_matchers(&mut e, "cluster", Some(&shard));
+        assert_eq!(
+            e.to_string(),
+            r#"sum(rate(a{cluster=~"c1|c2",job="x"}[1m])) / b{cluster=~"c1|c2"}"#
+        );
+        replace_label_matchers(&mut e, "cluster", None);
+        assert_eq!(e.to_string(), r#"sum(rate(a{job="x"}[1m])) / b"#);
     }
 
     #[test]
