@@ -227,14 +227,7 @@ fn judge_remote(
             format_time(to)
         )));
     }
-    let opts = Options {
-        at,
-        from: Some(from),
-        to: Some(to),
-        step,
-        baseline,
-        debounce: a.debounce as usize,
-    };
+    let opts = prom_options(a, (from, to, at, step, baseline));
     let routed = LocalRole::new(prom, Role::Audit);
     let mut report = with_query_progress(prom, None, || engine::diagnose_with(rules, ds, &routed, &opts))?;
     let failed = prom_outcome(prom)?;
@@ -320,6 +313,19 @@ fn prom_window(a: &DiagnoseArgs) -> Result<PromWindow, CliError> {
     Ok((from, to, o.at, o.step, o.baseline))
 }
 
+/// The engine's options of a Prometheus diagnosis over `window`.
+fn prom_options(a: &DiagnoseArgs, window: PromWindow) -> Options<'static> {
+    let (from, to, at, step, baseline) = window;
+    Options {
+        at,
+        from: Some(from),
+        to: Some(to),
+        step,
+        baseline,
+        debounce: a.debounce as usize,
+    }
+}
+
 /// `diagnose --prometheus URL --by LABEL`: every value of LABEL judged as
 /// its own control plane from the same queries (see
 /// [`crate::source::prometheus::fleet`]); the exit code is the worst of the
@@ -375,14 +381,7 @@ fn run_fleet(
         ReportFormat::Html => fleet::Body::Html,
         ReportFormat::Markdown => fleet::Body::Markdown,
     };
-    let opts = Options {
-        at,
-        from: Some(from),
-        to: Some(to),
-        step,
-        baseline,
-        debounce: a.debounce as usize,
-    };
+    let opts = prom_options(a, (from, to, at, step, baseline));
     let judge = FleetJudge {
         rules,
         prom: &prom,
@@ -477,40 +476,36 @@ impl FleetJudge<'_> {
             (a, f.len())
         };
         let shared = Fleet::new(self.prom, self.label, &members);
-        let judge_one = |cluster: &str, ds: &crate::source::Dataset| -> Report {
-            let debounce = self.opts.debounce;
+        let unusable = |why: &str| {
             let to = self.opts.to.unwrap_or_default();
-            let result = match &shared {
-                Ok(shared) => engine::diagnose_with(self.rules, ds, &shared.cluster(cluster), self.opts),
-                Err(e) => {
-                    let why = format!("this cluster could not be judged: {e}");
-                    return Report::unusable(self.rules, &why, Vec::new(), to, debounce);
-                }
-            };
-            match result {
-                Ok(r) => r,
-                // A cluster that cannot be judged stays in the fleet, as
-                // inconclusive with the reason.
-                Err(engine::EngineError::NoData) => {
-                    Report::unusable(self.rules, "no snapshots in the window", Vec::new(), to, debounce)
-                }
-                Err(e) => Report::unusable(
-                    self.rules,
-                    &format!("this cluster could not be judged: {e}"),
-                    Vec::new(),
-                    to,
-                    debounce,
-                ),
-            }
+            Report::unusable(self.rules, why, Vec::new(), to, self.opts.debounce)
         };
-        let mut reports: Vec<Option<Report>> = shard.iter().map(|_| None).collect();
-        if let (Some(first), Some((c, ds))) = (reports.first_mut(), shard.first()) {
-            *first = Some(judge_one(c, ds));
-        }
-        // The rest read the shard's answers, on every core.
-        let next = std::sync::atomic::AtomicUsize::new(1);
+        // A cluster that cannot be judged stays in the fleet, as inconclusive
+        // with the reason.
+        let judge_one = |cluster: &str, ds: &crate::source::Dataset| -> Report {
+            let why = match shared
+                .as_ref()
+                .map(|s| engine::diagnose_with(self.rules, ds, &s.cluster(cluster), self.opts))
+            {
+                Ok(Ok(r)) => return r,
+                Ok(Err(engine::EngineError::NoData)) => "no snapshots in the window".to_string(),
+                Ok(Err(e)) => format!("this cluster could not be judged: {e}"),
+                Err(e) => format!("this cluster could not be judged: {e}"),
+            };
+            unusable(&why)
+        };
+        // The first cluster sends the shard's queries; the rest read their
+        // answers, on every core.
         let slots: Vec<std::sync::Mutex<Option<Report>>> =
             shard.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        let judge_into = |k: usize| {
+            if let (Some((c, ds)), Some(slot)) = (shard.get(k), slots.get(k)) {
+                let r = judge_one(c, ds);
+                *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+            }
+        };
+        judge_into(0);
+        let next = std::sync::atomic::AtomicUsize::new(1);
         let workers = std::thread::available_parallelism()
             .map_or(1, usize::from)
             .min(shard.len().saturating_sub(1));
@@ -518,17 +513,13 @@ impl FleetJudge<'_> {
             for _ in 0..workers {
                 s.spawn(|| loop {
                     let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some((c, ds)) = shard.get(k) else { break };
-                    let r = judge_one(c, ds);
-                    if let Some(slot) = slots.get(k) {
-                        *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                    if k >= shard.len() {
+                        break;
                     }
+                    judge_into(k);
                 });
             }
         });
-        for (r, slot) in reports.iter_mut().zip(slots).skip(1) {
-            *r = slot.into_inner().unwrap_or_else(|p| p.into_inner());
-        }
         // The warnings of this shard's queries.
         let (answered, failed) = self.prom.outcome();
         let failed = &failed[failed_before.min(failed.len())..];
@@ -550,17 +541,10 @@ impl FleetJudge<'_> {
         }
         shard
             .iter()
-            .zip(reports)
-            .map(|((c, _), r)| {
-                let mut r = r.unwrap_or_else(|| {
-                    Report::unusable(
-                        self.rules,
-                        "this cluster was not judged",
-                        Vec::new(),
-                        0,
-                        self.opts.debounce,
-                    )
-                });
+            .zip(slots)
+            .map(|((c, _), slot)| {
+                let r = slot.into_inner().unwrap_or_else(|p| p.into_inner());
+                let mut r = r.unwrap_or_else(|| unusable("this cluster was not judged"));
                 r.warnings.extend(self.insecure.map(str::to_string));
                 r.warnings.extend(shard_warnings.iter().cloned());
                 Entry::new(self.label, c, &r, self.body)

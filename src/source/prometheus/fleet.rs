@@ -124,11 +124,6 @@ impl<'a> Fleet<'a> {
         })
     }
 
-    /// The label that names the clusters.
-    pub fn label(&self) -> &str {
-        &self.label
-    }
-
     /// The evaluator of one cluster (one value of the fleet label).
     pub fn cluster(&'a self, value: &str) -> ClusterView<'a> {
         ClusterView {

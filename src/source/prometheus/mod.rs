@@ -92,7 +92,8 @@ pub struct Prometheus {
     requests_done: AtomicUsize,
     requests_total: AtomicUsize,
     /// Range requests in flight, at most [`PromConfig::concurrency`] across
-    /// every caller (fleet mode queries two shards at once).
+    /// every caller (the clusters of a fleet shard, judged on every core, may
+    /// query at once).
     in_flight: Mutex<usize>,
     slot_freed: Condvar,
 }
