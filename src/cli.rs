@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::eval::select::{DEFAULT_APISERVER_SELECTOR, DEFAULT_CONTROLLER_SELECTOR, DEFAULT_ETCD_SELECTOR};
+use crate::rules::export;
+use crate::source::live::LiveConfig;
 use crate::timefmt::{self, Millis, TimeError};
 
 /// A time flag (`--from`, `--to`, `--at`, baselines): RFC 3339, unix seconds,
@@ -18,12 +20,60 @@ fn time_value(s: &str) -> Result<Millis, TimeError> {
 
 /// A duration flag that must be positive (`--step`, `--since`): a Prometheus
 /// duration such as `15s`, `1m` or `1h30m`.
-fn positive_duration(s: &str) -> Result<Millis, String> {
+fn positive_duration(s: &str) -> Result<Millis, TimeError> {
     match timefmt::parse_duration(s) {
         Ok(d) if d > 0 => Ok(d),
-        Ok(_) => Err("must be greater than zero".into()),
-        Err(e) => Err(e.to_string()),
+        Ok(_) => Err(TimeError::NotPositive),
+        Err(e) => Err(e),
     }
+}
+
+/// The value of a duration flag with a default (`--interval`, `--timeout`,
+/// `--window`): shown in the help as typed (`5s`), read as milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Duration(pub Millis);
+
+impl Duration {
+    /// A default taken from the stage that owns it.
+    pub const fn from_std(d: std::time::Duration) -> Duration {
+        Duration(d.as_millis() as Millis)
+    }
+
+    pub fn std(self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.0.max(0) as u64)
+    }
+}
+
+impl std::fmt::Display for Duration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&timefmt::format_duration(self.0))
+    }
+}
+
+/// A positive duration flag with a default.
+fn positive_span(s: &str) -> Result<Duration, TimeError> {
+    positive_duration(s).map(Duration)
+}
+
+/// A duration flag that may be zero (`rules export --for 0s`).
+fn span(s: &str) -> Result<Duration, TimeError> {
+    timefmt::parse_duration(s).map(Duration)
+}
+
+/// The value of a size flag (`--max-body 512MiB`): shown in the help as
+/// typed, read as bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size(pub u64);
+
+impl std::fmt::Display for Size {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&crate::limits::format_size(self.0).replace(' ', ""))
+    }
+}
+
+/// A size flag: `512MiB`, `64KiB`, `1GiB`, `100MB`, `1000`.
+fn size(s: &str) -> Result<Size, crate::limits::SizeError> {
+    crate::limits::parse_size(s).map(Size)
 }
 
 /// Kubernetes control-plane triage: is it the apiserver or etcd, and which part?
@@ -232,20 +282,22 @@ pub struct LiveArgs {
     #[arg(long, value_name = "[NAME=]URL", num_args = 1.., help_heading = "Controller")]
     pub controller: Vec<String>,
     /// Time between scrape rounds.
-    #[arg(long, value_name = "DURATION", default_value = "5s")]
-    pub interval: String,
+    #[arg(long, value_name = "DURATION", value_parser = positive_span,
+          default_value_t = Duration::from_std(LiveConfig::DEFAULT_INTERVAL))]
+    pub interval: Duration,
     /// How long to scrape (at least two rounds are taken). Default: 30s; with
     /// `--watch`, until Ctrl-C.
-    #[arg(long, value_name = "DURATION")]
-    pub duration: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = span)]
+    pub duration: Option<Duration>,
     /// Timeout of each request, including reading its whole body.
-    #[arg(long, value_name = "DURATION", default_value = "4s")]
-    pub timeout: String,
+    #[arg(long, value_name = "DURATION", value_parser = positive_span,
+          default_value_t = Duration::from_std(LiveConfig::DEFAULT_TIMEOUT))]
+    pub timeout: Duration,
     /// Most memory the scrapes of one round may hold together (response text
     /// being parsed and the families kept); a scrape that would go over it
     /// fails as too large and the others go on.
-    #[arg(long, value_name = "SIZE", default_value = "1GiB")]
-    pub max_body_total: String,
+    #[arg(long, value_name = "SIZE", value_parser = size, default_value_t = Size(crate::source::live::client::MAX_BODY_TOTAL))]
+    pub max_body_total: Size,
 }
 
 /// Size caps on what is read.
@@ -254,8 +306,8 @@ pub struct LimitArgs {
     /// Largest metrics text read from one place: one `/metrics` response or
     /// one snapshot file, after gzip decoding (`512MiB`, `64MiB`, `1GiB`).
     /// Bigger is a per-target error, reported with the rest analysed.
-    #[arg(long, value_name = "SIZE", default_value = "512MiB")]
-    pub max_body: String,
+    #[arg(long, value_name = "SIZE", value_parser = size, default_value_t = Size(crate::limits::DEFAULT_MAX_BODY))]
+    pub max_body: Size,
 }
 
 #[derive(Debug, Args)]
@@ -455,7 +507,7 @@ pub enum ColorChoice {
 }
 
 /// A Prometheus-compatible HTTP API as the source (docs/prometheus.md).
-#[derive(Debug, Args, Clone, Default)]
+#[derive(Debug, Args, Clone)]
 pub struct PromArgs {
     /// Query a Prometheus-compatible HTTP API (Prometheus, Thanos Query, Mimir
     /// at `…/prometheus`) instead of reading dumps.
@@ -560,18 +612,20 @@ pub struct PromArgs {
     #[arg(
         long,
         value_name = "SIZE",
-        default_value = "256MiB",
+        value_parser = size,
+        default_value_t = Size(crate::source::prometheus::api::MAX_RESPONSE),
         help_heading = "Prometheus"
     )]
-    pub prometheus_max_response: String,
+    pub prometheus_max_response: Size,
     /// Timeout of each API request (also sent as the query `timeout`).
     #[arg(
         long,
         value_name = "DURATION",
-        default_value = "30s",
+        value_parser = positive_span,
+        default_value_t = Duration::from_std(crate::source::prometheus::api::DEFAULT_TIMEOUT),
         help_heading = "Prometheus"
     )]
-    pub prometheus_timeout: String,
+    pub prometheus_timeout: Duration,
     /// Range queries in flight at once (1–32).
     #[arg(
         long,
@@ -658,17 +712,17 @@ pub struct RulesExportArgs {
     #[arg(long, value_name = "FILE")]
     pub rules: Option<PathBuf>,
     /// What `$window` (the range of rate() and co.) becomes.
-    #[arg(long, value_name = "DURATION", default_value = "5m")]
-    pub window: String,
+    #[arg(long, value_name = "DURATION", value_parser = span, default_value_t = Duration(export::DEFAULT_WINDOW))]
+    pub window: Duration,
     /// How long a leaf must hold before its alert fires.
-    #[arg(long = "for", value_name = "DURATION", default_value = "2m")]
-    pub for_: String,
+    #[arg(long = "for", value_name = "DURATION", value_parser = span, default_value_t = Duration(export::DEFAULT_FOR))]
+    pub for_: Duration,
     /// Relative thresholds compare with the median over this range…
-    #[arg(long, value_name = "DURATION", default_value = "1h")]
-    pub baseline_window: String,
+    #[arg(long, value_name = "DURATION", value_parser = span, default_value_t = Duration(export::DEFAULT_BASELINE_WINDOW))]
+    pub baseline_window: Duration,
     /// …ending this long before the evaluation time.
-    #[arg(long, value_name = "DURATION", default_value = "1h")]
-    pub baseline_offset: String,
+    #[arg(long, value_name = "DURATION", value_parser = span, default_value_t = Duration(export::DEFAULT_BASELINE_OFFSET))]
+    pub baseline_offset: Duration,
     /// Series selector of kube-apiserver targets.
     #[arg(long, value_name = "SELECTOR", default_value = DEFAULT_APISERVER_SELECTOR)]
     pub apiserver_selector: String,

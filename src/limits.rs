@@ -374,14 +374,23 @@ pub fn read_text_capped(path: &Path) -> std::io::Result<String> {
     })
 }
 
+/// Why a size flag's value is not a size.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("invalid size `{0}`: expected a number with an optional unit (KiB, MiB, GiB, KB, MB, GB)")]
+    NotANumber(String),
+    #[error("invalid size `{0}`: unknown unit `{1}` (KiB, MiB, GiB, KB, MB, GB)")]
+    Unit(String, String),
+    #[error("invalid size `{0}`: must be greater than zero and below 16 EiB")]
+    Range(String),
+}
+
 /// A byte size as the flags take it: `512MiB`, `64KiB`, `1GiB`, `100MB`, `1000`.
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub fn parse_size(s: &str) -> Result<u64, SizeError> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: u64 = num.parse().map_err(|_| {
-        format!("invalid size `{t}`: expected a number with an optional unit (KiB, MiB, GiB, KB, MB, GB)")
-    })?;
+    let n: u64 = num.parse().map_err(|_| SizeError::NotANumber(t.into()))?;
     let mult: u64 = match unit.trim() {
         "" | "B" => 1,
         "KiB" | "Ki" | "K" | "k" => 1 << 10,
@@ -390,15 +399,11 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "KB" | "kB" => 1_000,
         "MB" => 1_000_000,
         "GB" => 1_000_000_000,
-        u => {
-            return Err(format!(
-                "invalid size `{t}`: unknown unit `{u}` (KiB, MiB, GiB, KB, MB, GB)"
-            ))
-        }
+        u => return Err(SizeError::Unit(t.into(), u.into())),
     };
     n.checked_mul(mult)
         .filter(|v| *v > 0)
-        .ok_or_else(|| format!("invalid size `{t}`: must be greater than zero and below 16 EiB"))
+        .ok_or_else(|| SizeError::Range(t.into()))
 }
 
 /// A byte size for messages: `512 MiB`, `64 KiB`, `1000 bytes`.

@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 fn main() {
-    let cli = match cptriage::try_parse() {
+    let cli = match cptriage::cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };

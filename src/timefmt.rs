@@ -16,6 +16,9 @@ pub enum TimeError {
     Time(String),
     #[error("invalid duration `{0}`: expected a Prometheus duration such as 15s, 1m or 1h30m")]
     Duration(String),
+    /// A duration flag that must be positive was zero.
+    #[error("must be greater than zero")]
+    NotPositive,
 }
 
 /// Parses an RFC 3339 time, unix seconds (integer or fractional), or a time

@@ -1,7 +1,6 @@
 //! One thin handler per subcommand, wiring source → store → eval → report.
 
 pub(crate) mod completions;
-pub(crate) mod config;
 pub(crate) mod diagnose;
 pub(crate) mod query;
 pub(crate) mod record;
@@ -12,18 +11,26 @@ pub(crate) mod watch;
 
 use std::io::Write;
 
-use crate::cli::{Cli, Command, DumpArgs, LimitArgs, TimeArgs};
+use crate::cli::{Cli, Command, ReportFormat};
 use crate::error::CliError;
 use crate::exit::ExitCode;
-use crate::source::capture::{self, DumpArg};
-use crate::source::ingest::Keep;
-use crate::source::Dataset;
-use crate::store::Millis;
+use crate::pipeline::{self, Outcome};
+use crate::plan::{self, Metrics, Output, Plan};
+use crate::report::{fleet, html, json, markdown, page, table};
+use crate::rules::report::Report;
+use crate::rules::RuleSet;
 
 /// Runs a parsed command line, writing results to `out` and warnings to `err`.
 pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCode, CliError> {
     match cli.command {
-        Command::Diagnose(a) => diagnose::run(a, out, err),
+        Command::Diagnose(a) => {
+            let plan = Plan::from_args(a)?;
+            let rules = plan::load_rules(plan.rules.as_deref())?;
+            match &plan.metrics {
+                Metrics::Live(l) if l.watch => watch::run(&plan, &rules, out, err),
+                _ => diagnose::run(&plan, &rules, out, err),
+            }
+        }
         Command::Query(a) => query::run(a, out, err),
         Command::Record(a) => record::run(a, out, err),
         Command::Tree(a) => tree::run(a, out),
@@ -32,24 +39,56 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCod
     }
 }
 
-/// Loads the `--dump` arguments, printing source warnings to `err`.
-pub(crate) fn load_dumps(
-    d: &DumpArgs,
-    limits: &LimitArgs,
-    keep: &Keep,
-    err: &mut dyn Write,
-) -> Result<Dataset, CliError> {
-    let max = record::size_arg("--max-body", &limits.max_body)?;
-    let args: Vec<DumpArg> = d
-        .dump
-        .iter()
-        .map(|a| DumpArg::parse(a))
-        .collect::<Result<_, _>>()?;
-    let ds = capture::load_capped(&args, keep, max)?;
-    for w in &ds.warnings {
-        writeln!(err, "warning: {}: {}", w.origin, w.message)?;
+/// Writes the outcome of a diagnosis in the plan's output format and returns
+/// its exit code; a run that failed on unusable data still writes a verdict
+/// (`inconclusive`, the failures as warnings) on `-o json` and `-o html`,
+/// then fails.
+pub(crate) fn conclude(
+    plan: &Plan,
+    rules: &RuleSet,
+    result: Result<Outcome, CliError>,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CliError> {
+    let outcome = match result {
+        Ok(o) => o,
+        Err(e) => {
+            if matches!(plan.output.format, ReportFormat::Json | ReportFormat::Html) {
+                if let Some(report) = pipeline::unusable_report(&e, rules, plan) {
+                    render(&report, plan.output, out)?;
+                }
+            }
+            return Err(e);
+        }
+    };
+    match &outcome {
+        Outcome::One(report) => render(report, plan.output, out)?,
+        Outcome::Watched { report, rounds } => {
+            if matches!(plan.output.format, ReportFormat::Table | ReportFormat::Wide) {
+                writeln!(out, "\nwatch ended after {rounds} rounds; the final report:\n")?;
+            }
+            render(report, plan.output, out)?;
+        }
+        Outcome::Fleet(f) => match plan.output.format {
+            ReportFormat::Json => fleet::render_json(&f.entries, out)?,
+            ReportFormat::Table | ReportFormat::Wide => fleet::render_table(&f.label, &f.entries, out)?,
+            ReportFormat::Html => fleet::render_html(&f.label, &f.entries, out)?,
+            ReportFormat::Markdown => fleet::render_markdown(&f.label, &f.entries, out)?,
+        },
     }
-    Ok(ds)
+    Ok(outcome.exit_code())
+}
+
+/// Writes one report in the plan's output format.
+fn render(report: &Report, output: Output, out: &mut dyn Write) -> Result<(), CliError> {
+    let opts = || screen_opts(output.color);
+    match output.format {
+        ReportFormat::Json => json::render(report, out)?,
+        ReportFormat::Markdown => markdown::render(report, out)?,
+        ReportFormat::Html => html::render(report, out)?,
+        ReportFormat::Wide => table::render(report, &opts(), out)?,
+        ReportFormat::Table => out.write_all(page::first_page(report, &opts()).as_bytes())?,
+    }
+    Ok(())
 }
 
 /// How the terminal report is drawn: the width from `COLUMNS`, else the
@@ -78,38 +117,4 @@ pub(crate) fn screen_opts(color: crate::cli::ColorChoice) -> crate::report::page
         }
     };
     crate::report::page::RenderOpts { width, color }
-}
-
-/// Loads `--rules FILE`, or the shipped rules.
-pub(crate) fn load_rules(path: Option<&std::path::Path>) -> Result<crate::rules::load::RuleSet, CliError> {
-    let r = match path {
-        Some(p) => crate::rules::load::load_file(p),
-        None => crate::rules::load::RuleSet::default_rules(),
-    };
-    r.map_err(|e| CliError::Usage(e.to_string()))
-}
-
-/// The evaluation times asked for.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum When {
-    At(Millis),
-    Range { from: Millis, to: Millis, step: Millis },
-}
-
-/// Resolves `--at/--from/--to/--step` against the data (default: the last snapshot).
-pub(crate) fn resolve_time(t: &TimeArgs, ds: &Dataset) -> Result<When, CliError> {
-    match (t.at, t.from, t.to) {
-        (Some(at), _, _) => Ok(When::At(at)),
-        (None, Some(from), Some(to)) => {
-            config::ordered(from, to)?;
-            let step = t.step.or_else(|| ds.typical_interval()).unwrap_or(60_000);
-            Ok(When::Range { from, to, step })
-        }
-        _ => {
-            let (_, last) = ds
-                .window()
-                .ok_or_else(|| CliError::Data("the dumps hold no snapshot".into()))?;
-            Ok(When::At(last))
-        }
-    }
 }

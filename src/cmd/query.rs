@@ -5,15 +5,17 @@ use std::io::Write;
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 
-use crate::cli::{QueryArgs, QueryFormat};
-use crate::cmd::{load_dumps, resolve_time, When};
+use crate::cli::{QueryArgs, QueryFormat, TimeArgs};
 use crate::error::CliError;
 use crate::eval::{self, EvalOptions, Value};
 use crate::exit::ExitCode;
+use crate::pipeline::{self, Lines};
+use crate::plan::{self, PromSource};
 use crate::report::promapi;
 use crate::source::ingest::Keep;
+use crate::source::Dataset;
 use crate::store::is_stale;
-use crate::timefmt;
+use crate::timefmt::{self, Millis};
 
 /// The expression: the positional argument, or else the last `--dump` value when
 /// it is not an existing path (`--dump` takes several values and swallows a
@@ -54,7 +56,12 @@ pub(crate) fn run(mut a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) ->
     } else {
         Keep::Names(refs.names)
     };
-    let ds = load_dumps(&a.dump, &a.limits, &keep, err)?;
+    let ds = pipeline::read_dumps(
+        &plan::dump_args(&a.dump.dump)?,
+        a.limits.max_body.0,
+        &keep,
+        &mut Lines::new(err),
+    )?;
     for t in &ds.targets {
         writeln!(
             err,
@@ -100,17 +107,14 @@ fn run_prometheus(a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
     })?;
     let mut expr = crate::limits::parse_promql(&text)
         .map_err(|e| CliError::Usage(format!("`{}`: invalid PromQL: {e}", shown_expr(&text))))?;
-    let prom = crate::cmd::diagnose::connect(&a.prom)?;
-    if let Some(w) = crate::cmd::diagnose::insecure_warning(&a.prom, &prom) {
-        writeln!(err, "warning: {w}")?;
-    }
+    let prom = pipeline::remote::connect(&PromSource::from_args(&a.prom)?, &mut Lines::new(err))?;
     crate::eval::select::inject_matchers(&mut expr, prom.extra_matchers());
     let sent = expr.to_string();
     let step = a.time.step;
     let now = chrono::Utc::now().timestamp_millis();
     let result = match (a.time.at, a.time.from, a.time.to) {
         (None, Some(from), Some(to)) => {
-            crate::cmd::config::ordered(from, to)?;
+            plan::ordered(from, to)?;
             // Default: about 250 points, at least 15 s apart.
             let step = step.unwrap_or_else(|| ((to - from) / 250).max(15_000));
             prom.api()
@@ -138,7 +142,7 @@ fn run_prometheus(a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
                 crate::source::prometheus::PromError::Api { status: 400, .. } => {
                     CliError::Usage(e.to_string())
                 }
-                _ => CliError::Data(e.to_string()),
+                _ => e.into(),
             });
         }
     };
@@ -151,6 +155,31 @@ fn run_prometheus(a: QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
         QueryFormat::Table => render_table(&value, at, out)?,
     }
     Ok(ExitCode::Ok)
+}
+
+/// The evaluation times asked for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum When {
+    At(Millis),
+    Range { from: Millis, to: Millis, step: Millis },
+}
+
+/// Resolves `--at/--from/--to/--step` against the data (default: the last snapshot).
+fn resolve_time(t: &TimeArgs, ds: &Dataset) -> Result<When, CliError> {
+    match (t.at, t.from, t.to) {
+        (Some(at), _, _) => Ok(When::At(at)),
+        (None, Some(from), Some(to)) => {
+            plan::ordered(from, to)?;
+            let step = t.step.or_else(|| ds.typical_interval()).unwrap_or(60_000);
+            Ok(When::Range { from, to, step })
+        }
+        _ => {
+            let (_, last) = ds
+                .window()
+                .ok_or_else(|| CliError::data("the dumps hold no snapshot"))?;
+            Ok(When::At(last))
+        }
+    }
 }
 
 /// How the report names a time source.

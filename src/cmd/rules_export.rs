@@ -3,21 +3,21 @@
 use std::io::Write;
 
 use crate::cli::{ExportFormat, RulesExportArgs};
-use crate::cmd::load_rules;
 use crate::error::CliError;
 use crate::exit::ExitCode;
+use crate::plan::load_rules;
 use crate::rules::export::{self, ExportOptions};
-use crate::timefmt::{format_duration, parse_duration};
+use crate::timefmt::format_duration;
 
 pub(crate) fn run(a: RulesExportArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let rules = load_rules(a.rules.as_deref())?;
     let usage = |e: export::ExportError| CliError::Usage(e.to_string());
     let mut opts =
         ExportOptions::new(&a.apiserver_selector, &a.etcd_selector, &a.controller_selector).map_err(usage)?;
-    opts.window = parse_duration(&a.window)?;
-    opts.for_ = parse_duration(&a.for_)?;
-    opts.baseline_window = parse_duration(&a.baseline_window)?;
-    opts.baseline_offset = parse_duration(&a.baseline_offset)?;
+    opts.window = a.window.0;
+    opts.for_ = a.for_.0;
+    opts.baseline_window = a.baseline_window.0;
+    opts.baseline_offset = a.baseline_offset.0;
     opts.group = a.group.clone();
     opts.by = a.by.clone();
     let text = match a.format {

@@ -3,9 +3,9 @@
 use std::io::Write;
 
 use crate::cli::{TreeArgs, TreeFormat};
-use crate::cmd::load_rules;
 use crate::error::CliError;
 use crate::exit::ExitCode;
+use crate::plan::load_rules;
 use crate::rules::tree;
 
 pub(crate) fn run(a: TreeArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {

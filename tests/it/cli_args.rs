@@ -349,3 +349,64 @@ fn window_flags_are_checked_at_the_edge() {
         );
     }
 }
+
+/// Every duration and size flag is parsed when the command line is read: a
+/// bad value is a usage error naming the flag and the value, before anything
+/// is read or scraped; nothing is written on stdout.
+#[test]
+fn duration_and_size_flags_are_checked_at_the_edge() {
+    use support::test::Test;
+    let d = demo();
+    let live = [
+        "diagnose",
+        "--live",
+        "--no-apiserver",
+        "--etcd",
+        "http://127.0.0.1:9",
+    ];
+    for (args, flag, why) in [
+        (&live[..], ["--interval", "0s"], "must be greater than zero"),
+        (&live[..], ["--timeout", "4 s"], "invalid duration `4 s`"),
+        (&live[..], ["--duration", "soon"], "invalid duration `soon`"),
+        (&live[..], ["--max-body-total", "12XB"], "unknown unit `XB`"),
+        (
+            &["diagnose", "--dump", &d][..],
+            ["--max-body", "0"],
+            "must be greater than zero",
+        ),
+        (
+            &["diagnose", "--prometheus", "http://127.0.0.1:9"][..],
+            ["--prometheus-timeout", "0s"],
+            "must be greater than zero",
+        ),
+        (
+            &["query", "--prometheus", "http://127.0.0.1:9", "up"][..],
+            ["--prometheus-max-response", "lots"],
+            "invalid size `lots`",
+        ),
+        (
+            &["rules", "export"][..],
+            ["--for", "2 minutes"],
+            "invalid duration",
+        ),
+    ] {
+        Test::new()
+            .args(args)
+            .args(&flag)
+            .status(2)
+            .stdout("")
+            .stderr_has(flag[0])
+            .stderr_has(why)
+            .run();
+    }
+    // The defaults themselves parse, and say so in the help.
+    Test::new()
+        .args(&["diagnose", "--help"])
+        .stdout_has("[default: 5s]")
+        .stdout_has("[default: 4s]")
+        .stdout_has("[default: 1GiB]")
+        .stdout_has("[default: 512MiB]")
+        .stdout_has("[default: 256MiB]")
+        .stdout_has("[default: 30s]")
+        .run();
+}

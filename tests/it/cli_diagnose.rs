@@ -6,6 +6,7 @@ use crate::support;
 
 use support::realcap;
 use support::run as cptriage;
+use support::test::Test;
 
 use std::path::Path;
 use std::process::Command;
@@ -424,21 +425,32 @@ fn live_flags_without_live_are_refused_not_ignored() {
             "--prometheus",
         ),
     ] {
-        let mut full = vec!["diagnose"];
-        full.extend(args);
-        let o = cptriage(&full);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{full:?}: {err}");
-        assert!(
-            err.contains(&format!(
+        Test::new()
+            .arg("diagnose")
+            .args(&args)
+            .status(2)
+            .stdout("")
+            .stderr_has(&format!(
                 "`{flag}` scrapes live targets and needs `--live`; it would be ignored with `{source}`"
-            )),
-            "{err}"
-        );
+            ))
+            .run();
     }
     // The defaults themselves are not "given".
-    let o = cptriage(&["diagnose", "--dump", cap, "--timeout", "4s", "-o", "json"]);
-    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    Test::new()
+        .args(&[
+            "diagnose",
+            "--dump",
+            cap,
+            "--timeout",
+            "4s",
+            "--interval",
+            "5s",
+            "-o",
+            "json",
+        ])
+        .status(1)
+        .stdout_has("\"status\": \"degraded\"")
+        .run();
 }
 
 /// Unusable data still gets a verdict on `-o json`: `inconclusive`, every

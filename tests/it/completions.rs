@@ -29,13 +29,13 @@ fn completions_and_man_page_are_up_to_date() {
         (Shell::Elvish, "cptriage.elv"),
     ] {
         let mut buf = Vec::new();
-        clap_complete::generate(shell, &mut cptriage::command(), "cptriage", &mut buf);
+        clap_complete::generate(shell, &mut cptriage::cli::command(), "cptriage", &mut buf);
         assert!(buf.len() > 200, "{shell} completion is suspiciously short");
         check(&root.join("completions").join(file), &buf, &mut stale);
     }
     // One man page per command and subcommand, as `clap_mangen::generate_to`
     // writes them: the top page's SEE ALSO names `cptriage-diagnose(1)` & co.
-    let mut cmd = cptriage::command().disable_help_subcommand(true);
+    let mut cmd = cptriage::cli::command().disable_help_subcommand(true);
     cmd.build();
     let mut pages = Vec::new();
     man_pages(&cmd, &mut pages);
@@ -82,7 +82,7 @@ fn man_pages(cmd: &clap::Command, out: &mut Vec<(String, Vec<u8>)>) {
 
 #[test]
 fn every_help_has_examples() {
-    let mut cmd = cptriage::command();
+    let mut cmd = cptriage::cli::command();
     cmd.build();
     let mut missing = Vec::new();
     fn walk(cmd: &mut clap::Command, path: String, missing: &mut Vec<String>) {
@@ -106,9 +106,9 @@ fn every_help_has_examples() {
 #[test]
 fn completions_know_every_subcommand() {
     let mut buf = Vec::new();
-    clap_complete::generate(Shell::Bash, &mut cptriage::command(), "cptriage", &mut buf);
+    clap_complete::generate(Shell::Bash, &mut cptriage::cli::command(), "cptriage", &mut buf);
     let text = String::from_utf8_lossy(&buf);
-    for sub in cptriage::command().get_subcommands() {
+    for sub in cptriage::cli::command().get_subcommands() {
         assert!(
             text.contains(sub.get_name()),
             "bash completion lacks `{}`",

@@ -10,6 +10,7 @@ pub(crate) mod prometheus;
 pub(crate) mod promrun;
 pub(crate) mod server;
 pub(crate) mod snapshot;
+pub(crate) mod test;
 
 #[path = "../common/realdata.rs"]
 pub(crate) mod realcap;

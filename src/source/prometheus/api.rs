@@ -24,6 +24,9 @@ use crate::timefmt::format_timestamp;
 /// the bytes received, while memory follows the samples kept.
 pub const MAX_RESPONSE: u64 = 256 << 20;
 
+/// Timeout of each request by default (`--prometheus-timeout`).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Most of an error response's body read (error documents are small).
 const MAX_ERROR_BODY: u64 = 64 << 10;
 

@@ -268,8 +268,9 @@ fn run_diagnose(dir: &Path, cptriage: Option<&Path>) -> anyhow::Result<Measured>
 /// then prints this process's peak RSS (`VmHWM`) to stderr.
 fn child(dir: &Path) -> anyhow::Result<()> {
     let argv = ["cptriage", "diagnose", "-o", "json", "--dump"];
-    let cli =
-        cptriage::Cli::try_parse_from(argv.iter().map(|s| s.into()).chain([dir.as_os_str().to_owned()]))?;
+    let cli = cptriage::cli::Cli::try_parse_from(
+        argv.iter().map(|s| s.into()).chain([dir.as_os_str().to_owned()]),
+    )?;
     let mut out = std::io::stdout().lock();
     let mut err = std::io::stderr();
     let _code = cptriage::run(cli, &mut out, &mut err)?;
