@@ -462,6 +462,48 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
                 ));
             }
         }
+        if let Some(r) = &l.refines {
+            match file.leaves.iter().find(|o| &o.id == r) {
+                None => d.push(loc.token(
+                    ("leaves", &l.id),
+                    r,
+                    Level::Error,
+                    format!("leaf `{}` refines unknown leaf `{r}`", l.id),
+                )),
+                Some(o) if o.id == l.id || o.fallback || l.fallback => d.push(loc.token(
+                    ("leaves", &l.id),
+                    r,
+                    Level::Error,
+                    format!(
+                        "leaf `{}` refines `{r}`: a leaf refines another ordinary leaf, not itself or a fallback",
+                        l.id
+                    ),
+                )),
+                Some(_) => {}
+            }
+        }
+        for clause in &l.cause {
+            for ph in crate::rules::model::cause_placeholders(clause) {
+                let sig = ph
+                    .strip_suffix(".baseline")
+                    .or_else(|| ph.strip_prefix("if:"))
+                    .unwrap_or(ph);
+                if ph == "instance" || ph == "others" {
+                    continue;
+                }
+                if !signal_index.contains_key(sig) {
+                    d.push(loc.token(
+                        ("leaves", &l.id),
+                        ph,
+                        Level::Error,
+                        format!(
+                            "leaf `{}` says its cause with `{{{ph}}}`, which is neither `instance`, `others` nor a signal (`ID`, `ID.baseline` or `if:ID`)",
+                            l.id
+                        ),
+                    ));
+                }
+            }
+        }
     }
     let mut advisory_ids = BTreeSet::new();
     for a in &file.advisories {

@@ -553,4 +553,31 @@ pub struct LeafDef {
     /// p99 next to the robust statistic that lights the leaf).
     #[serde(default)]
     pub evidence: Vec<String>,
+    /// Why the member named is the cause, as clauses of one line: `{instance}`
+    /// is the cause member(s), `{others}` the other members with data, `{ID}`
+    /// signal ID's value on the cause member, `{ID.baseline}` its baseline and
+    /// `{if:ID}` nothing. A clause is said when every signal it names is lit
+    /// on the cause member; the first said leads. The signals must be the
+    /// leaf's deciding or evidence signals.
+    #[serde(default)]
+    pub cause: Vec<String>,
+    /// Another leaf this one explains more precisely from the same evidence
+    /// plus its own (the CPU leaf refines the disk leaf: the same slow
+    /// fsyncs, and the process waiting for CPU). When both are in an incident
+    /// and their episodes overlap, this leaf replaces the other, dated from
+    /// the earlier onset.
+    #[serde(default)]
+    pub refines: Option<String>,
+}
+
+/// The `{…}` placeholders of a cause clause, in order.
+pub fn cause_placeholders(clause: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = clause;
+    while let Some(a) = rest.find('{') {
+        let Some(b) = rest[a..].find('}') else { break };
+        out.push(&rest[a + 1..a + b]);
+        rest = &rest[a + b + 1..];
+    }
+    out
 }

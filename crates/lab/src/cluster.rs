@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::faults::Cgroups;
 use crate::log::Log;
 use crate::util::{now_ms, LabError};
 
@@ -288,6 +289,8 @@ pub(crate) struct Cluster {
     life: Duration,
     initial: String,
     http: reqwest::blocking::Client,
+    /// Each member's cgroups (CPU quota, sockets matched by nftables).
+    pub cgroups: Cgroups,
 }
 
 impl Cluster {
@@ -339,6 +342,7 @@ impl Cluster {
                 .timeout(Duration::from_secs(2))
                 .build()
                 .map_err(|e| LabError::msg(e.to_string()))?,
+            cgroups: Cgroups::make(spec.members),
         };
         for i in 0..spec.members {
             c.start_member(i, true)?;
@@ -352,14 +356,18 @@ impl Cluster {
             }
         }
         log.say(&format!(
-            "cluster up: etcd {} ({}), members {}",
+            "cluster up: etcd {} ({}), members {} (client/peer/metrics ports); {}",
             c.bin.version,
             c.bin.path.display(),
             c.members
                 .iter()
-                .map(|m| format!("{}=:{}/:{}", m.name, m.client_port, m.metrics_port))
+                .map(|m| format!(
+                    "{}=:{}/:{}/:{}",
+                    m.name, m.client_port, m.peer_port, m.metrics_port
+                ))
                 .collect::<Vec<_>>()
-                .join(" ")
+                .join(" "),
+            c.cgroups.describe()
         ));
         Ok(c)
     }
@@ -394,7 +402,16 @@ impl Cluster {
             args.push(format!("--quota-backend-bytes={q}"));
         }
         let mut t = under_timeout(self.life, "KILL");
-        t.arg(&self.bin.path)
+        // The member joins its cgroups before it runs, so every socket it
+        // opens belongs to them.
+        let join: String = self
+            .cgroups
+            .procs_files(i)
+            .iter()
+            .map(|f| format!("echo $$ > '{}' && ", f.display()))
+            .collect();
+        t.args(["sh", "-c", &format!("{join}exec \"$0\" \"$@\"")])
+            .arg(&self.bin.path)
             .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::from(logf));
@@ -467,6 +484,11 @@ impl Cluster {
             std::thread::sleep(Duration::from_millis(200));
         }
         None
+    }
+
+    /// Every member's peer port, by index.
+    pub(crate) fn peer_ports(&self) -> Vec<u16> {
+        self.members.iter().map(|m| m.peer_port).collect()
     }
 
     pub(crate) fn pid(&self, i: usize) -> Option<u32> {

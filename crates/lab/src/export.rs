@@ -60,6 +60,12 @@ pub(crate) const FAMILIES: &[&str] = &[
     "etcd_server_version",
     "grpc_server_handled_total",
     "process_start_time_seconds",
+    "process_cpu_seconds_total",
+    "etcd_network_active_peers",
+    "etcd_network_disconnected_peers_total",
+    "etcd_network_peer_sent_bytes_total",
+    "etcd_network_peer_received_bytes_total",
+    "etcd_disk_defrag_inflight",
 ];
 
 const SUFFIXES: &[&str] = &["", "_bucket", "_sum", "_count", "_total", "_created"];

@@ -126,6 +126,11 @@ pub fn judge(truth: &Truth, verdict: &Value) -> Judgement {
     if want.status == "degraded" && truth.cleared_at_ms.is_some() {
         accepted.push("recovered");
     }
+    // Maintenance too short to degrade anything may be answered healthy.
+    let healthy_ok = want.healthy_accepted && got.status.as_deref() == Some("healthy");
+    if want.healthy_accepted {
+        accepted.push("healthy");
+    }
     let mut checks = vec![
         Check {
             criterion: "status",
@@ -137,13 +142,13 @@ pub fn judge(truth: &Truth, verdict: &Value) -> Judgement {
             criterion: "axis",
             expected: dash(&want.axis),
             got: dash(&got.axis),
-            outcome: outcome(got.axis == want.axis),
+            outcome: outcome(got.axis == want.axis || (healthy_ok && got.axis.is_none())),
         },
         Check {
             criterion: "sub-axis",
             expected: dash(&want.sub_axis),
             got: dash(&got.sub_axis),
-            outcome: outcome(got.sub_axis == want.sub_axis),
+            outcome: outcome(got.sub_axis == want.sub_axis || (healthy_ok && got.sub_axis.is_none())),
         },
     ];
     let instances = if got.instances.is_empty() {
@@ -151,30 +156,32 @@ pub fn judge(truth: &Truth, verdict: &Value) -> Judgement {
     } else {
         got.instances.join(",")
     };
-    checks.push(if truth.single_member && truth.members.len() == 1 {
-        let mut have = got.instances.clone();
-        have.sort();
-        have.dedup();
-        Check {
-            criterion: "member",
-            expected: truth.members[0].clone(),
-            got: instances,
-            outcome: outcome(have == truth.members),
-        }
-    } else {
-        Check {
-            criterion: "member",
-            expected: "-".into(),
-            got: instances,
-            outcome: Outcome::NotApplicable,
-        }
-    });
+    checks.push(
+        if truth.single_member && truth.members.len() == 1 && !healthy_ok {
+            let mut have = got.instances.clone();
+            have.sort();
+            have.dedup();
+            Check {
+                criterion: "member",
+                expected: truth.members[0].clone(),
+                got: instances,
+                outcome: outcome(have == truth.members),
+            }
+        } else {
+            Check {
+                criterion: "member",
+                expected: "-".into(),
+                got: instances,
+                outcome: Outcome::NotApplicable,
+            }
+        },
+    );
     let onset_ms = got.onset.as_deref().and_then(rfc3339_ms);
     let delta = match (truth.injected_at_ms, onset_ms) {
         (Some(inj), Some(on)) => Some((on - inj) as f64 / 1000.0),
         _ => None,
     };
-    let judged_onset = truth.injected_at_ms.is_some() && want.status != "healthy";
+    let judged_onset = truth.injected_at_ms.is_some() && want.status != "healthy" && !healthy_ok;
     checks.push(Check {
         criterion: "onset",
         expected: if judged_onset {
@@ -222,6 +229,7 @@ mod tests {
                 status: status.into(),
                 axis: sub.map(|_| "etcd".into()),
                 sub_axis: sub.map(str::to_string),
+                healthy_accepted: false,
             },
             events: vec![],
             known_failure: None,
@@ -293,6 +301,23 @@ mod tests {
         assert!(judge(&t, &v).pass());
         assert!(judge(&t, &verdict("degraded", "raft", &["m1"], "1970-01-01T00:16:45Z")).pass());
         assert!(!judge(&t, &serde_json::json!({"status": "healthy", "root_cause": null})).pass());
+    }
+
+    #[test]
+    fn maintenance_may_be_answered_healthy_but_never_as_another_fault() {
+        let mut t = truth("degraded", Some("maintenance"), &["m1"]);
+        t.expect.healthy_accepted = true;
+        let healthy = serde_json::json!({"status": "healthy", "root_cause": null});
+        assert!(judge(&t, &healthy).pass(), "{:?}", judge(&t, &healthy).failures());
+        assert!(judge(
+            &t,
+            &verdict("degraded", "maintenance", &["m1"], "1970-01-01T00:16:45Z")
+        )
+        .pass());
+        let disk = judge(&t, &verdict("degraded", "disk", &["m1"], "1970-01-01T00:16:45Z"));
+        assert_eq!(disk.failures(), vec!["sub-axis: expected maintenance, got disk"]);
+        t.expect.healthy_accepted = false;
+        assert!(!judge(&t, &healthy).pass());
     }
 
     #[test]

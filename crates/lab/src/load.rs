@@ -410,3 +410,59 @@ pub(crate) fn prefill(urls: &[String], count: usize, keys: usize, value_bytes: u
     }
     done.load(Ordering::Relaxed)
 }
+
+/// What a write burst did.
+#[derive(Debug, Default)]
+pub(crate) struct Burst {
+    pub puts: u64,
+    pub bytes: u64,
+    pub errors: u64,
+}
+
+/// Puts `value_bytes` values over `keys` keys from `threads` threads as fast
+/// as the cluster takes them, until `until` or `max_bytes` were written.
+pub(crate) fn burst(
+    urls: &[String],
+    threads: usize,
+    value_bytes: usize,
+    keys: usize,
+    until: Instant,
+    max_bytes: u64,
+) -> Burst {
+    let puts = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let next = Arc::new(AtomicU64::new(0));
+    let eps = Arc::new(Endpoints::new(urls.to_vec()));
+    let max_puts = max_bytes / value_bytes.max(1) as u64;
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (puts, errors, next, eps) = (puts.clone(), errors.clone(), next.clone(), eps.clone());
+            std::thread::spawn(move || {
+                let gw = Gateway::new(Duration::from_secs(5));
+                while Instant::now() < until {
+                    let n = next.fetch_add(1, Ordering::Relaxed);
+                    if n >= max_puts {
+                        break;
+                    }
+                    let i = eps.pick();
+                    let key = format!("{PREFIX}burst-{}", n % keys as u64);
+                    if gw.put(&eps.urls[i], &key, &value(value_bytes, n)).is_ok() {
+                        puts.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        let _ = h.join();
+    }
+    let p = puts.load(Ordering::Relaxed);
+    Burst {
+        puts: p,
+        bytes: p * value_bytes as u64,
+        errors: errors.load(Ordering::Relaxed),
+    }
+}

@@ -8,6 +8,7 @@
 
 mod cluster;
 mod export;
+mod faults;
 mod load;
 mod log;
 mod noise;
@@ -41,7 +42,10 @@ enum Cmd {
     /// Run scenarios (default: all) on each etcd version, record, diagnose and
     /// judge them. Scenarios: healthy-noisy, fsync-slow-leader,
     /// fsync-slow-follower, sigstop-leader, sigkill-leader, quorum-loss,
-    /// nospace, compaction-defrag.
+    /// nospace, compaction-defrag, fsync-slow-{leader,follower}-{30ms,1s},
+    /// cpu-starved-leader, cpu-starved-follower, cpu-neighbour-leader,
+    /// partition-leader, partition-follower, peer-loss-follower,
+    /// leader-flapping, defrag-leader, defrag-follower, overload.
     Run(RunArgs),
     /// Diagnose kept runs again with the current cptriage and print the table.
     /// Each DIR is a run (holding truth.json) or a directory of runs
@@ -110,6 +114,12 @@ struct RunArgs {
     /// Delay added to each fdatasync/fsync of the slow-disk member.
     #[arg(long, default_value = "100ms", value_parser = parse_duration)]
     fsync_delay: Duration,
+    /// CPU quota of the starved member (cpu-starved-*), % of one core.
+    #[arg(long, default_value_t = 3.0)]
+    cpu_quota: f64,
+    /// Share of peer packets dropped (peer-loss-follower), %.
+    #[arg(long, default_value_t = 30)]
+    loss: u32,
     /// `--quota-backend-bytes` of the nospace cluster, in MiB.
     #[arg(long, default_value_t = 16)]
     quota_mib: u64,
@@ -292,6 +302,17 @@ fn cmd_run(a: RunArgs, log: &Log) -> Result<i32, LabError> {
     if std::process::Command::new("strace").arg("-V").output().is_err() {
         cluster::apt_install(&["strace"], log)?;
     }
+    let nets = scenarios
+        .iter()
+        .any(|s| s.starts_with("partition") || s.starts_with("peer-loss"));
+    if nets
+        && std::process::Command::new("nft")
+            .arg("--version")
+            .output()
+            .is_err()
+    {
+        cluster::apt_install(&["nftables"], log)?;
+    }
     let cache = a.cache.dir();
     let mut bins = Vec::new();
     for v in &a.etcd {
@@ -324,6 +345,8 @@ fn cmd_run(a: RunArgs, log: &Log) -> Result<i32, LabError> {
         warmup: a.warmup,
         fsync_delay: a.fsync_delay,
         quota_bytes: a.quota_mib << 20,
+        cpu_quota_pct: a.cpu_quota,
+        loss_pct: a.loss,
         load: LoadSpec {
             puts_per_s: a.puts,
             gets_per_s: a.gets,

@@ -87,6 +87,23 @@ impl Neighbours {
         log.say(&format!("neighbours started: {}", spec.describe(cores())));
         Ok(Neighbours { procs })
     }
+
+    /// `n` CPU-bound neighbours spinning all the time, pinned to `core`,
+    /// for `life` at most.
+    pub(crate) fn spinners(core: usize, n: usize, life: Duration) -> Result<Neighbours, LabError> {
+        let exe = std::env::current_exe()?;
+        let secs = life.as_secs().max(1).to_string();
+        let mut procs = Vec::new();
+        for _ in 0..n {
+            let mut t = under_timeout(life + Duration::from_secs(5), "TERM");
+            t.args(["taskset", "-c", &core.to_string()])
+                .arg(&exe)
+                .args(["noise", "cpu", "--seconds", &secs, "--duty", "1"])
+                .stdout(Stdio::null());
+            procs.push(Wrapped::start(t, "CPU neighbour")?);
+        }
+        Ok(Neighbours { procs })
+    }
 }
 
 impl Drop for Neighbours {

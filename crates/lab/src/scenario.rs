@@ -47,7 +47,82 @@ pub(crate) const SCENARIOS: &[(&str, &str)] = &[
         "compaction-defrag",
         "not a fault: a large history compacted and every member defragmented",
     ),
+    (
+        "fsync-slow-leader-30ms",
+        "fsync-slow-leader with a 30 ms delay",
+    ),
+    ("fsync-slow-leader-1s", "fsync-slow-leader with a 1 s delay"),
+    (
+        "fsync-slow-follower-30ms",
+        "fsync-slow-follower with a 30 ms delay",
+    ),
+    (
+        "fsync-slow-follower-1s",
+        "fsync-slow-follower with a 1 s delay",
+    ),
+    (
+        "cpu-starved-leader",
+        "the leader limited to a few % of one core (cgroup CPU quota) for the fault period, load unchanged",
+    ),
+    (
+        "cpu-starved-follower",
+        "a follower limited to a few % of one core (cgroup CPU quota) for the fault period",
+    ),
+    (
+        "cpu-neighbour-leader",
+        "the leader pinned to one core shared with CPU-bound neighbours (taskset) for the fault period",
+    ),
+    (
+        "partition-leader",
+        "every packet of every peer connection of the leader dropped (nftables) for the fault period",
+    ),
+    (
+        "partition-follower",
+        "every packet of every peer connection of a follower dropped (nftables) for the fault period",
+    ),
+    (
+        "peer-loss-follower",
+        "a share of the packets of every peer connection of a follower dropped at random (nftables) for the fault period",
+    ),
+    (
+        "leader-flapping",
+        "whoever leads frozen (SIGSTOP) for 2 s every 6 s during the fault period",
+    ),
+    (
+        "defrag-leader",
+        "a large, compacted database defragmented on the leader, again every 20 s of the fault period",
+    ),
+    (
+        "defrag-follower",
+        "a large, compacted database defragmented on a follower, again every 20 s of the fault period",
+    ),
+    (
+        "overload",
+        "a burst of large-value writes from 8 clients for the fault period; no faulty resource",
+    ),
 ];
+
+/// The fsync delay of an fsync-slow scenario: from its name's suffix, else
+/// the run's `--fsync-delay`.
+fn fsync_delay(scenario: &str, opts: &RunOpts) -> Duration {
+    if scenario.ends_with("-30ms") {
+        Duration::from_millis(30)
+    } else if scenario.ends_with("-1s") {
+        Duration::from_secs(1)
+    } else {
+        opts.fsync_delay
+    }
+}
+
+/// The member a single-member fault hits: the leader, or the first follower.
+fn target(c: &Cluster, g: &mut Gather, scenario: &str) -> Result<(usize, &'static str), LabError> {
+    let l = leader(c, g)?;
+    if scenario.contains("leader") {
+        Ok((l, "leader"))
+    } else {
+        Ok(((0..c.members.len()).find(|&i| i != l).unwrap_or(0), "follower"))
+    }
+}
 
 pub(crate) fn is_scenario(name: &str) -> bool {
     SCENARIOS.iter().any(|(n, _)| *n == name)
@@ -70,6 +145,10 @@ pub(crate) struct RunOpts {
     pub warmup: Duration,
     pub fsync_delay: Duration,
     pub quota_bytes: u64,
+    /// CPU quota of a starved member, % of one core.
+    pub cpu_quota_pct: f64,
+    /// Share of peer packets dropped by peer-loss, %.
+    pub loss_pct: u32,
     pub load: LoadSpec,
     pub noise: NoiseSpec,
     /// Where member data directories go (removed after each run).
@@ -207,6 +286,24 @@ fn run_inner(
             t.elapsed()
         ));
     }
+    if scenario.starts_with("defrag-") {
+        // A large database, half of it history that the compaction frees:
+        // a defragment rewrites ~100 MB and shrinks the file by about as much.
+        let t = Instant::now();
+        let n = load::prefill(&urls, 24_000, 12_000, 8 << 10);
+        g.event(&format!(
+            "database written: {n} puts of 8 KiB over 12000 keys in {:.0?}",
+            t.elapsed()
+        ));
+        let gw = Gateway::new(Duration::from_secs(120));
+        let rev = gw.revision(&urls[0]).map_err(LabError::msg)?;
+        match gw.compact(&urls[0], rev) {
+            Ok(_) => g.event(&format!(
+                "compacted at revision {rev} (physical), before the recording"
+            )),
+            Err(e) => g.event(&format!("compaction failed: {e}")),
+        };
+    }
     let mut load = Load::start(urls.clone(), &opts.load, Instant::now() + life);
     g.event(&format!(
         "load started: {} puts/s ({} B values over {} keys), {} gets/s (half linearizable), one watch per member",
@@ -234,11 +331,13 @@ fn run_inner(
         status: "degraded".into(),
         axis: Some("etcd".into()),
         sub_axis: Some(sub.into()),
+        healthy_accepted: false,
     };
     let healthy = Expect {
         status: "healthy".into(),
         axis: None,
         sub_axis: None,
+        healthy_accepted: false,
     };
     let conditions = match &neighbours {
         Some(_) => format!("{}; {}", load_text(&opts.load), opts.noise.describe(cores())),
@@ -249,17 +348,17 @@ fn run_inner(
             fault_text = "none".to_string();
             expect = healthy;
         }
-        "fsync-slow-leader" | "fsync-slow-follower" => {
+        "fsync-slow-leader"
+        | "fsync-slow-follower"
+        | "fsync-slow-leader-30ms"
+        | "fsync-slow-leader-1s"
+        | "fsync-slow-follower-30ms"
+        | "fsync-slow-follower-1s" => {
             sleep_until(inject_at);
-            let l = leader(&cluster, &mut g)?;
-            let target = if scenario == "fsync-slow-leader" {
-                l
-            } else {
-                (0..3).find(|&i| i != l).unwrap_or(0)
-            };
-            let role = if target == l { "leader" } else { "follower" };
+            let (target, role) = target(&cluster, &mut g, scenario)?;
+            let delay = fsync_delay(scenario, opts);
             let before = now_ms();
-            let s = cluster.delay_fsync(target, opts.fsync_delay, life)?;
+            let s = cluster.delay_fsync(target, delay, life)?;
             // The delay applies from strace's attach; attaching -f to every
             // thread takes a moment, so give it until the next call returns.
             std::thread::sleep(Duration::from_millis(200));
@@ -269,14 +368,14 @@ fn run_inner(
                 &format!(
                     "INJECT: strace delays every fdatasync/fsync of m{target} ({role}, pid {}) by {:?}",
                     cluster.pid(target).unwrap_or(0),
-                    opts.fsync_delay
+                    delay
                 ),
             );
             strace = Some(s);
             members.push(format!("m{target}"));
             fault_text = format!(
                 "fdatasync/fsync of m{target} ({role}) delayed by {} ms (strace inject delay_enter) from the injection to the end of the recording",
-                opts.fsync_delay.as_millis()
+                delay.as_millis()
             );
             expect = degraded("disk");
         }
@@ -388,6 +487,180 @@ fn run_inner(
                 format!("not a fault: compaction of {rev} revisions and a defragment of every member");
             expect = healthy;
         }
+        "cpu-starved-leader" | "cpu-starved-follower" => {
+            sleep_until(inject_at);
+            let (t, role) = target(&cluster, &mut g, scenario)?;
+            let quota_us = (opts.cpu_quota_pct / 100.0 * crate::faults::CPU_PERIOD_US as f64).round() as u64;
+            let at = now_ms();
+            let file = cluster.cgroups.set_cpu_quota(t, Some(quota_us.max(1000)))?;
+            injected = Some(at);
+            g.event_at(at, &format!("INJECT: CPU quota of m{t} ({role}): {file}"));
+            members.push(format!("m{t}"));
+            sleep_until(fault_end);
+            let file = cluster.cgroups.set_cpu_quota(t, None)?;
+            cleared = Some(g.event(&format!("CLEAR: CPU quota of m{t} removed: {file}")));
+            fault_text = format!(
+                "m{t} ({role}) limited to {}% of one core ({quota_us} µs per {} µs, {}) for {} s, load unchanged",
+                opts.cpu_quota_pct,
+                crate::faults::CPU_PERIOD_US,
+                cluster.cgroups.describe(),
+                opts.fault.as_secs()
+            );
+            expect = degraded("cpu");
+        }
+        "cpu-neighbour-leader" => {
+            sleep_until(inject_at);
+            let (t, role) = target(&cluster, &mut g, scenario)?;
+            let n = cores();
+            let core = n - 1;
+            let pid = cluster.pid(t).unwrap_or(0);
+            let at = now_ms();
+            crate::faults::pin(pid, &core.to_string())?;
+            let spin = Neighbours::spinners(core, 4, opts.fault)?;
+            injected = Some(at);
+            g.event_at(
+                at,
+                &format!("INJECT: m{t} ({role}, pid {pid}) pinned to core {core} with 4 CPU-bound neighbours pinned there"),
+            );
+            members.push(format!("m{t}"));
+            sleep_until(fault_end);
+            drop(spin);
+            crate::faults::pin(pid, &format!("0-{}", n - 1))?;
+            cleared = Some(g.event(&format!(
+                "CLEAR: neighbours ended, m{t} unpinned (cores 0-{})",
+                n - 1
+            )));
+            fault_text = format!(
+                "m{t} ({role}) pinned to core {core} shared with 4 always-spinning neighbours (taskset) for {} s",
+                opts.fault.as_secs()
+            );
+            expect = degraded("cpu");
+        }
+        "partition-leader" | "partition-follower" | "peer-loss-follower" => {
+            sleep_until(inject_at);
+            let (t, role) = target(&cluster, &mut g, scenario)?;
+            let share = if scenario.starts_with("partition") {
+                100
+            } else {
+                opts.loss_pct.clamp(1, 100)
+            };
+            let net = crate::faults::PeerNet {
+                cgroups: &cluster.cgroups,
+                member: t,
+                peer_ports: cluster.peer_ports(),
+            };
+            let at = now_ms();
+            let mut drops = net.drop_packets(share, life)?;
+            injected = Some(at);
+            g.event_at(
+                at,
+                &format!(
+                    "INJECT: {share}% of the packets of every peer connection of m{t} ({role}) dropped; nftables:\n{}",
+                    drops.rules
+                ),
+            );
+            members.push(format!("m{t}"));
+            sleep_until(fault_end);
+            drops.remove()?;
+            cleared = Some(g.event(&format!(
+                "CLEAR: nftables table removed: m{t}'s peer traffic flows again"
+            )));
+            fault_text = if share >= 100 {
+                format!(
+                    "m{t} ({role}) cut off from its peers for {} s: every packet of every peer connection (its listener's and the ones it dialed) dropped with nftables",
+                    opts.fault.as_secs()
+                )
+            } else {
+                format!(
+                    "{share}% of the packets of every peer connection of m{t} ({role}) dropped at random (nftables numgen) for {} s",
+                    opts.fault.as_secs()
+                )
+            };
+            expect = degraded("network");
+        }
+        "leader-flapping" => {
+            sleep_until(inject_at);
+            let mut frozen: Vec<usize> = Vec::new();
+            let mut rounds = 0;
+            while Instant::now() + Duration::from_secs(2) < fault_end && rounds < 100 {
+                rounds += 1;
+                let Some(l) = cluster.wait_leader(Duration::from_secs(4)) else {
+                    g.event("no leader within 4 s");
+                    continue;
+                };
+                let at = cluster.signal(l, "STOP")?;
+                injected.get_or_insert(at);
+                g.event_at(at, &format!("INJECT: SIGSTOP to m{l} (leader), 2 s"));
+                std::thread::sleep(Duration::from_secs(2));
+                cluster.signal(l, "CONT")?;
+                g.event(&format!("SIGCONT to m{l}"));
+                if !frozen.contains(&l) {
+                    frozen.push(l);
+                }
+                sleep_until((Instant::now() + Duration::from_secs(4)).min(fault_end));
+            }
+            cleared = Some(g.event(&format!("CLEAR: flapping over after {rounds} freezes")));
+            frozen.sort();
+            members = frozen.iter().map(|i| format!("m{i}")).collect();
+            fault_text = format!(
+                "whoever led frozen (SIGSTOP) for 2 s, every ~6 s, {rounds} times in {} s (members frozen: {})",
+                opts.fault.as_secs(),
+                members.join(",")
+            );
+            expect = degraded("raft");
+        }
+        "defrag-leader" | "defrag-follower" => {
+            sleep_until(inject_at);
+            let (t, role) = target(&cluster, &mut g, scenario)?;
+            let gw = Gateway::new(Duration::from_secs(120));
+            let mut n = 0;
+            while Instant::now() + Duration::from_secs(5) < fault_end && n < 10 {
+                n += 1;
+                let at = g.event(&format!("defragment m{t} ({role}), #{n}"));
+                if n == 1 {
+                    injected = Some(at);
+                    members.push(format!("m{t}"));
+                }
+                let t0 = Instant::now();
+                match gw.defragment(&urls[t]) {
+                    Ok(_) => g.event(&format!("defragment m{t} done in {:.1?}", t0.elapsed())),
+                    Err(e) => g.event(&format!("defragment m{t} failed after {:.1?}: {e}", t0.elapsed())),
+                };
+                sleep_until((t0 + Duration::from_secs(20)).min(fault_end));
+            }
+            cleared = Some(g.event("CLEAR: last defragment over"));
+            fault_text = format!(
+                "maintenance, not a resource fault: m{t} ({role}) defragmented {n} times (every 20 s) in {} s, its ~200 MB database half history",
+                opts.fault.as_secs()
+            );
+            // A stall of seconds may degrade nothing a scrape sees: healthy
+            // passes too, any other fault does not.
+            expect = Expect {
+                healthy_accepted: true,
+                ..degraded("maintenance")
+            };
+        }
+        "overload" => {
+            sleep_until(inject_at);
+            let at = g.event(
+                "INJECT: write burst: 8 clients putting 64 KiB values over 1000 keys, at most 600 MiB",
+            );
+            injected = Some(at);
+            let b = load::burst(&urls, 8, 64 << 10, 1000, fault_end, 600 << 20);
+            cleared = Some(g.event(&format!(
+                "CLEAR: burst over: {} puts ({} MiB), {} errors",
+                b.puts,
+                b.bytes >> 20,
+                b.errors
+            )));
+            fault_text = format!(
+                "overload, no faulty resource: 8 clients wrote {} values of 64 KiB ({} MiB) as fast as the cluster took them, for up to {} s",
+                b.puts,
+                b.bytes >> 20,
+                opts.fault.as_secs()
+            );
+            expect = degraded("load");
+        }
         other => return Err(LabError::msg(format!("unknown scenario `{other}`"))),
     }
 
@@ -410,7 +683,7 @@ fn run_inner(
         scenario: scenario.to_string(),
         etcd_version: bin.version.clone(),
         fault: fault_text,
-        single_member: members.len() == 1 && scenario != "nospace",
+        single_member: members.len() == 1 && scenario != "nospace" && scenario != "overload",
         members,
         injected_at_ms: injected,
         cleared_at_ms: cleared,

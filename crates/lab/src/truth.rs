@@ -19,8 +19,13 @@ pub struct Expect {
     pub status: String,
     /// The root cause's axis (`etcd`), none when healthy.
     pub axis: Option<String>,
-    /// The root cause's sub-axis (`disk`, `raft`, `quota`), none when healthy.
+    /// The root cause's sub-axis (`disk`, `cpu`, `network`, `raft`, `quota`,
+    /// `load`, `maintenance`), none when healthy.
     pub sub_axis: Option<String>,
+    /// `healthy` passes too: maintenance that may be too short to degrade
+    /// anything (a defragmentation), which must never be called a fault.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub healthy_accepted: bool,
 }
 
 /// Something the lab did or saw during the run, at wall-clock time `at_ms`.

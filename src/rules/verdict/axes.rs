@@ -51,6 +51,30 @@ pub(super) fn own_signals(rules: &RuleSet, l: usize) -> Vec<usize> {
         .collect()
 }
 
+/// For a leaf whose own question is `all:` of parts, the instances lit on
+/// every part (the member whose fsyncs are slow *and* whose peers see it
+/// slow), when there are any; `None` otherwise.
+fn both_lit(rules: &RuleSet, l: usize, judged: &[Judged], steps: &[usize]) -> Option<BTreeSet<String>> {
+    let &m = rules.logic[l].required.last()?;
+    let crate::rules::model::Condition::All { all } = &rules.nodes[m].def.when else {
+        return None;
+    };
+    let mut common: Option<BTreeSet<String>> = None;
+    for part in all {
+        let ks: Vec<usize> = part
+            .signals()
+            .into_iter()
+            .filter_map(|s| rules.signal(s))
+            .collect();
+        let lit = lit_instances(judged, &ks, steps);
+        common = Some(match common {
+            None => lit,
+            Some(c) => c.intersection(&lit).cloned().collect(),
+        });
+    }
+    common.filter(|c| !c.is_empty())
+}
+
 /// Instances lit on signals `ks` at any of `steps`.
 pub(super) fn lit_instances(judged: &[Judged], ks: &[usize], steps: &[usize]) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
@@ -157,7 +181,8 @@ pub(super) fn leaf_reports(
         // Instances: those lit on the leaf's own question when it names any
         // (etcd-2 for the disk leaf, not the apiserver that saw slow etcd),
         // else those of every required question.
-        let mut instances = lit_instances(judged, &own, &lit_steps);
+        let mut instances =
+            both_lit(rules, l, judged, &lit_steps).unwrap_or_else(|| lit_instances(judged, &own, &lit_steps));
         if instances.is_empty() {
             instances = lit_instances(judged, &sigs, &lit_steps);
         }
@@ -203,6 +228,19 @@ pub(super) fn leaf_reports(
                 .or_else(|| lit_ev().find_map(|e| e.localisation.clone()))
         } else {
             None
+        };
+        // A leaf that says why its member is the cause says so instead.
+        let localisation = match span {
+            Some(span) if lit => super::cause::sentence(
+                &leaf.cause,
+                &super::cause::Facts {
+                    evidence: &evidence,
+                    instances: &instances,
+                    span,
+                },
+            )
+            .or(localisation),
+            _ => localisation,
         };
         let episodes = f.runs[l]
             .iter()

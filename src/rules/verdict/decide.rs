@@ -102,12 +102,43 @@ pub(super) fn select(rules: &RuleSet, input: &AssessInput, runs: &[Vec<Run>], at
             superseded.insert(l, by);
         }
     }
+    refine(rules, &mut reported, &mut incident, &mut superseded);
     incident.retain(|l| !superseded.contains_key(l));
     Selection {
         reported,
         incident,
         superseded,
         earlier,
+    }
+}
+
+/// A leaf that refines another (`refines:`) replaces it in the incident when
+/// both are in it and their episodes overlap: it explains the same episode,
+/// so it is dated from the earlier of the two onsets.
+fn refine(
+    rules: &RuleSet,
+    reported: &mut [Option<Run>],
+    incident: &mut [usize],
+    superseded: &mut BTreeMap<usize, Vec<usize>>,
+) {
+    for &l in incident.iter() {
+        let Some(r) = rules.leaves[l].refines.as_deref().and_then(|id| rules.leaf(id)) else {
+            continue;
+        };
+        if !incident.contains(&r) {
+            continue;
+        }
+        let (Some(mine), Some(theirs)) = (reported[l], reported[r]) else {
+            continue;
+        };
+        let overlap = mine.start <= theirs.recovered.unwrap_or(usize::MAX)
+            && theirs.start <= mine.recovered.unwrap_or(usize::MAX);
+        if overlap {
+            if let Some(m) = reported[l].as_mut() {
+                m.start = m.start.min(theirs.start);
+            }
+            superseded.entry(r).or_default().push(l);
+        }
     }
 }
 
@@ -135,10 +166,18 @@ pub(super) fn root_cause(
         let Some(l) = rules.leaf(&ax.leaf) else { continue };
         if let Some(by) = sel.superseded.get(&l) {
             let names: Vec<&str> = by.iter().map(|&o| rules.leaves[o].id.as_str()).collect();
-            ax.note = Some(format!(
-                "lit only while no more specific axis was lit; superseded by {}",
-                names.join(", ")
-            ));
+            ax.note = Some(if rules.leaves[l].fallback {
+                format!(
+                    "lit only while no more specific axis was lit; superseded by {}",
+                    names.join(", ")
+                )
+            } else {
+                format!(
+                    "the same episode is explained more precisely by {} (refines {})",
+                    names.join(", "),
+                    rules.leaves[l].id
+                )
+            });
             continue;
         }
         let counts = if single {

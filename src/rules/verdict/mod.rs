@@ -40,6 +40,7 @@
 
 mod advise;
 mod axes;
+mod cause;
 mod corroborate;
 mod decide;
 mod evidence;

@@ -1,0 +1,232 @@
+//! The cause sentence of a leaf that says why (`cause:` in the rules): "m2
+//! starved of CPU: its CPU use 0.03 (baseline 0.08); its peers' round trips to
+//! it 26 ms". Filled from the leaf's evidence on the cause member over its
+//! episode, so it agrees with the instance list and the evidence shown.
+
+use std::collections::BTreeSet;
+
+use crate::rules::model::cause_placeholders;
+use crate::rules::report::Evidence;
+
+/// What a cause sentence is filled from.
+pub(super) struct Facts<'a> {
+    pub evidence: &'a [Evidence],
+    /// The cause member(s).
+    pub instances: &'a BTreeSet<String>,
+    /// The episode's first and last step.
+    pub span: (usize, usize),
+}
+
+impl Facts<'_> {
+    fn signal(&self, id: &str) -> Option<&Evidence> {
+        self.evidence.iter().find(|e| e.signal == id)
+    }
+
+    /// Whether `id` is lit on a cause member at some step of the episode.
+    fn lit(&self, id: &str) -> bool {
+        let Some(e) = self.signal(id) else {
+            return false;
+        };
+        let (a, b) = self.span;
+        self.instances.iter().any(|inst| {
+            e.instance_lit
+                .get(inst)
+                .is_some_and(|l| (a..=b).any(|i| l.get(i).copied().flatten() == Some(true)))
+        })
+    }
+
+    /// The signal's value on the first cause member: at its last lit step of
+    /// the episode, else the last value of the episode.
+    fn value(&self, id: &str) -> Option<String> {
+        let e = self.signal(id)?;
+        let inst = self.instances.iter().next()?;
+        let series = e.instance_series.get(inst)?;
+        let lit = e.instance_lit.get(inst);
+        let (a, b) = self.span;
+        let is_lit = |i: usize| lit.and_then(|l| l.get(i).copied().flatten()) == Some(true);
+        let known = |i: usize| series.get(i).copied().flatten().filter(|v| !v.is_nan());
+        let v = (a..=b)
+            .rev()
+            .filter(|&i| is_lit(i))
+            .find_map(known)
+            .or_else(|| (a..=b).rev().find_map(known))?;
+        Some(e.threshold.format_value(e.unit, v))
+    }
+
+    fn baseline(&self, id: &str) -> Option<String> {
+        let e = self.signal(id)?;
+        let inst = self.instances.iter().next()?;
+        let b = e.instances.iter().find(|i| &i.instance == inst)?.baseline?;
+        Some(e.unit.format(b))
+    }
+
+    /// The members with data on the leaf's evidence that are not the cause.
+    fn others(&self) -> Vec<String> {
+        let mut out: BTreeSet<String> = BTreeSet::new();
+        for e in self.evidence.iter().filter(|e| !e.context) {
+            for i in e.instance_series.keys() {
+                if !self.instances.contains(i) {
+                    out.insert(i.clone());
+                }
+            }
+        }
+        out.into_iter().collect()
+    }
+}
+
+/// Fills `clauses`: each is said when every signal it names (`{ID}`, or
+/// `{if:ID}`, which prints nothing) is lit on the cause member in the episode
+/// and every value it needs exists. The first clause said leads, the others
+/// follow it after a colon. `None` without a cause member or a clause said.
+pub(super) fn sentence(clauses: &[String], f: &Facts) -> Option<String> {
+    if f.instances.is_empty() {
+        return None;
+    }
+    let mut said: Vec<String> = Vec::new();
+    for clause in clauses {
+        let mut text = clause.clone();
+        let mut ok = true;
+        for ph in cause_placeholders(clause) {
+            let value = match ph {
+                "instance" => Some(f.instances.iter().cloned().collect::<Vec<_>>().join(", ")),
+                "others" => {
+                    let o = f.others();
+                    (!o.is_empty()).then(|| o.join(", "))
+                }
+                _ => {
+                    if let Some(id) = ph.strip_prefix("if:") {
+                        f.lit(id).then(String::new)
+                    } else if let Some(id) = ph.strip_suffix(".baseline") {
+                        f.baseline(id)
+                    } else {
+                        f.value(ph).filter(|_| f.lit(ph))
+                    }
+                }
+            };
+            match value {
+                Some(v) => text = text.replacen(&format!("{{{ph}}}"), &v, 1),
+                None => ok = false,
+            }
+        }
+        if ok {
+            said.push(text);
+        }
+    }
+    let (head, rest) = said.split_first()?;
+    let mut s = head.clone();
+    if !rest.is_empty() {
+        s.push_str(": ");
+        s.push_str(&rest.join("; "));
+    }
+    Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::model::{Combine, Threshold, Unit};
+    use crate::rules::report::{Availability, InstanceValue};
+
+    fn ev(id: &str, unit: Unit, values: &[(&str, Vec<Option<f64>>, Vec<Option<bool>>)]) -> Evidence {
+        Evidence {
+            contributors: Vec::new(),
+            contributors_note: None,
+            signal: id.into(),
+            description: id.into(),
+            role: "etcd".into(),
+            unit,
+            availability: Availability::Evaluated,
+            alternative: Some(0),
+            expression: None,
+            threshold: Threshold {
+                above: None,
+                below: None,
+                relative: None,
+                combine: Combine::Any,
+            },
+            threshold_text: String::new(),
+            value: None,
+            value_at: None,
+            baseline: None,
+            lit: None,
+            instances: values
+                .iter()
+                .map(|(i, _, _)| InstanceValue {
+                    instance: i.to_string(),
+                    value: None,
+                    baseline: Some(0.08),
+                    lit: None,
+                })
+                .collect(),
+            series: Vec::new(),
+            instance_series: values
+                .iter()
+                .map(|(i, v, _)| (i.to_string(), v.clone()))
+                .collect(),
+            instance_lit: values
+                .iter()
+                .map(|(i, _, l)| (i.to_string(), l.clone()))
+                .collect(),
+            threshold_lines: Vec::new(),
+            localisation: None,
+            note: None,
+            since_start: false,
+            context: false,
+        }
+    }
+
+    #[test]
+    fn clauses_are_said_only_when_their_signals_are_lit_on_the_cause_member() {
+        let evidence = vec![
+            ev(
+                "cpu",
+                Unit::PerSecond,
+                &[
+                    (
+                        "m2",
+                        vec![Some(0.08), Some(0.03), Some(0.03)],
+                        vec![Some(false), Some(true), Some(true)],
+                    ),
+                    (
+                        "m0",
+                        vec![Some(0.05), Some(0.05), Some(0.05)],
+                        vec![Some(false); 3],
+                    ),
+                ],
+            ),
+            ev(
+                "rtt",
+                Unit::Seconds,
+                &[(
+                    "m2",
+                    vec![None, Some(f64::NAN), Some(0.001)],
+                    vec![None, Some(false), Some(false)],
+                )],
+            ),
+        ];
+        let inst: BTreeSet<String> = ["m2".to_string()].into();
+        let f = Facts {
+            evidence: &evidence,
+            instances: &inst,
+            span: (1, 2),
+        };
+        let clauses: Vec<String> = vec![
+            "{if:rtt}{instance} slow to reach".into(),
+            "{instance} starved of CPU".into(),
+            "its CPU use {cpu} (baseline {cpu.baseline})".into(),
+            "its peers' round trips to it {rtt}".into(),
+            "unlike {others}".into(),
+        ];
+        assert_eq!(
+            sentence(&clauses, &f).unwrap(),
+            "m2 starved of CPU: its CPU use 0.03/s (baseline 0.08/s); unlike m0"
+        );
+        let none: BTreeSet<String> = BTreeSet::new();
+        let f = Facts {
+            evidence: &evidence,
+            instances: &none,
+            span: (1, 2),
+        };
+        assert_eq!(sentence(&clauses, &f), None);
+    }
+}
