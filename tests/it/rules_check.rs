@@ -156,6 +156,10 @@ fn default_tree_has_every_axis_of_the_design() {
         "node-status",
         "etcd/commit-stall",
         "etcd/leader",
+        "etcd/cpu",
+        "etcd/network",
+        "etcd/load",
+        "etcd/maintenance",
     ] {
         assert!(axes.contains(a), "missing axis {a}");
     }

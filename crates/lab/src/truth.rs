@@ -22,8 +22,9 @@ pub struct Expect {
     /// The root cause's sub-axis (`disk`, `cpu`, `network`, `raft`, `quota`,
     /// `load`, `maintenance`), none when healthy.
     pub sub_axis: Option<String>,
-    /// `healthy` passes too: maintenance that may be too short to degrade
-    /// anything (a defragmentation), which must never be called a fault.
+    /// `healthy` passes too: maintenance or contention that may degrade
+    /// nothing (a short defragmentation, CPU neighbours the scheduler absorbs),
+    /// which must never be called another fault.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub healthy_accepted: bool,
 }

@@ -127,7 +127,10 @@ mod tests {
     use crate::rules::model::{Combine, Threshold, Unit};
     use crate::rules::report::{Availability, InstanceValue};
 
-    fn ev(id: &str, unit: Unit, values: &[(&str, Vec<Option<f64>>, Vec<Option<bool>>)]) -> Evidence {
+    /// An instance's values and lit states per step.
+    type Row<'a> = (&'a str, Vec<Option<f64>>, Vec<Option<bool>>);
+
+    fn ev(id: &str, unit: Unit, values: &[Row]) -> Evidence {
         Evidence {
             contributors: Vec::new(),
             contributors_note: None,
