@@ -518,7 +518,8 @@ impl Cluster {
     }
 
     /// Delays every fdatasync/fsync of member `i` by `delay` (strace
-    /// fault injection: a slow disk on that node) until the guard is stopped.
+    /// fault injection, the tracer at real-time priority: a slow disk on that
+    /// node) until the guard is stopped.
     /// etcd 3.4 and 3.5 sync the WAL and the bbolt backend with fdatasync;
     /// fsync is used on directories and at WAL cuts.
     pub(crate) fn delay_fsync(&self, i: usize, delay: Duration, life: Duration) -> Result<Wrapped, LabError> {
@@ -526,7 +527,11 @@ impl Cluster {
             .pid(i)
             .ok_or_else(|| LabError::msg(format!("m{i} is not running")))?;
         let mut t = under_timeout(life, "INT");
-        t.arg("strace")
+        // strace stops the member at every system call, not only the synced
+        // ones; a tracer that waits for a core makes all of them slow (its
+        // peer round trips too), which a slow disk does not do. At a
+        // real-time priority it answers each stop at once.
+        t.args(["chrt", "-f", "50", "strace"])
             .args(["-f", "-qq", "-p", &pid.to_string(), "-e", "trace=fdatasync,fsync"])
             .arg("-e")
             .arg(format!(
