@@ -399,6 +399,16 @@ pub struct DiagnoseArgs {
     /// over the same steps as the metrics. Repeatable.
     #[arg(long, value_name = "PATH", num_args = 1.., help_heading = "Audit logs")]
     pub audit: Vec<PathBuf>,
+    /// etcd and kube-apiserver logs: files, or directories in a must-gather,
+    /// a node's `/var/log/pods` (sosreport, tarball) or of `<name>.log[.gz]`
+    /// files, each optionally `NAME=PATH` to name the member. etcd's zap JSON
+    /// and capnslog text, klog, the container runtime's prefix and `kubectl
+    /// logs --timestamps`, plain or gzip. Alone, or beside `--dump`, `--live`
+    /// or `--audit`: what the members log (slow fdatasync, late heartbeats,
+    /// elections, lost peers, NOSPACE, …) becomes evidence over the same
+    /// steps as the metrics, dated to the line. Repeatable.
+    #[arg(long, value_name = "[NAME=]PATH", num_args = 1.., help_heading = "Logs", conflicts_with = "prometheus")]
+    pub logs: Vec<String>,
     /// Scrape the live control plane now (apiserver replicas from the kubeconfig,
     /// `--etcd` members, `--controller`s) for `--duration`, then diagnose.
     #[arg(long, conflicts_with_all = ["dump", "prometheus"])]
@@ -413,7 +423,7 @@ pub struct DiagnoseArgs {
     /// per cluster, sick first (`-o json`: an array of verdicts, each with
     /// its `cluster`; `-o html`/`-o markdown`: the fleet table linking to
     /// each cluster's report). The exit code is the worst of the fleet.
-    #[arg(long, value_name = "LABEL", requires = "prometheus", conflicts_with_all = ["audit", "watch"])]
+    #[arg(long, value_name = "LABEL", requires = "prometheus", conflicts_with_all = ["audit", "logs", "watch"])]
     pub by: Option<String>,
     /// With `--by`: only the clusters whose label value matches this regular
     /// expression (anchored, as in PromQL).

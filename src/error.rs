@@ -21,6 +21,9 @@ pub enum CliError {
     /// Reading the audit logs failed.
     #[error(transparent)]
     Audit(#[from] crate::source::audit::AuditError),
+    /// Reading the etcd or kube-apiserver logs failed.
+    #[error(transparent)]
+    Logs(#[from] crate::source::logs::LogsError),
     /// Querying Prometheus failed (or its configuration is wrong).
     #[error(transparent)]
     Prometheus(#[from] crate::source::prometheus::PromError),
@@ -91,12 +94,14 @@ impl CliError {
             | CliError::Write(_)
             | CliError::Dump(DumpError::NoData(_) | DumpError::Unreadable { .. })
             | CliError::Audit(AuditError::NoEvents(..))
+            | CliError::Logs(crate::source::logs::LogsError::NoLines(..))
             | CliError::Engine(EngineError::NoData) => ExitCode::Data,
             CliError::Prometheus(PromError::Config(_)) => ExitCode::Usage,
             CliError::Prometheus(_) => ExitCode::Data,
             CliError::Usage(_)
             | CliError::Dump(_)
             | CliError::Audit(_)
+            | CliError::Logs(_)
             | CliError::Rules(_)
             | CliError::Engine(_)
             | CliError::Time(_)

@@ -64,6 +64,8 @@ pub enum Metrics {
 pub struct Evidence {
     /// kube-apiserver audit logs: files or directories of them.
     pub audit: Vec<PathBuf>,
+    /// etcd and kube-apiserver logs: `[NAME=]PATH`, files or directories.
+    pub logs: Vec<String>,
 }
 
 /// The window flags: unset bounds are the data's own (for Prometheus: it
@@ -188,11 +190,13 @@ impl Plan {
     pub fn from_args(mut a: DiagnoseArgs) -> Result<Plan, CliError> {
         // `diagnose DIR` is `diagnose --dump DIR`.
         a.dump.append(&mut a.paths);
-        if a.dump.is_empty() && !a.live && a.prom.prometheus.is_none() && a.audit.is_empty() {
+        if a.dump.is_empty() && !a.live && a.prom.prometheus.is_none() && a.audit.is_empty() && a.logs.is_empty()
+        {
             return Err(CliError::Usage(
                 "no metrics to diagnose: give a capture (`cptriage diagnose DIR` or `--dump PATH`), \
                  scrape now with `--live` (with a kubeconfig and/or `--etcd URL`), or query \
-                 `--prometheus URL` (and/or read audit logs with `--audit FILE`)"
+                 `--prometheus URL` (and/or read audit logs with `--audit FILE`, etcd and \
+                 kube-apiserver logs with `--logs PATH`)"
                     .into(),
             ));
         }
@@ -220,7 +224,10 @@ impl Plan {
         let format = if a.wide { ReportFormat::Wide } else { a.output };
         Ok(Plan {
             metrics,
-            evidence: Evidence { audit: a.audit },
+            evidence: Evidence {
+                audit: a.audit,
+                logs: a.logs,
+            },
             window: Window {
                 at: a.at,
                 from: a.from,

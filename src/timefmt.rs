@@ -239,6 +239,14 @@ pub fn format_clock(ms: Millis, with_date: bool) -> String {
     }
 }
 
+/// `2026-12-06 04:01:50.123Z`: a log line's time, to the millisecond.
+pub fn format_time_ms(ms: Millis) -> String {
+    match DateTime::<Utc>::from_timestamp_millis(ms) {
+        Some(d) => d.format("%Y-%m-%d %H:%M:%S%.3fZ").to_string(),
+        None => format!("{ms}ms"),
+    }
+}
+
 /// Whether two times fall on the same UTC day.
 pub fn same_day(a: Millis, b: Millis) -> bool {
     a.div_euclid(86_400_000) == b.div_euclid(86_400_000)

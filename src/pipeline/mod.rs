@@ -205,6 +205,30 @@ pub fn read_dumps(
 /// the plan's step, else on the metrics' scrape interval (15 s alone), and
 /// cut to the metrics' window when there are metrics.
 pub fn add_evidence(plan: &Plan, ds: &mut Dataset, progress: &mut dyn Progress) -> Result<(), CliError> {
+    add_audit(plan, ds, progress)?;
+    add_logs(plan, ds, progress)
+}
+
+/// Adds `--logs`: bucketed on the plan's step, else on the metrics' scrape
+/// interval (5 s alone), and cut to the metrics' window when there are metrics.
+fn add_logs(plan: &Plan, ds: &mut Dataset, progress: &mut dyn Progress) -> Result<(), CliError> {
+    use crate::source::logs;
+    if plan.evidence.logs.is_empty() {
+        return Ok(());
+    }
+    let metrics = ds.targets.iter().any(|t| t.role != Role::Audit);
+    let cfg = logs::LogsConfig {
+        resolution: plan.window.step.or_else(|| ds.typical_interval()).unwrap_or(5_000),
+        clip: if metrics { ds.window() } else { None },
+        ..logs::LogsConfig::default()
+    };
+    let before = ds.warnings.len();
+    logs::load_into(ds, &plan.evidence.logs, &cfg)?;
+    warn_sources(progress, &ds.warnings[before..]);
+    Ok(())
+}
+
+fn add_audit(plan: &Plan, ds: &mut Dataset, progress: &mut dyn Progress) -> Result<(), CliError> {
     use crate::source::audit;
     let paths = &plan.evidence.audit;
     if paths.is_empty() {

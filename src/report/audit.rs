@@ -130,7 +130,12 @@ pub fn render_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     let Some(a) = &r.audit else { return Ok(()) };
     writeln!(out)?;
     writeln!(out, "Audit logs")?;
-    for c in &r.verdict.corroboration {
+    for c in r
+        .verdict
+        .corroboration
+        .iter()
+        .filter(|c| !c.text.starts_with("the logs "))
+    {
         writeln!(out, "  - {}: {}", c.kind.as_str(), c.text)?;
     }
     for l in lines(a) {
@@ -160,7 +165,12 @@ pub fn render_markdown(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     let Some(a) = &r.audit else { return Ok(()) };
     writeln!(out, "### Audit logs")?;
     writeln!(out)?;
-    for c in &r.verdict.corroboration {
+    for c in r
+        .verdict
+        .corroboration
+        .iter()
+        .filter(|c| !c.text.starts_with("the logs "))
+    {
         writeln!(out, "- **{}**: {}", c.kind.as_str(), c.text.replace('|', "\\|"))?;
     }
     for l in lines(a) {

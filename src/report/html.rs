@@ -382,9 +382,15 @@ fn beyond_the_tree(h: &mut String, r: &Report) {
         }
         h.push_str("</ul>\n</section>\n");
     }
+    logs_section(h, r);
     let Some(a) = &r.audit else { return };
     h.push_str("<section id=\"audit\">\n<h2>Audit logs</h2>\n<ul>\n");
-    for c in &r.verdict.corroboration {
+    for c in r
+        .verdict
+        .corroboration
+        .iter()
+        .filter(|c| !c.text.starts_with("the logs "))
+    {
         let _ = writeln!(
             h,
             "<li><strong>{}</strong>: {}</li>",
@@ -393,6 +399,32 @@ fn beyond_the_tree(h: &mut String, r: &Report) {
         );
     }
     for l in super::audit::lines(a) {
+        let _ = writeln!(h, "<li>{}</li>", esc(&l));
+    }
+    h.push_str("</ul>\n</section>\n");
+}
+
+/// What etcd and kube-apiserver logs (`--logs`) held, when given.
+fn logs_section(h: &mut String, r: &Report) {
+    let Some(a) = &r.logs else { return };
+    h.push_str("<section id=\"logs\">\n<h2>Logs</h2>\n<ul>\n");
+    for c in r
+        .verdict
+        .corroboration
+        .iter()
+        .filter(|c| c.text.starts_with("the logs "))
+    {
+        let _ = writeln!(
+            h,
+            "<li><strong>{}</strong>: {}</li>",
+            esc(c.kind.as_str()),
+            esc(&c.text)
+        );
+    }
+    for l in &a.evidence {
+        let _ = writeln!(h, "<li><code>{}</code></li>", esc(&super::logs::line_text(l)));
+    }
+    for l in super::logs::lines(a) {
         let _ = writeln!(h, "<li>{}</li>", esc(&l));
     }
     h.push_str("</ul>\n</section>\n");

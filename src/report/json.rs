@@ -70,6 +70,8 @@ struct Verdict<'a> {
     rules: J,
     #[serde(skip_serializing_if = "Option::is_none")]
     audit: Option<J>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logs: Option<J>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     corroboration: Vec<J>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -112,6 +114,52 @@ fn audit_json(a: &crate::source::audit::AuditSummary) -> J {
             "code": d.code, "user": d.user, "user_agent": d.user_agent, "count": d.count,
         })).collect::<Vec<_>>(),
         "folded": a.folded,
+        "gaps": a.gaps,
+        "notes": a.notes,
+    })
+}
+
+fn log_line(l: &crate::source::logs::LogLine) -> J {
+    serde_json::json!({
+        "time": t(l.time), "member": l.member, "class": l.class,
+        "took_seconds": num(l.took), "text": l.text, "at": l.at,
+    })
+}
+
+/// The logs summary (`--logs`): files read and skipped, members, counts per
+/// member and class (with each class's first and most telling line), bad
+/// lines, the most frequent unrecognised warnings, and the lines shown for
+/// the root cause.
+fn logs_json(a: &crate::source::logs::LogsSummary) -> J {
+    serde_json::json!({
+        "files": a.files.iter().map(|f| serde_json::json!({
+            "path": f.path, "member": f.member,
+            "component": f.component.map(|c| c.as_str()),
+            "layout": f.layout, "formats": f.formats, "lines": f.lines, "recognised": f.recognised,
+            "first": ot(f.first), "last": ot(f.last),
+        })).collect::<Vec<_>>(),
+        "skipped": a.skipped.iter().map(|s| serde_json::json!({"path": s.path, "why": s.why})).collect::<Vec<_>>(),
+        "other_files": a.other_files,
+        "members": a.members.iter().map(|m| serde_json::json!({
+            "name": m.name, "component": m.component.as_str(), "id": m.id,
+        })).collect::<Vec<_>>(),
+        "lines": a.lines,
+        "recognised": a.recognised,
+        "unknown": a.unknown,
+        "untimed": a.untimed,
+        "untimed_example": a.untimed_example,
+        "outside_window": a.outside_window,
+        "bad_lines": a.bad_lines,
+        "bad_examples": a.bad_examples.iter().map(|b| serde_json::json!({"at": b.at, "message": b.message})).collect::<Vec<_>>(),
+        "unknown_warnings": a.unknown_warnings.iter().map(|(m, n)| serde_json::json!({"template": m, "count": n})).collect::<Vec<_>>(),
+        "classes": a.classes.iter().map(|c| serde_json::json!({
+            "instance": c.instance, "reporter": c.reporter, "component": c.component.as_str(),
+            "class": c.class, "count": c.count, "took_seconds": num(Some(c.took_seconds)),
+            "first": log_line(&c.first), "telling": log_line(&c.telling),
+        })).collect::<Vec<_>>(),
+        "first": ot(a.first),
+        "last": ot(a.last),
+        "evidence": a.evidence.iter().map(log_line).collect::<Vec<_>>(),
         "gaps": a.gaps,
         "notes": a.notes,
     })
@@ -351,6 +399,7 @@ pub fn document(r: &Report) -> J {
             "nodes": r.rules.nodes, "leaves": r.rules.leaves,
         }),
         audit: r.audit.as_ref().map(audit_json),
+        logs: r.logs.as_ref().map(logs_json),
         advisories: r
             .advisories
             .iter()

@@ -182,6 +182,7 @@ pub(crate) fn render_titled(r: &Report, title: &str, out: &mut dyn Write) -> std
     }
     writeln!(out)?;
     super::audit::render_markdown(r, out)?;
+    super::logs::render_markdown(r, out)?;
     writeln!(out, "### Sources")?;
     writeln!(out)?;
     writeln!(out, "| target | role | version | snapshots | time from |")?;

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod fleet;
 pub mod html;
 pub mod json;
+pub mod logs;
 pub mod markdown;
 pub mod page;
 pub mod promapi;

@@ -101,19 +101,23 @@ fn steps_of(r: &Report) -> usize {
 /// What the audit logs say of the verdict (one line) and the advisories (one
 /// line): the details are in `-o wide`.
 fn beyond_metrics(r: &Report, p: &mut Page) {
-    let audit = r.verdict.corroboration.first();
     let advisory = r
         .advisories
         .iter()
         .find(|a| a.holds_at_end)
         .or(r.advisories.first());
-    if audit.is_none() && advisory.is_none() {
+    let lines = r.logs.as_ref().map_or(&[][..], |l| l.evidence.as_slice());
+    if r.verdict.corroboration.is_empty() && advisory.is_none() && lines.is_empty() {
         return;
     }
     p.lines.push(String::new());
-    if let Some(c) = audit {
-        // The statement names its source ("the audit logs confirm …").
+    // One statement per source (audit logs, then etcd and apiserver logs);
+    // each names its source ("the audit logs confirm …").
+    for c in r.verdict.corroboration.iter().take(2) {
         p.wrap("  ", 4, &c.text);
+    }
+    for l in lines {
+        p.wrap("  ", 4, &super::logs::line_text(l));
     }
     if let Some(a) = advisory {
         let more = match r.advisories.len() {
@@ -465,6 +469,8 @@ fn no_cause(r: &Report, p: &mut Page) {
                     let parts: Vec<&str> = sc.not_observed.iter().map(|s| s.as_str()).collect();
                     said_absent = true;
                     format!("the data holds no {}", parts.join(" or "))
+                } else if roles == ["logs"] && sc.judged.is_empty() {
+                    "no axis is lit in the logs, and logs alone cannot show that the control plane is healthy: a quiet log is not proof".to_string()
                 } else if roles.is_empty() && sc.judged.is_empty() {
                     "the data holds no target the rules judge".to_string()
                 } else if roles.is_empty() {

@@ -416,6 +416,7 @@ pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Re
         }
     }
     super::audit::render_text(r, out)?;
+    super::logs::render_text(r, out)?;
     writeln!(out)?;
     writeln!(out, "Sources")?;
     let mut t = new_table(

@@ -901,7 +901,8 @@ pub fn diagnose_with(
         match s.availability {
             // Audit logs are optional evidence: without them nothing of the
             // tree goes unchecked that metrics cover.
-            Availability::RoleAbsent if rules.signals[k].def.role.role() == Role::Audit => {}
+            Availability::RoleAbsent
+                if matches!(rules.signals[k].def.role.role(), Role::Audit | Role::Logs) => {}
             Availability::RoleAbsent => {
                 roles_absent.insert(rules.signals[k].def.role.as_str());
             }
@@ -969,6 +970,8 @@ pub fn diagnose_with(
     }
     let mut report = verdict::assess(rules, &input);
     report.audit = data.audit.clone();
+    report.logs = data.logs.clone();
+    verdict::loglines::fill(rules, &mut report, g.range);
     Ok(report)
 }
 

@@ -128,7 +128,8 @@ impl ExportOptions {
             SignalRole::Apiserver => &self.apiserver,
             SignalRole::Etcd => &self.etcd,
             SignalRole::Controller => &self.controller,
-            SignalRole::Audit => &self.audit,
+            // Log signals read cptriage's own counters too: no Prometheus holds them.
+            SignalRole::Audit | SignalRole::Logs => &self.audit,
         }
     }
 
@@ -1129,6 +1130,7 @@ mod tests {
             targets: Vec::new(),
             warnings: Vec::new(),
             audit: None,
+            logs: None,
         }
     }
 

@@ -86,6 +86,8 @@ pub enum SignalRole {
     Controller,
     /// Audit logs (`--audit`), as counters ([`crate::source::audit::names`]).
     Audit,
+    /// etcd and kube-apiserver logs (`--logs`), as counters ([`crate::source::logs::names`]).
+    Logs,
 }
 
 impl SignalRole {
@@ -95,6 +97,7 @@ impl SignalRole {
             SignalRole::Etcd => "etcd",
             SignalRole::Controller => "controller",
             SignalRole::Audit => "audit",
+            SignalRole::Logs => "logs",
         }
     }
 
@@ -105,6 +108,7 @@ impl SignalRole {
             SignalRole::Etcd => crate::source::Role::Etcd,
             SignalRole::Controller => crate::source::Role::Controller,
             SignalRole::Audit => crate::source::Role::Audit,
+            SignalRole::Logs => crate::source::Role::Logs,
         }
     }
 }

@@ -77,6 +77,11 @@ pub struct Report {
     /// split of slow requests, the slowest requests, the most denied clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit: Option<crate::source::audit::AuditSummary>,
+    /// What the etcd and kube-apiserver logs (`--logs`) held: files read and
+    /// skipped, counts per member and class, bad lines, and the lines shown
+    /// for the root cause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logs: Option<crate::source::logs::LogsSummary>,
     /// Advisories that hold in the window (`advisories:` of the rules).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub advisories: Vec<AdvisoryReport>,
@@ -715,6 +720,7 @@ impl Report {
             },
             scope: ScopeInfo::default(),
             audit: None,
+            logs: None,
             advisories: Vec::new(),
         }
     }

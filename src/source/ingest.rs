@@ -844,6 +844,7 @@ pub(super) fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError
         targets,
         warnings,
         audit: None,
+        logs: None,
     })
 }
 

@@ -11,6 +11,7 @@ pub mod capture;
 pub mod expfmt;
 pub mod ingest;
 pub mod live;
+pub mod logs;
 pub mod notation;
 pub mod prometheus;
 pub mod timename;
@@ -105,6 +106,8 @@ pub struct Dataset {
     pub warnings: Vec<SourceWarning>,
     /// What audit logs (`--audit`) held, when given.
     pub audit: Option<audit::AuditSummary>,
+    /// What etcd and kube-apiserver logs (`--logs`) held, when given.
+    pub logs: Option<logs::LogsSummary>,
 }
 
 impl Dataset {

@@ -14,6 +14,8 @@ pub enum Role {
     Controller,
     /// Audit logs (`--audit`): events turned into counters.
     Audit,
+    /// etcd and kube-apiserver logs (`--logs`): messages turned into counters.
+    Logs,
     Unknown,
 }
 
@@ -24,6 +26,7 @@ impl Role {
             Role::Etcd => "etcd",
             Role::Controller => "controller",
             Role::Audit => "audit",
+            Role::Logs => "logs",
             Role::Unknown => "unknown",
         }
     }

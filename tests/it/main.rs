@@ -43,6 +43,7 @@ mod live_filter;
 mod live_rounds;
 mod live_save;
 mod live_scale;
+mod logs_source;
 mod prom_crosscheck;
 mod prom_etcd;
 mod prom_fleet;

@@ -155,6 +155,7 @@ impl Sim {
             targets: self.targets,
             warnings: Vec::new(),
             audit: None,
+            logs: None,
         }
     }
 }
@@ -699,6 +700,7 @@ fn live_scrape_of_six_rounds_at_five_seconds_gets_a_20s_window_and_rates() {
         targets: vec![target],
         warnings: Vec::new(),
         audit: None,
+        logs: None,
     };
     let r = diagnose(&mini(), &data, &Options::default()).expect("diagnose");
     assert_eq!(r.window.step, 5_000);

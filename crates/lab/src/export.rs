@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 
-use cptriage_lab::truth::{Truth, RECORDING_DIR, TRUTH_FILE};
+use cptriage_lab::truth::{Truth, ETCD_LOG_DIR, LOGS_DIR, RECORDING_DIR, TRUTH_FILE};
 
 use crate::util::LabError;
 use crate::verdicts;
@@ -200,6 +200,117 @@ fn copy_recording(from: &Path, to: &Path) -> Result<u64, LabError> {
     Ok(bytes)
 }
 
+/// Most bytes of one member's log exported (gzipped); a longer log keeps
+/// only the lines of the recording's window (its time from the first to the
+/// last snapshot, with a minute before).
+const MAX_LOG_GZ: u64 = 192 << 10;
+
+/// The recording's window (unix ms) from its snapshot file names.
+fn recording_window(rec: &Path) -> Option<(i64, i64)> {
+    let mut w: Option<(i64, i64)> = None;
+    for d in fs::read_dir(rec).ok()?.flatten() {
+        for f in fs::read_dir(d.path()).into_iter().flatten().flatten() {
+            let name = f.file_name().to_string_lossy().to_string();
+            let Some(t) = name.split('.').next().and_then(|s| s.parse::<i64>().ok()) else {
+                continue;
+            };
+            w = Some(w.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+        }
+    }
+    w
+}
+
+/// The unix ms of a zap (`"ts":"2026-…"`) or capnslog (`2026-12-06 04:01:49.9`)
+/// or raft text (`raft2026/12/06 04:01:49`) line; `None` for other lines.
+fn line_time(line: &str) -> Option<i64> {
+    let s = if let Some(i) = line.find("\"ts\":\"") {
+        &line[i + 6..]
+    } else if let Some(r) = line.strip_prefix("raft") {
+        r
+    } else {
+        line
+    };
+    let b = s.as_bytes();
+    if b.len() < 19 || !b[0].is_ascii_digit() {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| s.get(r).and_then(|x| x.parse::<i64>().ok());
+    let (y, mo, d, h, mi, sec) = (
+        num(0..4)?,
+        num(5..7)?,
+        num(8..10)?,
+        num(11..13)?,
+        num(14..16)?,
+        num(17..19)?,
+    );
+    let days = {
+        let y = if mo <= 2 { y - 1 } else { y };
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let doy = (153 * (if mo > 2 { mo - 3 } else { mo + 9 }) + 2) / 5 + d - 1;
+        era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468
+    };
+    Some((days * 86_400 + h * 3600 + mi * 60 + sec) * 1000)
+}
+
+/// Copies the members' etcd logs of a run (`etcd/m*.log`) into
+/// `logs/m*.log.gz`: from the cluster's start to the end of the recording (the
+/// lab's teardown after it, members killed, is not part of the scenario),
+/// and only the recording's window when that is still large.
+fn copy_logs(run: &Path, to: &Path, until: i64) -> Result<u64, LabError> {
+    let from = run.join(ETCD_LOG_DIR);
+    let Ok(rd) = fs::read_dir(&from) else { return Ok(0) };
+    let window = recording_window(&run.join(RECORDING_DIR));
+    let mut bytes = 0;
+    let mut logs: Vec<PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    if logs.is_empty() {
+        return Ok(0);
+    }
+    fs::create_dir_all(to)?;
+    for p in logs {
+        let whole = read_maybe_gz(&p).map_err(|e| LabError::msg(format!("`{}`: {e}", p.display())))?;
+        let mut text = String::with_capacity(whole.len());
+        for line in whole.lines() {
+            if line_time(line).is_some_and(|t| t > until + 1_000) {
+                break;
+            }
+            text.push_str(line);
+            text.push('\n');
+        }
+        let name = format!(
+            "{}.gz",
+            p.file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default()
+        );
+        let out = to.join(&name);
+        gz_best(&out, text.as_bytes())?;
+        if fs::metadata(&out)?.len() > MAX_LOG_GZ {
+            if let Some((a, b)) = window {
+                let mut keep = true;
+                let mut cut = String::with_capacity(text.len() / 4);
+                for line in text.lines() {
+                    if let Some(t) = line_time(line) {
+                        keep = t >= a - 60_000 && t <= b + 5_000;
+                    }
+                    if keep {
+                        cut.push_str(line);
+                        cut.push('\n');
+                    }
+                }
+                gz_best(&out, cut.as_bytes())?;
+            }
+        }
+        bytes += fs::metadata(&out)?.len();
+    }
+    Ok(bytes)
+}
+
 fn write_truth(run: &Path, truth: &Truth) -> Result<(), LabError> {
     let text = serde_json::to_string_pretty(truth).map_err(|e| LabError::msg(e.to_string()))?;
     fs::write(run.join(TRUTH_FILE), text + "\n")?;
@@ -247,8 +358,9 @@ pub(crate) fn run(runs: &[PathBuf], to: &Path, judge_with: Option<PathBuf>) -> R
                 dest.display()
             )));
         }
-        let bytes = copy_recording(&run.join(RECORDING_DIR), &dest.join(RECORDING_DIR))?;
         let mut truth = Truth::read(&run.join(TRUTH_FILE))?;
+        let bytes = copy_recording(&run.join(RECORDING_DIR), &dest.join(RECORDING_DIR))?
+            + copy_logs(run, &dest.join(LOGS_DIR), truth.recording_to_ms)?;
         truth.known_failure = None;
         write_truth(&dest, &truth)?;
         if let Some(bin) = &judge_with {

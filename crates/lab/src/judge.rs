@@ -207,10 +207,54 @@ pub fn judge(truth: &Truth, verdict: &Value) -> Judgement {
     }
 }
 
+/// Judges a verdict from the run's etcd logs alone (`diagnose --logs`):
+/// logs name the axis, the member and the onset, not the sub-axis (a slow
+/// leader's disk shows in its log as late heartbeats), and they never show
+/// a cluster healthy. A fault: degraded (or recovered when undone), axis
+/// etcd, the member of a single-member fault, the onset in range. No fault:
+/// no axis raised (`inconclusive`; `healthy` would be a claim logs cannot make
+/// and fails too).
+pub fn judge_logs(truth: &Truth, verdict: &Value) -> Judgement {
+    let mut j = judge(truth, verdict);
+    let got = &j.got;
+    let faulty = truth.expect.status != "healthy";
+    for c in &mut j.checks {
+        match c.criterion {
+            "status" if !faulty => {
+                c.expected = "inconclusive".into();
+                c.outcome = outcome(got.status.as_deref() == Some("inconclusive"));
+            }
+            "sub-axis" => {
+                c.expected = "-".into();
+                c.outcome = Outcome::NotApplicable;
+            }
+            _ => {}
+        }
+    }
+    j
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::truth::Expect;
+
+    #[test]
+    fn logs_alone_are_judged_on_axis_member_and_onset_and_never_healthy() {
+        let t = truth("degraded", Some("disk"), &["m1"]);
+        let leader = judge_logs(
+            &t,
+            &verdict("degraded", "leader", &["m1"], "1970-01-01T00:16:41Z"),
+        );
+        assert!(leader.pass(), "{:?}", leader.failures());
+        let h = truth("healthy", None, &[]);
+        assert!(judge_logs(
+            &h,
+            &serde_json::json!({"status": "inconclusive", "root_cause": null})
+        )
+        .pass());
+        assert!(!judge_logs(&h, &serde_json::json!({"status": "healthy", "root_cause": null})).pass());
+    }
 
     fn truth(status: &str, sub: Option<&str>, members: &[&str]) -> Truth {
         Truth {
@@ -233,6 +277,7 @@ mod tests {
             },
             events: vec![],
             known_failure: None,
+            known_failure_logs: None,
         }
     }
 

@@ -169,6 +169,11 @@ struct JudgeArgs {
     /// Print only the failing criteria of each run, one line each, after the table.
     #[arg(long)]
     why: bool,
+    /// Diagnose from the recording, from the members' etcd logs alone
+    /// (`logs/` of an exported run, `etcd/` of a kept one; judged on axis,
+    /// member and onset, and never healthy), or from both.
+    #[arg(long, value_enum, default_value = "metrics")]
+    from: verdicts::DiagnoseFrom,
 }
 
 #[derive(Debug, Args)]
@@ -413,7 +418,7 @@ fn cmd_judge(a: JudgeArgs) -> Result<i32, LabError> {
     let judge = verdicts::Judge::of(&cptriage, &repo_root())?;
     let runs = verdicts::find_runs(&a.dirs)?;
     let t = std::time::Instant::now();
-    let results = verdicts::judge_all(&cptriage, &runs, a.jobs)?;
+    let results = verdicts::judge_all(&cptriage, &runs, a.jobs, a.from)?;
     println!("{}", verdicts::table(&results));
     if a.why {
         for r in results.iter().filter(|r| !r.pass) {

@@ -700,6 +700,7 @@ fn run_inner(
         expect,
         events: g.events,
         known_failure: None,
+        known_failure_logs: None,
     };
     let text = serde_json::to_string_pretty(&truth).map_err(|e| LabError::msg(e.to_string()))?;
     fs::write(run_dir.join(TRUTH_FILE), text + "\n")?;

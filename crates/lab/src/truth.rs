@@ -11,6 +11,10 @@ pub const TRUTH_FILE: &str = "truth.json";
 
 /// The capture directory of a run, relative to its truth file.
 pub const RECORDING_DIR: &str = "recording";
+/// The members' etcd logs as the lab keeps them (`etcd/m0.log`, …).
+pub const ETCD_LOG_DIR: &str = "etcd";
+/// The members' etcd logs in an exported recording (`logs/m0.log.gz`, …).
+pub const LOGS_DIR: &str = "logs";
 
 /// What cptriage should answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,6 +73,10 @@ pub struct Truth {
     /// removed when detection improves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub known_failure: Option<String>,
+    /// The same for the verdict from the members' etcd logs alone
+    /// (`judge::judge_logs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known_failure_logs: Option<String>,
 }
 
 /// A ground-truth file that cannot be used.

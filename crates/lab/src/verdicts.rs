@@ -11,8 +11,8 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde::Serialize;
 use serde_json::Value;
 
-use cptriage_lab::judge::{judge, Judgement, Outcome, CRITERIA};
-use cptriage_lab::truth::{Truth, RECORDING_DIR, TRUTH_FILE};
+use cptriage_lab::judge::{judge, judge_logs, Judgement, Outcome, CRITERIA};
+use cptriage_lab::truth::{Truth, ETCD_LOG_DIR, LOGS_DIR, RECORDING_DIR, TRUTH_FILE};
 
 use crate::util::LabError;
 
@@ -121,14 +121,55 @@ pub(crate) fn find_runs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LabError> {
     Ok(out)
 }
 
+/// What a run is diagnosed from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum DiagnoseFrom {
+    /// The recording (`--dump`).
+    Metrics,
+    /// The members' etcd logs alone (`--logs`), judged by `judge_logs`.
+    Logs,
+    /// The recording and the logs.
+    Both,
+}
+
+/// The members' logs of a run: `logs/` of an exported run, `etcd/` of a kept one.
+fn logs_dir(run: &Path) -> PathBuf {
+    let exported = run.join(LOGS_DIR);
+    if exported.is_dir() {
+        exported
+    } else {
+        run.join(ETCD_LOG_DIR)
+    }
+}
+
 /// Runs `cptriage diagnose` on a run's recording and judges it.
 pub(crate) fn diagnose_and_judge(cptriage: &Path, run: &Path) -> Result<(Result1, Option<Value>), LabError> {
+    diagnose_and_judge_from(cptriage, run, DiagnoseFrom::Metrics)
+}
+
+/// Runs `cptriage diagnose` on a run's recording, logs, or both, and judges it.
+pub(crate) fn diagnose_and_judge_from(
+    cptriage: &Path,
+    run: &Path,
+    from: DiagnoseFrom,
+) -> Result<(Result1, Option<Value>), LabError> {
     let truth = Truth::read(&run.join(TRUTH_FILE))?;
     let rec = run.join(RECORDING_DIR);
-    let out = Command::new(cptriage)
-        .arg("diagnose")
-        .arg("--dump")
-        .arg(&rec)
+    let mut cmd = Command::new(cptriage);
+    cmd.arg("diagnose");
+    if from != DiagnoseFrom::Logs {
+        cmd.arg("--dump").arg(&rec);
+    }
+    if from != DiagnoseFrom::Metrics {
+        cmd.arg("--logs").arg(logs_dir(run));
+    }
+    if from == DiagnoseFrom::Logs {
+        // The run ends with its recording: the lab's teardown after it (the
+        // members killed) is not part of the scenario.
+        cmd.arg("--to")
+            .arg(format!("{}", (truth.recording_to_ms + 999) / 1000));
+    }
+    let out = cmd
         .args(["-o", "json"])
         .output()
         .map_err(|e| LabError::msg(format!("`{}`: cannot run: {e}", cptriage.display())))?;
@@ -137,7 +178,12 @@ pub(crate) fn diagnose_and_judge(cptriage: &Path, run: &Path) -> Result<(Result1
         let e = String::from_utf8_lossy(&out.stderr);
         format!("no JSON verdict (exit {:?}): {}", out.status.code(), e.trim())
     });
-    let judgement = judge(&truth, verdict.as_ref().unwrap_or(&Value::Null));
+    let v = verdict.as_ref().unwrap_or(&Value::Null);
+    let judgement = if from == DiagnoseFrom::Logs {
+        judge_logs(&truth, v)
+    } else {
+        judge(&truth, v)
+    };
     Ok((
         Result1 {
             run: run.to_path_buf(),
@@ -157,7 +203,12 @@ pub(crate) fn diagnose_and_judge(cptriage: &Path, run: &Path) -> Result<(Result1
 }
 
 /// Diagnoses and judges every run, `jobs` at a time, in run order.
-pub(crate) fn judge_all(cptriage: &Path, runs: &[PathBuf], jobs: usize) -> Result<Vec<Result1>, LabError> {
+pub(crate) fn judge_all(
+    cptriage: &Path,
+    runs: &[PathBuf],
+    jobs: usize,
+    from: DiagnoseFrom,
+) -> Result<Vec<Result1>, LabError> {
     let next = Mutex::new(0usize);
     let slots: Mutex<Vec<Option<Result<Result1, LabError>>>> =
         Mutex::new((0..runs.len()).map(|_| None).collect());
@@ -173,7 +224,7 @@ pub(crate) fn judge_all(cptriage: &Path, runs: &[PathBuf], jobs: usize) -> Resul
                 if i >= runs.len() {
                     break;
                 }
-                let r = diagnose_and_judge(cptriage, &runs[i]).map(|(r, _)| r);
+                let r = diagnose_and_judge_from(cptriage, &runs[i], from).map(|(r, _)| r);
                 slots.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
             });
         }

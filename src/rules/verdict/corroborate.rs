@@ -1,10 +1,12 @@
-//! Audit-log corroboration of the root cause: the audit signals a leaf lists
-//! as `evidence` (role `audit`, e.g. the share of slow requests' time spent
-//! in etcd) confirm the axis the tree named when they are lit during its
-//! episode, and contradict it when they are read and unlit while another
-//! axis's audit signal is lit ("apf-queue-wait owned 70% of slow requests'
-//! time, not etcd"). With no audit logs nothing is said; with audit logs that
-//! cannot tell (no latency annotations, too few slow requests) that is said.
+//! Corroboration of the root cause by audit logs and by etcd and
+//! kube-apiserver logs: the signals of role `audit` or `logs` a leaf lists as
+//! `evidence` (or asks in its own question) confirm the axis the tree named
+//! when they are lit during its episode ("the logs confirm etcd/leader:
+//! heartbeats the leader logged as sent late 11/s on m2 from 11:47:58"), and
+//! contradict it when they are read and unlit while another axis's signal of
+//! the same source is lit ("apf-queue-wait owned 70% of slow requests' time,
+//! not etcd"). Without that source nothing is said; when it cannot tell,
+//! that is said.
 
 use super::judge::Judged;
 use super::AssessInput;
@@ -13,14 +15,32 @@ use crate::rules::model::SignalRole;
 use crate::rules::report::{Availability, Corroboration, CorroborationKind, RootCause, StepState};
 use crate::timefmt::format_time;
 
-/// The audit evidence signals of leaf `l`.
-fn audit_signals(rules: &RuleSet, l: usize) -> Vec<usize> {
-    rules.leaves[l]
+/// The evidence signals of leaf `l` of one source role (`audit` or `logs`):
+/// its `evidence`, then the ones of its own question.
+pub(super) fn source_signals(rules: &RuleSet, l: usize, role: SignalRole) -> Vec<usize> {
+    let mut out: Vec<usize> = rules.leaves[l]
         .evidence
         .iter()
         .filter_map(|s| rules.signal(s))
-        .filter(|&k| rules.signals[k].def.role == SignalRole::Audit)
-        .collect()
+        // Log signals decide too (the leaf's own question asks them).
+        .chain(if role == SignalRole::Logs {
+            super::axes::own_signals(rules, l)
+        } else {
+            Vec::new()
+        })
+        .filter(|&k| rules.signals[k].def.role == role)
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    out.retain(|k| seen.insert(*k));
+    out
+}
+
+/// What a source is called in the statements.
+fn source_name(role: SignalRole) -> &'static str {
+    match role {
+        SignalRole::Logs => "the logs",
+        _ => "the audit logs",
+    }
 }
 
 fn axis_name(rules: &RuleSet, l: usize) -> String {
@@ -48,8 +68,8 @@ fn max_value(input: &AssessInput, k: usize, a: usize, b: usize) -> Option<f64> {
         .reduce(f64::max)
 }
 
-/// How the audit logs bear on the root cause (empty without audit logs or
-/// without audit evidence for that axis).
+/// How the audit logs and the etcd and kube-apiserver logs bear on the root
+/// cause (empty without them or without their evidence for that axis).
 pub(super) fn corroborate(
     rules: &RuleSet,
     input: &AssessInput,
@@ -57,11 +77,35 @@ pub(super) fn corroborate(
     root: Option<&RootCause>,
     at: usize,
 ) -> Vec<Corroboration> {
+    let mut out = by_source(rules, input, judged, root, at, SignalRole::Audit);
+    out.extend(by_source(rules, input, judged, root, at, SignalRole::Logs));
+    out
+}
+
+/// The instances a signal is lit on in `[a, b]`, for the statement.
+fn lit_on(judged: &[Judged], k: usize, a: usize, b: usize) -> Vec<String> {
+    judged[k]
+        .lit
+        .iter()
+        .filter(|(_, l)| (a..=b).any(|i| l.get(i).copied().flatten() == Some(true)))
+        .map(|(inst, _)| inst.clone())
+        .collect()
+}
+
+fn by_source(
+    rules: &RuleSet,
+    input: &AssessInput,
+    judged: &[Judged],
+    root: Option<&RootCause>,
+    at: usize,
+    role: SignalRole,
+) -> Vec<Corroboration> {
+    let who = source_name(role);
     let Some(rc) = root else { return Vec::new() };
     let Some(l) = rules.leaves.iter().position(|x| x.id == rc.leaf) else {
         return Vec::new();
     };
-    let own = audit_signals(rules, l);
+    let own = source_signals(rules, l, role);
     if own.is_empty() {
         return Vec::new();
     }
@@ -100,7 +144,7 @@ pub(super) fn corroborate(
             other_axis: None,
             from: None,
             value: None,
-            text: format!("the audit logs cannot confirm or contradict it: {why}"),
+            text: format!("{who} cannot confirm or contradict it: {why}"),
         }];
     }
     // Confirmed: an own audit signal lit during the episode.
@@ -113,12 +157,20 @@ pub(super) fn corroborate(
                 other_axis: None,
                 from: Some(input.steps[i]),
                 value: v.is_finite().then_some(v),
-                text: format!(
-                    "the audit logs confirm {axis}: {} {} from {}",
-                    sig_desc(k),
-                    unit(k).format(v),
-                    format_time(input.steps[i])
-                ),
+                text: {
+                    let on = lit_on(judged, k, a, b);
+                    format!(
+                        "{who} confirm {axis}: {} {}{} from {}",
+                        sig_desc(k),
+                        unit(k).format(v),
+                        if role == SignalRole::Logs && !on.is_empty() && on.iter().all(|i| i != "(all)") {
+                            format!(" on {}", on.join(", "))
+                        } else {
+                            String::new()
+                        },
+                        format_time(input.steps[i])
+                    )
+                },
             }];
         }
     }
@@ -127,7 +179,7 @@ pub(super) fn corroborate(
         if rules.leaves[m].axis == rules.leaves[l].axis {
             continue;
         }
-        for k in audit_signals(rules, m) {
+        for k in source_signals(rules, m, role) {
             if own.contains(&k) {
                 continue;
             }
@@ -144,7 +196,7 @@ pub(super) fn corroborate(
                     from: Some(input.steps[i]),
                     value: v.is_finite().then_some(v),
                     text: format!(
-                        "the audit logs disagree with the metrics: they point at {} ({} {} from {}){}",
+                        "{who} disagree with the metrics: they point at {} ({} {} from {}){}",
                         axis_name(rules, m),
                         sig_desc(k),
                         unit(k).format(v),
@@ -188,13 +240,19 @@ pub(super) fn corroborate(
         value: mine.map(|(_, x)| x),
         text: match (known, mine) {
             (true, Some((o, x))) => format!(
-                "the audit logs do not confirm {axis}: {} at most {} during its episode ({})",
+                "{who} do not confirm {axis}: {} at most {} during its episode ({})",
                 sig_desc(o),
                 unit(o).format(x),
                 rules.signals[o].def.threshold.text(unit(o))
             ),
+            (true, None) if role == SignalRole::Logs => format!(
+                "{who} do not confirm {axis}: nothing of it was logged during its episode (a quiet log is not proof either way)"
+            ),
             (true, None) => format!(
                 "the audit logs do not confirm {axis}: no request slower than 500 ms with latency annotations during its episode"
+            ),
+            (false, _) if role == SignalRole::Logs => format!(
+                "{who} cannot confirm or contradict {axis}: they do not cover its episode"
             ),
             (false, _) => format!(
                 "the audit logs cannot confirm or contradict {axis}: too few slow requests with latency annotations during its episode"

@@ -46,6 +46,7 @@ mod decide;
 mod evidence;
 mod falsify;
 mod judge;
+pub mod loglines;
 mod timeline;
 mod walk;
 
@@ -504,6 +505,9 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
                     .filter(|r| rules.scopes.iter().any(|sc| sc.role.as_str() == r.as_str()))
                     .collect();
                 match judged_roles.as_slice() {
+                    [] if scope.observed.iter().any(|r| r == "logs") => {
+                        "inconclusive: no axis is lit in the logs, but logs alone cannot show that the control plane is healthy (a quiet log is not proof; add metrics)".to_string()
+                    }
                     [] if scope.observed.iter().any(|r| r == "audit") => {
                         "inconclusive: no axis is lit in the audit logs, but audit logs alone cannot show that the control plane is healthy (a policy may not log every request; add metrics)".to_string()
                     }
@@ -557,6 +561,7 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         },
         scope,
         audit: None,
+        logs: None,
         advisories,
     }
 }
@@ -578,7 +583,12 @@ fn unreachable_during(ax: &AxisReport, input: &AssessInput) -> Vec<Unreachable> 
         .map(|e| e.role.as_str())
         .collect();
     let mut out = Vec::new();
-    for s in input.sources.iter().filter(|s| roles.contains(s.role.as_str())) {
+    // Logs and audit logs are read, not scraped: they never stop answering.
+    for s in input
+        .sources
+        .iter()
+        .filter(|s| roles.contains(s.role.as_str()) && s.role != "logs" && s.role != "audit")
+    {
         let hit = s
             .missing
             .iter()

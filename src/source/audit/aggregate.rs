@@ -538,7 +538,7 @@ fn format_le(v: f64) -> String {
 
 /// Pushes the running sum of `incs` (bucket index → increment, in index
 /// order) at every boundary.
-fn write_cumulative(
+pub(crate) fn write_cumulative(
     store: &mut Store,
     id: usize,
     times: &[Millis],
