@@ -190,7 +190,11 @@ impl Plan {
     pub fn from_args(mut a: DiagnoseArgs) -> Result<Plan, CliError> {
         // `diagnose DIR` is `diagnose --dump DIR`.
         a.dump.append(&mut a.paths);
-        if a.dump.is_empty() && !a.live && a.prom.prometheus.is_none() && a.audit.is_empty() && a.logs.is_empty()
+        if a.dump.is_empty()
+            && !a.live
+            && a.prom.prometheus.is_none()
+            && a.audit.is_empty()
+            && a.logs.is_empty()
         {
             return Err(CliError::Usage(
                 "no metrics to diagnose: give a capture (`cptriage diagnose DIR` or `--dump PATH`), \

@@ -216,9 +216,15 @@ fn add_logs(plan: &Plan, ds: &mut Dataset, progress: &mut dyn Progress) -> Resul
     if plan.evidence.logs.is_empty() {
         return Ok(());
     }
-    let metrics = ds.targets.iter().any(|t| t.role != Role::Audit);
+    // A single metrics snapshot has no window to cut to: the logs give the
+    // timeline (and the verdict its dates).
+    let metrics = ds.targets.iter().any(|t| t.role != Role::Audit) && ds.typical_interval().is_some();
     let cfg = logs::LogsConfig {
-        resolution: plan.window.step.or_else(|| ds.typical_interval()).unwrap_or(5_000),
+        resolution: plan
+            .window
+            .step
+            .or_else(|| ds.typical_interval())
+            .unwrap_or(5_000),
         clip: if metrics { ds.window() } else { None },
         ..logs::LogsConfig::default()
     };

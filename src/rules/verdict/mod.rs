@@ -587,7 +587,11 @@ fn unreachable_during(ax: &AxisReport, input: &AssessInput) -> Vec<Unreachable> 
     for s in input
         .sources
         .iter()
-        .filter(|s| roles.contains(s.role.as_str()) && s.role != "logs" && s.role != "audit")
+        // A target of a single snapshot has no time series: it did not stop
+        // answering, it was read once.
+        .filter(|s| {
+            roles.contains(s.role.as_str()) && s.role != "logs" && s.role != "audit" && s.snapshots > 1
+        })
     {
         let hit = s
             .missing
