@@ -302,7 +302,7 @@ fn must_gather_and_var_log_pods_give_the_plain_files_verdict() {
             assert_eq!(files.len(), 6, "{what}: {files:?}");
             assert!(files.iter().all(|f| f["layout"] == what), "{what}: {files:?}");
             assert_eq!(v["logs"]["bad_lines"], 0, "{what}");
-            assert_eq!(v["logs"]["lines"].as_u64() > Some(0), true);
+            assert!(v["logs"]["lines"].as_u64() > Some(0));
         }
         // The must-gather's other containers are skipped, and say why.
         let v = verdict(&["--logs", &s(&mg)]);
@@ -446,12 +446,10 @@ fn request_keys_and_credentials_never_reach_the_report() {
     let mut text = String::new();
     for i in 0..30 {
         text.push_str(&format!(
-            "2026-12-06 04:01:{:02}.123456 W | etcdserver: read-only range request \"key:\\\"/registry/secrets/kube-system/token-{secret}\\\" \" with result \"range_response_count:1 size:9\" took too long (1.{i:02}s) to execute\n",
-            i
+            "2026-12-06 04:01:{i:02}.123456 W | etcdserver: read-only range request \"key:\\\"/registry/secrets/kube-system/token-{secret}\\\" \" with result \"range_response_count:1 size:9\" took too long (1.{i:02}s) to execute\n"
         ));
         text.push_str(&format!(
-            "2026-12-06 04:01:{:02}.223456 W | wal: sync duration of 1.5s, expected less than 1s\n",
-            i
+            "2026-12-06 04:01:{i:02}.223456 W | wal: sync duration of 1.5s, expected less than 1s\n"
         ));
     }
     std::fs::write(&p, text).unwrap();

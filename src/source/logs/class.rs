@@ -389,14 +389,12 @@ fn raft(m: &str) -> Option<Recognised> {
         rec(Class::Election)
     } else if rest.starts_with(" became leader at term ") {
         rec(Class::BecameLeader)
-    } else if let Some(r) = rest.strip_prefix(" lost leader ") {
-        Some(Recognised {
+    } else {
+        rest.strip_prefix(" lost leader ").map(|r| Recognised {
             class: Class::LeaderLost,
             took: None,
             peer: hex_word(r).map(str::to_string),
         })
-    } else {
-        None
     }
 }
 

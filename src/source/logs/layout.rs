@@ -125,7 +125,7 @@ fn classify(path: &Path, name: Option<&str>) -> Result<LogFile, Option<String>> 
         f
     };
     // must-gather: …/pods/<pod>/<container>/<container>/logs/<file>.log
-    if n >= 6 && parts[n - 2] == "logs" && parts[n - 5] != "" && parts[n - 6] == "pods" {
+    if n >= 6 && parts[n - 2] == "logs" && !parts[n - 5].is_empty() && parts[n - 6] == "pods" {
         let (pod, container) = (&parts[n - 5], &parts[n - 4]);
         if !matches!(
             file.as_str(),
@@ -144,7 +144,7 @@ fn classify(path: &Path, name: Option<&str>) -> Result<LogFile, Option<String>> 
                 member: pod.clone(),
                 component: Some(c),
                 layout: "must-gather",
-                order: (0, if file.starts_with("previous") { 0 } else { 1 }),
+                order: (0, i64::from(!file.starts_with("previous"))),
             })),
             None => Err(Some(format!(
                 "container `{container}` of pod `{pod}` is not an etcd or kube-apiserver server"

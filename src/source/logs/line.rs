@@ -346,7 +346,7 @@ pub fn rfc3339(b: &[u8]) -> Option<Millis> {
     let (t, i) = date_time(b, b"T ")?;
     let zone = &b[i..];
     let off_min: i64 = match zone {
-        [] | [b'Z'] | [b'z'] => 0,
+        [] | [b'Z' | b'z'] => 0,
         [sign @ (b'+' | b'-'), rest @ ..] => {
             let rest: Vec<u8> = rest.iter().copied().filter(|c| *c != b':').collect();
             if rest.len() != 4 {

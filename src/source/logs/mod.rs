@@ -927,7 +927,7 @@ impl<'c> Reader<'c> {
             .map(|(m, c)| Member {
                 name: m.clone(),
                 component: *c,
-                id: by_name.get(m).map(|s| s.to_string()),
+                id: by_name.get(m).map(|s| (*s).clone()),
             })
             .collect();
         if self.folded > 0 {
