@@ -14,6 +14,9 @@ pub enum ExitCode {
     /// 4: a failing axis was named, and everything of that incident had
     /// recovered by the end of the window (diagnose).
     Recovered = 4,
+    /// 5: a failing axis was named, but its cause is undecided: an axis that
+    /// could have caused it could not be read (diagnose, `verdict.undecided`).
+    Undecided = 5,
 }
 
 impl ExitCode {

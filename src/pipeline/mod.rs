@@ -62,6 +62,12 @@ impl Outcome {
     /// The exit status: the report's, or the worst of the fleet's.
     pub fn exit_code(&self) -> ExitCode {
         match self {
+            // A failing axis whose cause is undecided: exit 5.
+            Outcome::One(r) | Outcome::Watched { report: r, .. }
+                if r.status == Status::Degraded && r.verdict.undecided.is_some() =>
+            {
+                ExitCode::Undecided
+            }
             Outcome::One(r) | Outcome::Watched { report: r, .. } => status_code(Some(r.status)),
             Outcome::Fleet(f) if f.none_queried => ExitCode::Data,
             Outcome::Fleet(f) => status_code(fleet::worst_entry(&f.entries)),

@@ -149,9 +149,12 @@ fn axis(axis: &str, sub: &Option<String>) -> String {
 
 /// One row's cells: cluster, status, root cause, where, since, downstream.
 pub fn row(cluster: &str, r: &Report) -> [String; 6] {
-    let rc = r.verdict.root_cause.as_ref();
+    let rc = r.verdict.failing();
     let cause = rc
-        .map(|c| axis(&c.axis, &c.sub_axis))
+        .map(|c| match r.verdict.undecided {
+            Some(_) => format!("{} (cause undecided)", axis(&c.axis, &c.sub_axis)),
+            None => axis(&c.axis, &c.sub_axis),
+        })
         .unwrap_or_else(|| "-".into());
     let place = rc
         .map(|c| {

@@ -157,7 +157,7 @@ pub(crate) fn footer(h: &mut String, r: &Report) {
 /// The one-line answer: `DEGRADED: etcd/disk — etcd disk is slow …`.
 pub(crate) fn headline(r: &Report) -> String {
     let status = r.status.as_str().to_uppercase();
-    match &r.verdict.root_cause {
+    match r.verdict.failing() {
         Some(rc) => format!("{status}: {} — {}", label(&rc.axis, &rc.sub_axis), rc.title),
         None => status,
     }
@@ -181,7 +181,7 @@ fn verdict(h: &mut String, r: &Report, headline: &str) {
         esc(rest)
     );
     // With a root cause the facts below say what the summary says, one per line.
-    if r.verdict.root_cause.is_none() {
+    if r.verdict.failing().is_none() {
         let _ = writeln!(h, "<p class=\"summary\">{}</p>", esc(&r.verdict.summary));
     }
     h.push_str("<dl class=\"facts\">\n");
@@ -189,10 +189,22 @@ fn verdict(h: &mut String, r: &Report, headline: &str) {
         let _ = writeln!(h, "<dt>{k}</dt><dd id=\"{id}\">{v}</dd>");
     };
     let w = &r.window;
-    if let Some(rc) = &r.verdict.root_cause {
+    if let Some(rc) = r.verdict.failing() {
+        if let Some(u) = &r.verdict.undecided {
+            fact(
+                h,
+                "Cause undecided",
+                "undecided",
+                &esc(u.text.trim_start_matches("cause undecided: ")),
+            );
+        }
         fact(
             h,
-            "Root cause",
+            if r.verdict.undecided.is_some() {
+                "Failing"
+            } else {
+                "Root cause"
+            },
             "root-cause",
             &format!(
                 "<code>{}</code> ({}) — {}",
@@ -433,7 +445,7 @@ fn logs_section(h: &mut String, r: &Report) {
 /// Lit axes in verdict order: root cause, ties, downstream, then the others.
 pub(crate) fn verdict_axes(r: &Report) -> Vec<(&AxisReport, &'static str)> {
     let mut wanted: Vec<(&str, &'static str)> = Vec::new();
-    if let Some(rc) = &r.verdict.root_cause {
+    if let Some(rc) = r.verdict.failing() {
         wanted.push((&rc.leaf, "root-cause"));
     }
     wanted.extend(r.verdict.ties.iter().map(|t| (t.leaf.as_str(), "tie")));

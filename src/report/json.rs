@@ -51,6 +51,8 @@ struct Verdict<'a> {
     status: model::Status,
     summary: &'a str,
     root_cause: Option<J>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    undecided: Option<J>,
     earlier: Vec<J>,
     scope: J,
     downstream: Vec<J>,
@@ -241,6 +243,25 @@ fn episode(e: &model::Episode) -> J {
     })
 }
 
+/// A root cause (or the failing axis of an undecided verdict).
+fn root_cause_json(rc: &model::RootCause) -> J {
+    serde_json::json!({
+        "leaf": rc.leaf,
+        "axis": rc.axis,
+        "sub_axis": rc.sub_axis,
+        "severity": rc.severity.to_string(),
+        "title": rc.title,
+        "onset": ot(rc.onset),
+        "recovered": ot(rc.recovered),
+        "instances": rc.instances,
+        "affected": rc.affected,
+        "unreachable": rc.unreachable.iter().map(|u| serde_json::json!({
+            "target": u.target, "from": t(u.from), "until": ot(u.until),
+        })).collect::<Vec<_>>(),
+        "localisation": rc.localisation,
+    })
+}
+
 /// Builds the verdict document.
 pub fn document(r: &Report) -> J {
     let v = &r.verdict;
@@ -248,21 +269,15 @@ pub fn document(r: &Report) -> J {
         schema: SCHEMA,
         status: r.status,
         summary: &v.summary,
-        root_cause: v.root_cause.as_ref().map(|rc| {
+        root_cause: v.root_cause.as_ref().map(root_cause_json),
+        undecided: v.undecided.as_ref().map(|u| {
             serde_json::json!({
-                "leaf": rc.leaf,
-                "axis": rc.axis,
-                "sub_axis": rc.sub_axis,
-                "severity": rc.severity.to_string(),
-                "title": rc.title,
-                "onset": ot(rc.onset),
-                "recovered": ot(rc.recovered),
-                "instances": rc.instances,
-                "affected": rc.affected,
-                "unreachable": rc.unreachable.iter().map(|u| serde_json::json!({
-                    "target": u.target, "from": t(u.from), "until": ot(u.until),
+                "failing": root_cause_json(&u.failing),
+                "unread": u.unread.iter().map(|c| serde_json::json!({
+                    "cause": c.cause, "title": c.title, "signals": c.signals,
+                    "reasons": c.reasons, "remedy": c.remedy,
                 })).collect::<Vec<_>>(),
-                "localisation": rc.localisation,
+                "text": u.text,
             })
         }),
         earlier: v.earlier.iter().map(episode).collect(),

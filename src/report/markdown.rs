@@ -25,12 +25,22 @@ pub(crate) fn render_titled(r: &Report, title: &str, out: &mut dyn Write) -> std
     writeln!(out)?;
     writeln!(out, "{}", r.verdict.summary)?;
     writeln!(out)?;
-    if let Some(rc) = &r.verdict.root_cause {
+    if let Some(rc) = r.verdict.failing() {
         let axis = match &rc.sub_axis {
             Some(s) => format!("{}/{s}", rc.axis),
             None => rc.axis.clone(),
         };
-        writeln!(out, "- **Root cause:** `{axis}` ({}) — {}", rc.severity, rc.title)?;
+        match &r.verdict.undecided {
+            Some(u) => {
+                writeln!(out, "- **Failing:** `{axis}` ({}) — {}", rc.severity, rc.title)?;
+                writeln!(
+                    out,
+                    "- **Cause undecided:** {}",
+                    u.text.trim_start_matches("cause undecided: ")
+                )?;
+            }
+            None => writeln!(out, "- **Root cause:** `{axis}` ({}) — {}", rc.severity, rc.title)?,
+        }
         writeln!(out, "- **Onset:** {}", opt_time(rc.onset))?;
         if !rc.instances.is_empty() {
             writeln!(out, "- **Instances:** {}", rc.instances.join(", "))?;

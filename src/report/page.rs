@@ -78,7 +78,7 @@ pub fn first_page(r: &Report, opts: &RenderOpts) -> String {
         warned: false,
     };
     headline(r, &mut p);
-    if r.verdict.root_cause.is_some() {
+    if r.verdict.failing().is_some() {
         axes_block(r, &mut p);
         earlier(r, &mut p);
         deciding(r, &mut p);
@@ -129,7 +129,7 @@ fn beyond_metrics(r: &Report, p: &mut Page) {
 }
 
 fn root_axis(r: &Report) -> Option<&AxisReport> {
-    let rc = r.verdict.root_cause.as_ref()?;
+    let rc = r.verdict.failing()?;
     r.axes.iter().find(|a| a.leaf == rc.leaf)
 }
 
@@ -141,7 +141,7 @@ fn headline(r: &Report, p: &mut Page) {
         Status::Recovered => ("RECOVERED", Tone::Warn),
         Status::Inconclusive => ("INCONCLUSIVE", Tone::Warn),
     };
-    let text = match (&r.status, &r.verdict.root_cause) {
+    let text = match (&r.status, r.verdict.failing()) {
         (Status::Healthy, _) => {
             let parts: Vec<&str> = r.scope.judged.iter().map(|s| s.as_str()).collect();
             match parts.len() {
@@ -151,11 +151,14 @@ fn headline(r: &Report, p: &mut Page) {
             }
         }
         (Status::Inconclusive, _) => "the data cannot decide".to_string(),
-        (_, Some(rc)) => rc.title.clone(),
+        (_, Some(rc)) => match &r.verdict.undecided {
+            Some(u) => format!("{} — {}", rc.title, u.text),
+            None => rc.title.clone(),
+        },
         (_, None) => String::new(),
     };
     let word = p.paint(tone, word);
-    let sev = match &r.verdict.root_cause {
+    let sev = match r.verdict.failing() {
         Some(rc) => {
             let t = if rc.severity == Severity::P0 {
                 Tone::Bad
@@ -173,11 +176,18 @@ fn headline(r: &Report, p: &mut Page) {
 /// One line per axis of the incident: the root cause, what followed it, and
 /// what began too close to it to be ordered.
 fn axes_block(r: &Report, p: &mut Page) {
-    let Some(rc) = &r.verdict.root_cause else { return };
+    let Some(rc) = r.verdict.failing() else { return };
     let rows_axes: Vec<(&str, &AxisReport)> = {
         let mut v = Vec::new();
         if let Some(a) = root_axis(r) {
-            v.push(("cause", a));
+            v.push((
+                if r.verdict.undecided.is_some() {
+                    "failing"
+                } else {
+                    "cause"
+                },
+                a,
+            ));
         }
         for t in &r.verdict.ties {
             if let Some(a) = r.axes.iter().find(|a| a.leaf == t.leaf) {
@@ -195,7 +205,7 @@ fn axes_block(r: &Report, p: &mut Page) {
     let mut rows: Vec<[String; 5]> = Vec::new();
     for (role, a) in &rows_axes {
         let when = match (role, a.onset, rc.onset) {
-            (&"cause", Some(o), _) => format!("since {}", format_clock(o, with_date)),
+            (&"cause" | &"failing", Some(o), _) => format!("since {}", format_clock(o, with_date)),
             (_, Some(o), Some(ro)) => format_offset(o - ro),
             (_, Some(o), None) => format_clock(o, with_date),
             _ if steps_of(r) <= 1 => "one snapshot".to_string(),
@@ -358,8 +368,7 @@ fn deciding(r: &Report, p: &mut Page) {
     let Some(a) = root_axis(r) else { return };
     let rc_instances = r
         .verdict
-        .root_cause
-        .as_ref()
+        .failing()
         .map(|rc| rc.instances.clone())
         .unwrap_or_default();
     let mut ev: Vec<&Evidence> = a
@@ -498,7 +507,7 @@ fn no_cause(r: &Report, p: &mut Page) {
 fn the_warning(r: &Report, p: &mut Page) {
     let mut shown = 0;
     let mut text = None;
-    if let (Some(rc), Some(a)) = (&r.verdict.root_cause, root_axis(r)) {
+    if let (Some(rc), Some(a)) = (r.verdict.failing(), root_axis(r)) {
         if r.walk_end != rc.leaf && r.walk_end != crate::rules::HEALTHY {
             let stop = r
                 .axes

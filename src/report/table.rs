@@ -50,11 +50,12 @@ pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Re
         t.map(|t| format_clock(t, with_date))
             .unwrap_or_else(|| "—".into())
     };
-    let banner = match (&r.status, &r.verdict.root_cause) {
+    let banner = match (&r.status, r.verdict.failing()) {
         (Status::Healthy, _) => "HEALTHY".to_string(),
         (Status::Inconclusive, _) => "INCONCLUSIVE: the data cannot decide".to_string(),
         (Status::Degraded, Some(rc)) => format!(
-            "DEGRADED: root cause {} ({}) — {}",
+            "DEGRADED: {} {} ({}) — {}",
+            cause_word(r),
             match &rc.sub_axis {
                 Some(s) => format!("{}/{s}", rc.axis),
                 None => rc.axis.clone(),
@@ -64,7 +65,8 @@ pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Re
         ),
         (Status::Degraded, None) => "DEGRADED".to_string(),
         (Status::Recovered, Some(rc)) => format!(
-            "RECOVERED: root cause {} ({}) — {}",
+            "RECOVERED: {} {} ({}) — {}",
+            cause_word(r),
             match &rc.sub_axis {
                 Some(s) => format!("{}/{s}", rc.axis),
                 None => rc.axis.clone(),
@@ -86,7 +88,10 @@ pub fn render(r: &Report, opts: &RenderOpts, out: &mut dyn Write) -> std::io::Re
         width,
     );
     let mut line = |prefix: &str, text: &str| head.extend(wrap(&format!("  {prefix}"), 4, text, width));
-    if let Some(rc) = &r.verdict.root_cause {
+    if let Some(u) = &r.verdict.undecided {
+        line("", &u.text);
+    }
+    if let Some(rc) = r.verdict.failing() {
         if let Some(on) = rc.onset {
             line("onset: ", &format_clock(on, true));
         }
@@ -479,7 +484,7 @@ fn measured_falsifier(r: &Report, width: usize, out: &mut dyn Write) -> std::io:
         }
         Ok(())
     };
-    let root = r.verdict.root_cause.as_ref().map(|rc| rc.leaf.as_str());
+    let root = r.verdict.failing().map(|rc| rc.leaf.as_str());
     for e in r
         .axes
         .iter()
@@ -501,4 +506,14 @@ fn measured_falsifier(r: &Report, width: usize, out: &mut dyn Write) -> std::io:
         line("  cleared:  ", &format!("{}: {}", m.axis, m.text()))?;
     }
     line("  ADR: ", &f.adr)
+}
+
+/// "root cause", or "failing (cause undecided)" when a possible cause could
+/// not be read.
+fn cause_word(r: &Report) -> &'static str {
+    if r.verdict.undecided.is_some() {
+        "failing (cause undecided)"
+    } else {
+        "root cause"
+    }
 }

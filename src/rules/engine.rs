@@ -163,15 +163,24 @@ pub fn grid(data: &Dataset, opts: &Options) -> Result<(Grid, Vec<String>), Engin
 /// in the store).
 fn exposed(data: &Dataset, role: Role, name: &str) -> bool {
     let fam = template::family_of(name);
+    let has = |n: &str| {
+        data.store
+            .by_name(n)
+            .any(|s| s.labels.get(template::ROLE_LABEL) == Some(role.as_str()))
+    };
+    // A histogram whose `_bucket` series were dropped (monitoring that keeps
+    // `_sum` and `_count` only) still declares its family: its buckets are
+    // not exposed when its `_count` is there without them.
+    if name.ends_with("_bucket") && !has(name) && has(&format!("{fam}_count")) {
+        return false;
+    }
     if data
         .targets_with_role(role)
         .any(|t| t.families.contains(name) || t.families.contains(fam))
     {
         return true;
     }
-    data.store
-        .by_name(name)
-        .any(|s| s.labels.get(template::ROLE_LABEL) == Some(role.as_str()))
+    has(name)
 }
 
 /// Instance → values per step from an evaluation result; several series of one
@@ -358,6 +367,35 @@ fn short_window(data: &Dataset, step: Millis, range: Millis) -> Option<Millis> {
     (w < range).then_some(w)
 }
 
+/// The first of the signal's expressions whose metrics (its optional ones
+/// aside) are all exposed by targets of its role.
+fn chosen_read(sig: &crate::rules::load::Signal, data: &Dataset) -> Option<usize> {
+    let role = sig.def.role.role();
+    let optional: BTreeSet<&str> = sig.def.optional_metrics.iter().map(|s| s.as_str()).collect();
+    sig.reads.iter().position(|r| {
+        r.metrics
+            .iter()
+            .filter(|m| !optional.contains(m.as_str()) && !optional.contains(template::family_of(m)))
+            .all(|m| exposed(data, role, m))
+    })
+}
+
+/// The rule set with the mean form of every histogram signal whose buckets
+/// are not exposed while its `_sum` and `_count` are (monitoring that drops
+/// `_bucket` series), and a warning naming them.
+fn on_means(rules: &RuleSet, data: &Dataset) -> (RuleSet, Option<String>) {
+    let (r, replaced) =
+        rules.on_means(|s, mean| chosen_read(s, data).is_none() && chosen_read(mean, data).is_some());
+    let warning = (!replaced.is_empty()).then(|| {
+        format!(
+            "histogram buckets not exposed: {} judged on the mean (rate of _sum / rate of _count) against its baseline and an absolute floor ({})",
+            if replaced.len() == 1 { "1 latency signal is" } else { "these latency signals are" },
+            replaced.join(", ")
+        )
+    });
+    (r, warning)
+}
+
 /// Picks the expression and instantiates it, or says why the signal cannot be
 /// evaluated.
 fn plan_signal(rules: &RuleSet, k: usize, ctx: &Ctx) -> Result<Planned, Box<SignalInput>> {
@@ -371,13 +409,7 @@ fn plan_signal(rules: &RuleSet, k: usize, ctx: &Ctx) -> Result<Planned, Box<Sign
         )));
     }
     let optional: BTreeSet<&str> = sig.def.optional_metrics.iter().map(|s| s.as_str()).collect();
-    let chosen = sig.reads.iter().position(|r| {
-        r.metrics
-            .iter()
-            .filter(|m| !optional.contains(m.as_str()) && !optional.contains(template::family_of(m)))
-            .all(|m| exposed(ctx.data, role, m))
-    });
-    let Some(i) = chosen else {
+    let Some(i) = chosen_read(sig, ctx.data) else {
         let tried: Vec<String> = sig
             .reads
             .iter()
@@ -809,6 +841,16 @@ pub fn diagnose_with(
     } else {
         rules
     };
+    // No buckets: latency judged on the histograms' means.
+    let meaned;
+    let rules = match on_means(rules, data) {
+        (r, Some(w)) if data.typical_interval().is_some() => {
+            warnings.push(w);
+            meaned = r;
+            &meaned
+        }
+        _ => rules,
+    };
     let ctx = Ctx {
         data,
         eval: evaluator,
@@ -820,6 +862,15 @@ pub fn diagnose_with(
     let all: Vec<usize> = (0..rules.signals.len()).collect();
     let mut signals: Vec<SignalInput> = eval_signals(rules, &all, &ctx);
     eval_breakdowns(rules, &mut signals, &ctx);
+    for (s, sig) in signals.iter_mut().zip(&rules.signals) {
+        if sig.on_mean && s.availability == Availability::Evaluated {
+            let note = "judged on the mean (no buckets): rate of _sum / rate of _count, against its baseline and an absolute floor";
+            s.note = Some(match s.note.take() {
+                Some(n) => format!("{note}; {n}"),
+                None => note.to_string(),
+            });
+        }
+    }
 
     // Baseline.
     let plan = match opts.baseline {

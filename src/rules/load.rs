@@ -96,6 +96,12 @@ pub struct Signal {
     pub reads: Vec<Reads>,
     /// The checked single-snapshot form (`snapshot:`), if the signal has one.
     pub snapshot: Option<Box<Signal>>,
+    /// The checked mean form (`mean:`), used when the histogram's buckets are
+    /// not exposed.
+    pub mean: Option<Box<Signal>>,
+    /// This is the mean form of a histogram signal, judged because the
+    /// buckets were not exposed.
+    pub on_mean: bool,
     /// This is the since-process-start form of a signal (its values are
     /// lifetime counts or ratios, not rates).
     pub since_start: bool,
@@ -154,6 +160,19 @@ pub struct Scope {
     pub healthy: String,
 }
 
+/// A checked cause (`causes:`): what it is, the signals that read it and the
+/// leaves it can make light.
+#[derive(Clone, Debug)]
+pub struct Cause {
+    pub id: String,
+    pub title: String,
+    /// Signal indices.
+    pub read_by: Vec<usize>,
+    /// Leaf indices.
+    pub effects: Vec<usize>,
+    pub remedy: Option<String>,
+}
+
 /// A loaded, checked rule set.
 #[derive(Clone, Debug)]
 pub struct RuleSet {
@@ -173,6 +192,8 @@ pub struct RuleSet {
     pub scopes: Vec<Scope>,
     /// Advisories (`advisories:`), in file order.
     pub advisories: Vec<crate::rules::model::AdvisoryDef>,
+    /// What can make leaves light from below (`causes:`), in file order.
+    pub causes: Vec<Cause>,
     signal_index: HashMap<String, usize>,
     leaf_index: HashMap<String, usize>,
     node_index: HashMap<String, usize>,
@@ -199,7 +220,11 @@ impl RuleSet {
         }
         self.signals
             .iter()
-            .flat_map(|s| all(s).chain(s.snapshot.iter().flat_map(|x| all(x))))
+            .flat_map(|s| {
+                all(s)
+                    .chain(s.snapshot.iter().flat_map(|x| all(x)))
+                    .chain(s.mean.iter().flat_map(|x| all(x)))
+            })
             .flat_map(|r| r.metrics.iter().cloned())
             .collect()
     }
@@ -214,6 +239,24 @@ impl RuleSet {
             if let Some(sn) = s.snapshot.take() {
                 replaced.push(s.def.id.clone());
                 *s = *sn;
+            }
+        }
+        (r, replaced)
+    }
+
+    /// The rule set with the mean form (`mean:`) in place of every signal for
+    /// which `use_mean` says so (its buckets are not exposed, its `_sum` and
+    /// `_count` are). Returns the ids of the replaced signals.
+    pub fn on_means(&self, use_mean: impl Fn(&Signal, &Signal) -> bool) -> (RuleSet, Vec<String>) {
+        let mut r = self.clone();
+        let mut replaced = Vec::new();
+        for s in &mut r.signals {
+            let swap = s.mean.as_deref().is_some_and(|m| use_mean(s, m));
+            if swap {
+                if let Some(m) = s.mean.take() {
+                    replaced.push(s.def.id.clone());
+                    *s = *m;
+                }
             }
         }
         (r, replaced)
@@ -582,6 +625,7 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
             )),
         }
     }
+    let causes = check_causes(&file, &loc, &signal_index, &leaf_index, &mut used_signals, &mut d);
     for s in &file.signals {
         if !used_signals.contains(&s.id) {
             d.push(loc.entity(
@@ -662,6 +706,7 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
             nodes,
             leaves: file.leaves.clone(),
             advisories: file.advisories.clone(),
+            causes,
             leaf_order,
             signal_index,
             leaf_index,
@@ -670,6 +715,73 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
         _ => None,
     };
     (set, d)
+}
+
+/// Checks `causes:`: ids unique, every signal and leaf known.
+fn check_causes(
+    file: &RuleFile,
+    loc: &Locator,
+    signal_index: &HashMap<String, usize>,
+    leaf_index: &HashMap<String, usize>,
+    used_signals: &mut BTreeSet<String>,
+    d: &mut Vec<Diagnostic>,
+) -> Vec<Cause> {
+    let mut ids = BTreeSet::new();
+    let mut out = Vec::new();
+    for c in &file.causes {
+        if !ids.insert(c.id.clone()) {
+            d.push(loc.key(
+                None,
+                "causes",
+                Level::Error,
+                format!("cause `{}` is defined twice", c.id),
+            ));
+        }
+        if c.read_by.is_empty() || c.effects.is_empty() {
+            d.push(loc.key(
+                Some(("causes", &c.id)),
+                "read_by",
+                Level::Error,
+                format!(
+                    "cause `{}` needs at least one `read_by` signal and one `effects` leaf",
+                    c.id
+                ),
+            ));
+        }
+        let mut read_by = Vec::new();
+        for s in &c.read_by {
+            used_signals.insert(s.clone());
+            match signal_index.get(s) {
+                Some(&k) => read_by.push(k),
+                None => d.push(loc.token(
+                    ("causes", &c.id),
+                    s,
+                    Level::Error,
+                    format!("cause `{}` is read by unknown signal `{s}`", c.id),
+                )),
+            }
+        }
+        let mut effects = Vec::new();
+        for l in &c.effects {
+            match leaf_index.get(l) {
+                Some(&i) => effects.push(i),
+                None => d.push(loc.token(
+                    ("causes", &c.id),
+                    l,
+                    Level::Error,
+                    format!("cause `{}` names unknown leaf `{l}` as an effect", c.id),
+                )),
+            }
+        }
+        out.push(Cause {
+            id: c.id.clone(),
+            title: c.title.clone(),
+            read_by,
+            effects,
+            remedy: c.remedy.clone(),
+        });
+    }
+    out
 }
 
 fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal {
@@ -871,6 +983,7 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
             observations: sn.observations.clone(),
             persistence: None,
             snapshot: None,
+            mean: None,
             breakdown: None,
             ..s.clone()
         };
@@ -943,11 +1056,31 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
             reads,
         }
     });
+    let mean = s.mean.as_ref().map(|mn| {
+        let def = SignalDef {
+            description: mn.description.clone(),
+            expr: mn.expr.clone(),
+            alternatives: mn.alternatives.clone(),
+            optional_metrics: mn.optional_metrics.clone(),
+            threshold: mn.threshold.clone(),
+            unit: mn.unit.unwrap_or(s.unit),
+            observations: mn.observations.clone(),
+            snapshot: None,
+            mean: None,
+            breakdown: None,
+            ..s.clone()
+        };
+        let mut sig = check_signal(loc, &def, d);
+        sig.on_mean = true;
+        Box::new(sig)
+    });
     Signal {
         def: s.clone(),
         exprs,
         reads,
         snapshot,
+        mean,
+        on_mean: false,
         since_start: false,
         observations,
         breakdown,

@@ -33,6 +33,29 @@ pub struct RuleFile {
     /// its evidence, an ADR-ready sentence and a falsifier.
     #[serde(default)]
     pub advisories: Vec<AdvisoryDef>,
+    /// What can make an axis light from below (slow etcd makes requests hold
+    /// APF seats): an axis is named the root cause only when each of its
+    /// possible causes was read up to its onset.
+    #[serde(default)]
+    pub causes: Vec<CauseDef>,
+}
+
+/// A cause that can make other leaves light (see [`RuleFile::causes`]).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CauseDef {
+    pub id: String,
+    /// What it is, for people: "etcd latency".
+    pub title: String,
+    /// The signals that read it: it counts as read when one of them was
+    /// judged in the window up to an effect's onset.
+    pub read_by: Vec<String>,
+    /// The leaves it can make light.
+    pub effects: Vec<String>,
+    /// What a user adds to their monitoring to read it (shown when it could
+    /// not be read).
+    #[serde(default)]
+    pub remedy: Option<String>,
 }
 
 /// An advisory: when `when` holds (and `unless` does not) at some step of the
@@ -213,6 +236,12 @@ pub struct SignalDef {
     /// own threshold.
     #[serde(default)]
     pub snapshot: Option<SnapshotDef>,
+    /// What to evaluate instead when no expression's metrics are exposed but
+    /// the histogram's `_sum` and `_count` are (monitoring that drops
+    /// `_bucket` series): the mean, `rate(_sum) / rate(_count)`, with its own
+    /// threshold (baseline and an absolute floor).
+    #[serde(default)]
+    pub mean: Option<SnapshotDef>,
     /// How long an instance must stay lit before the signal counts, like a
     /// Prometheus alert's `for:` (a duration, or `$window` for one range
     /// window). The onset is still the first lit step. Event counters need
@@ -318,8 +347,9 @@ pub struct ObservationsDef {
     pub proportion: bool,
 }
 
-/// The single-snapshot form of a signal: cumulative counters read since the
-/// process started, gauges as they are.
+/// Another form of a signal with its own expression and threshold: the
+/// since-process-start form of a single snapshot (`snapshot:`), or the mean of
+/// a histogram whose buckets are gone (`mean:`).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SnapshotDef {

@@ -202,6 +202,11 @@ pub struct Verdict {
     /// One sentence for the top of a table or an incident note.
     pub summary: String,
     pub root_cause: Option<RootCause>,
+    /// The failing axis when its cause is undecided: an axis that could have
+    /// made it light (`causes:` of the rules) could not be read up to its
+    /// onset, so it is not named the root cause (`root_cause` is then `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undecided: Option<Undecided>,
     /// Axes lit after the root cause, with their lag.
     pub downstream: Vec<Downstream>,
     /// Axes whose onsets are within one step of the root cause's.
@@ -216,6 +221,41 @@ pub struct Verdict {
     /// contradict it (point at another axis), do not confirm it, or cannot tell.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub corroboration: Vec<Corroboration>,
+}
+
+impl Verdict {
+    /// The failing axis the verdict is about: the root cause, or the axis
+    /// whose cause is undecided.
+    pub fn failing(&self) -> Option<&RootCause> {
+        self.root_cause
+            .as_ref()
+            .or(self.undecided.as_ref().map(|u| &u.failing))
+    }
+}
+
+/// A failing axis whose cause the data cannot decide.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Undecided {
+    /// The failing axis, as a root cause would be reported.
+    pub failing: RootCause,
+    /// The possible causes that could not be read up to its onset.
+    pub unread: Vec<UnreadCause>,
+    /// "cause undecided: etcd latency could not be read (no etcd_request_duration_seconds_bucket)".
+    pub text: String,
+}
+
+/// A possible cause of the failing axis that the data could not read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UnreadCause {
+    /// The cause's id in the rules (`etcd-latency`).
+    pub cause: String,
+    pub title: String,
+    /// The signals that would have read it.
+    pub signals: Vec<String>,
+    /// Why each could not be read (metrics not exposed, no targets of the role).
+    pub reasons: Vec<String>,
+    /// What to add to the monitoring to read it.
+    pub remedy: Option<String>,
 }
 
 /// How audit logs bear on an axis.

@@ -20,7 +20,7 @@ const DEMO: &str = "testdata/captures/bitter-zone-etcd-first";
 /// The published schema accepts fields added within v1; cptriage's own
 /// output is checked with every object closed (`additionalProperties:
 /// false`), so a field it writes that the schema does not describe fails.
-fn schema() -> jsonschema::Validator {
+pub(crate) fn schema() -> jsonschema::Validator {
     let text = std::fs::read_to_string(root().join("docs/verdict-v1.schema.json")).unwrap();
     let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
     close_objects(&mut v);

@@ -4,13 +4,17 @@
 //! - [`scenario`]: synthetic captures of named failure scenarios
 //!   (`testdata/scenarios/*.yaml`) and of large clusters (`scenario::scale`),
 //!   with the `gen-scenario` and `gen-scale` commands;
+//! - [`profile`]: monitoring profiles (`testdata/profiles/*.yaml`) applied to
+//!   captures and snapshots, for the profile matrix (docs/accuracy.md);
 //! - [`fuzzing`]: the entry points of the fuzz targets (`fuzz/`), replayed by
 //!   the test suite over the committed corpora;
 //! - the benchmark commands `bench-diagnose`, `bench-audit` and `bench_parse`
 //!   (docs/performance.md).
 
 pub mod fuzzing;
+pub mod matrix;
 pub mod openmetrics;
+pub mod profile;
 pub mod promrun;
 pub mod scenario;
 

@@ -110,7 +110,7 @@ fn panels(r: &Report) -> Vec<Panel<'_>> {
             }
         }
     }
-    if r.verdict.root_cause.is_none() {
+    if r.verdict.failing().is_none() {
         if let Some(first) = r.path.first() {
             for s in &first.signals {
                 let found = r.axes.iter().find_map(|a| {
@@ -145,7 +145,7 @@ fn bands(r: &Report) -> Vec<Band<'_>> {
             states: BandStates::Steps(&a.timeline),
         })
         .collect();
-    if let Some(rc) = &r.verdict.root_cause {
+    if let Some(rc) = r.verdict.failing() {
         for u in &rc.unreachable {
             out.push(Band {
                 label: format!("{} not answering", u.target),
@@ -169,9 +169,9 @@ fn bands(r: &Report) -> Vec<Band<'_>> {
 fn markers(r: &Report) -> Vec<Marker> {
     let mut m = Vec::new();
     let v = &r.verdict;
-    let root_onset = v.root_cause.as_ref().and_then(|rc| rc.onset);
+    let root_onset = v.failing().and_then(|rc| rc.onset);
     let hm = |t: Millis| clock(t, 0);
-    if let Some(rc) = &v.root_cause {
+    if let Some(rc) = v.failing() {
         let name = label(&rc.axis, &rc.sub_axis);
         if let Some(o) = rc.onset {
             m.push(Marker {

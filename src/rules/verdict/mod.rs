@@ -48,6 +48,7 @@ mod falsify;
 mod judge;
 pub mod loglines;
 mod timeline;
+mod undecided;
 mod walk;
 
 pub use judge::{judge, median};
@@ -475,8 +476,32 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
             unreachable,
             affected,
         });
-        verdict.corroboration =
-            corroborate::corroborate(rules, input, &judged, verdict.root_cause.as_ref(), at);
+        // A root cause only from what was read: a possible cause of this axis
+        // that could not be read leaves the cause undecided.
+        let unread = undecided::unread_causes(rules, input, &judged, ax, at);
+        if !unread.is_empty() {
+            let text = undecided::text(&unread);
+            verdict.summary = format!(
+                "failing: {}; {text}",
+                verdict
+                    .summary
+                    .strip_prefix("root cause: ")
+                    .unwrap_or(&verdict.summary)
+            );
+            for u in &unread {
+                if let Some(remedy) = &u.remedy {
+                    runbook.insert(0, format!("To decide the cause, read {}: {remedy}", u.title));
+                }
+            }
+            if let Some(failing) = verdict.root_cause.take() {
+                verdict.undecided = Some(crate::rules::report::Undecided {
+                    failing,
+                    unread,
+                    text,
+                });
+            }
+        }
+        verdict.corroboration = corroborate::corroborate(rules, input, &judged, verdict.failing(), at);
         for c in &verdict.corroboration {
             if c.kind == crate::rules::report::CorroborationKind::Contradicts {
                 warnings.push(c.text.clone());

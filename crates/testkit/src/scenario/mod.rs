@@ -208,7 +208,20 @@ pub fn dataset(
     origin: &str,
     keep: &cptriage::source::ingest::Keep,
 ) -> Result<cptriage::source::Dataset, ScenarioError> {
-    use cptriage::source::ingest::{self, MemorySnapshot};
+    let snaps = snapshots(spec, origin)?;
+    cptriage::source::ingest::load_memory(snaps, vec![], keep).map_err(|e| ScenarioError::Output {
+        path: origin.to_string(),
+        message: e.to_string(),
+    })
+}
+
+/// Generates `spec` into in-memory snapshots, the bytes [`generate`] writes.
+/// Snapshots are named `ORIGIN#STEP`.
+pub fn snapshots(
+    spec: Validated,
+    origin: &str,
+) -> Result<Vec<cptriage::source::ingest::MemorySnapshot>, ScenarioError> {
+    use cptriage::source::ingest::MemorySnapshot;
     use std::sync::{Arc, Mutex};
     let mut sc = Scenario::build(spec, &GenOptions::default())?;
     let names: Vec<(String, cptriage::source::Role)> =
@@ -229,11 +242,7 @@ pub fn dataset(
             });
         Ok(())
     })?;
-    let snaps = snaps
+    Ok(snaps
         .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    ingest::load_memory(snaps, vec![], keep).map_err(|e| ScenarioError::Output {
-        path: origin.to_string(),
-        message: e.to_string(),
-    })
+        .unwrap_or_else(std::sync::PoisonError::into_inner))
 }
