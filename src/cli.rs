@@ -137,6 +137,19 @@ pub enum Command {
     /// Print shell completions for SHELL to stdout.
     #[command(after_help = EXAMPLES_COMPLETIONS)]
     Completions(CompletionsArgs),
+    /// Receive Alertmanager notifications and attach a verdict to each alert.
+    ///
+    /// An HTTP service (docs/serve.md): `POST /v1/alertmanager` takes
+    /// Alertmanager's webhook payload (version 4) and judges, in the
+    /// background, each `--by` value of its alerts over the alert's window in
+    /// `--prometheus` (from the earliest `startsAt` minus `--lookback` to
+    /// `endsAt` or now). `GET /v1/triage` lists the triages, newest first;
+    /// `GET /v1/triage/ID` is the `cptriage/verdict/v1` JSON with the alert
+    /// context, `GET /v1/triage/ID.html` the HTML page; `/healthz`, `/metrics`.
+    /// It listens on loopback unless `--token-file` is given; SIGTERM stops it
+    /// gracefully.
+    #[command(after_help = EXAMPLES_SERVE)]
+    Serve(ServeArgs),
 }
 
 const EXAMPLES_TOP: &str = "\
@@ -201,6 +214,17 @@ Examples:
   cptriage completions bash > /etc/bash_completion.d/cptriage
   cptriage completions zsh > \"${fpath[1]}/_cptriage\"
   cptriage completions fish > ~/.config/fish/completions/cptriage.fish";
+
+const EXAMPLES_SERVE: &str = "\
+Examples:
+  # Beside Alertmanager on the same host: one triage per cluster of each notification
+  cptriage serve --prometheus http://prometheus:9090 --by cluster --reports /var/lib/cptriage
+  # Reachable from other hosts (a bearer token is then required), posting to chat
+  cptriage serve --prometheus http://prometheus:9090 --listen 0.0.0.0:9099 \\
+      --token-file /etc/cptriage/token --notify-url \"$CHAT_WEBHOOK\" \\
+      --external-url https://cptriage.example.org
+  # Alertmanager's receiver (alertmanager.yml):
+  #   receivers: [{name: cptriage, webhook_configs: [{url: http://127.0.0.1:9099/v1/alertmanager}]}]";
 
 const EXAMPLES_RULES: &str = "\
 Examples:
@@ -774,6 +798,75 @@ pub struct RulesCheckArgs {
     /// Rule files.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
+}
+
+/// `cptriage serve`: the Alertmanager receiver (docs/serve.md).
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on, `IP:PORT`. Any address other than loopback
+    /// needs `--token-file`.
+    #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:9099")]
+    pub listen: String,
+    /// File holding the bearer token every request must carry
+    /// (`Authorization: Bearer TOKEN`).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Judge each value of this alert label (e.g. `cluster`) as its own
+    /// control plane, selected by that label in Prometheus; alerts without it
+    /// are judged over the whole Prometheus.
+    #[arg(long, value_name = "LABEL")]
+    pub by: Option<String>,
+    /// How long before the earliest `startsAt` of a notification's alerts the
+    /// window starts (the baseline is its first quarter).
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = positive_duration)]
+    pub lookback: Millis,
+    /// A repeated notification of the same group and `--by` value within this
+    /// long of its triage's end reuses that triage (unless new alerts joined).
+    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = positive_duration)]
+    pub reuse: Millis,
+    /// Write each finished triage as `ID.json` and `ID.html` into this
+    /// directory (created if missing; files are never overwritten).
+    #[arg(long, value_name = "DIR")]
+    pub reports: Option<PathBuf>,
+    /// How many triages to keep, in memory and in `--reports`: a count
+    /// (`500`) or an age (`7d`, `12h`).
+    #[arg(long, value_name = "N|AGE", default_value = "500")]
+    pub keep: String,
+    /// Diagnoses running at once (one per `--by` value at a time).
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=16))]
+    pub concurrency: u8,
+    /// Triages waiting for a worker; a notification that does not fit is
+    /// answered 503 with `Retry-After` (Alertmanager retries).
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub queue: u16,
+    /// POST each finished triage (headline, root cause, where, since, link)
+    /// to this chat incoming-webhook URL as `{"text": …}`; retried a few
+    /// times, never fatal.
+    #[arg(long, value_name = "URL")]
+    pub notify_url: Option<String>,
+    /// The URL this service is reached at, for the links in notifications
+    /// (default: the `--listen` address).
+    #[arg(long, value_name = "URL")]
+    pub external_url: Option<String>,
+    /// On SIGTERM, how long running diagnoses may take to finish before they
+    /// are abandoned.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = positive_duration)]
+    pub grace: Millis,
+    /// Rule file (default: the shipped `rules/default.yaml`).
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+    /// Evaluation step (default: the typical scrape interval).
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration)]
+    pub step: Option<Millis>,
+    /// Consecutive lit steps that make an onset.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    pub debounce: u32,
+    #[command(flatten)]
+    pub prom: PromArgs,
+    /// Not a flag of `serve` (it reads Prometheus only); named so that
+    /// `--prometheus`'s conflict with captures holds here too.
+    #[arg(long, hide = true, value_name = "PATH")]
+    pub dump: Vec<String>,
 }
 
 #[derive(Debug, Args)]

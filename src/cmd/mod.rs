@@ -6,6 +6,7 @@ pub(crate) mod query;
 pub(crate) mod record;
 pub(crate) mod rules;
 pub(crate) mod rules_export;
+pub(crate) mod serve;
 pub(crate) mod tree;
 pub(crate) mod watch;
 
@@ -36,6 +37,7 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<ExitCod
         Command::Tree(a) => tree::run(a, out),
         Command::Rules(c) => rules::run(c, out, err),
         Command::Completions(a) => completions::run(a, out),
+        Command::Serve(a) => serve::run(a),
     }
 }
 

@@ -64,6 +64,8 @@ mod scale_gen;
 mod scenario_gen;
 mod scenario_verdicts;
 mod secrets;
+mod serve_alertmanager;
+mod serve_http;
 mod stairs;
 mod traps;
 mod verdict_noise;

@@ -647,3 +647,115 @@ fn mistaken_files_are_never_quoted() {
     );
     runs.finish(4 * 12 + 2);
 }
+
+/// `cptriage serve` with each Prometheus credential against an API that
+/// reflects it: the canary (and serve's own token) must appear in no answer
+/// of its HTTP interface (the triage list, the verdict JSON and HTML,
+/// `/metrics`), no log line and no file of `--reports`.
+#[test]
+fn serve_never_shows_credentials() {
+    use std::os::unix::process::ExitStatusExt;
+    let env = Env::new();
+    let ca = env.file("ca.pem", &env.ca.pem());
+    let token = env.file("token.txt", &format!("{CANARY}\n"));
+    let password = env.file("password.txt", CANARY);
+    let cert = env.file("client.crt", &env.client.cert_pem);
+    let key = env.file("client.key", &env.client.key_pem);
+    let own_token = "serve-Own-Token-0c4f7a9e1b";
+    let servers: Vec<(&str, Server)> = vec![
+        ("401", reflecting_prometheus(&env.ca, 401, Duration::ZERO)),
+        (
+            "200 reflecting",
+            reflecting_prometheus(&env.ca, 200, Duration::ZERO),
+        ),
+        (
+            "timeout",
+            reflecting_prometheus(&env.ca, 200, Duration::from_millis(1500)),
+        ),
+    ];
+    let header = format!("X-Scope-OrgID: {CANARY}");
+    let auths: Vec<(&str, Vec<&str>)> = vec![
+        ("bearer token", vec!["--prometheus-token-file", &token]),
+        (
+            "basic auth and client key",
+            vec![
+                "--prometheus-user",
+                "user",
+                "--prometheus-password-file",
+                &password,
+                "--prometheus-cert",
+                &cert,
+                "--prometheus-key",
+                &key,
+            ],
+        ),
+        ("tenant header", vec!["--prometheus-header", &header]),
+    ];
+    let mut needles = Needles::new(&env.client);
+    needles.0.push(own_token.to_string());
+    let notification = serde_json::json!({
+        "version": "4", "groupKey": "{}:{alertname=\"EtcdMembersDown\"}", "status": "resolved",
+        "receiver": "cptriage", "externalURL": "http://am",
+        "alerts": [{"status": "resolved", "labels": {"alertname": "EtcdMembersDown"},
+                    "startsAt": "2025-12-31T23:55:00Z", "endsAt": "2026-01-01T00:00:00Z",
+                    "fingerprint": "f1"}],
+    })
+    .to_string();
+    let mut leaks = Vec::new();
+    let mut runs = 0;
+    for (a, auth) in &auths {
+        for (s, server) in &servers {
+            let case = format!("serve, {a}, server {s}");
+            let reports = env.path(&format!("serve-reports-{runs}"));
+            let mut args: Vec<String> = [
+                "--prometheus",
+                &format!("https://localhost:{}", server.port()),
+                "--prometheus-ca",
+                &ca,
+                "--prometheus-timeout",
+                "1s",
+                "--lookback",
+                "5m",
+                "--reports",
+                reports.to_str().expect("path"),
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            args.extend(auth.iter().map(|s| s.to_string()));
+            let mut serve = support::serve::Serve::start(env.dir.path(), &args, Some(own_token));
+            let (code, text) = serve.post_notification(&notification);
+            assert_eq!(code, 202, "{case}: {text}");
+            let v: serde_json::Value = serde_json::from_str(&text).expect("json");
+            let id = v["triages"][0]["id"].as_str().expect("id").to_string();
+            let done = support::wait_for(Duration::from_secs(30), || {
+                let (code, body) = serve.get_json(&format!("/v1/triage/{id}"));
+                (code == 200).then_some(body)
+            });
+            assert!(done.is_some(), "{case}: not judged in 30 s: {}", serve.log_text());
+            let mut answers = String::new();
+            for path in [
+                "/v1/triage",
+                &format!("/v1/triage/{id}"),
+                &format!("/v1/triage/{id}.html"),
+                "/metrics",
+            ] {
+                answers.push_str(&serve.get(path).expect("get").text().expect("text"));
+            }
+            let (code, _) = serve.terminate(Duration::from_secs(15));
+            assert_eq!(code, Some(0), "{case}");
+            let out = Output {
+                status: std::process::ExitStatus::from_raw(0),
+                stdout: answers.into_bytes(),
+                stderr: serve.log_text().into_bytes(),
+            };
+            assert!(reports.join(format!("{id}.json")).is_file(), "{case}: no report");
+            for l in appearances(&needles, &out, &[&reports]) {
+                leaks.push(format!("{case}: {l}"));
+            }
+            runs += 1;
+        }
+    }
+    assert_eq!(runs, auths.len() * servers.len());
+    assert!(leaks.is_empty(), "{}", leaks.join("\n"));
+}

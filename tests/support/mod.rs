@@ -8,6 +8,7 @@ pub(crate) mod etcd;
 pub(crate) mod pki;
 pub(crate) mod prometheus;
 pub(crate) mod promrun;
+pub(crate) mod serve;
 pub(crate) mod server;
 pub(crate) mod snapshot;
 pub(crate) mod test;

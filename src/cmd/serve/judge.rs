@@ -1,0 +1,163 @@
+//! One triage judged: the `diagnose --prometheus` of one `--by` value over
+//! the triage's window, rendered as the JSON and HTML reports. This is the
+//! only place `serve` reaches the diagnosis.
+
+use clap::FromArgMatches;
+
+use super::store::{Bodies, Job, Outcome, Triage};
+use crate::cli::{DiagnoseArgs, PromArgs, ServeArgs};
+use crate::error::CliError;
+use crate::report::{html, json};
+use crate::rules::report::Report;
+use crate::rules::RuleSet;
+use crate::store::Millis;
+
+/// What every triage of a `serve` shares.
+pub(crate) struct Judge {
+    pub rules: RuleSet,
+    pub prom: PromArgs,
+    pub by: Option<String>,
+    pub rules_path: Option<std::path::PathBuf>,
+    pub step: Option<Millis>,
+    pub debounce: u32,
+}
+
+impl Judge {
+    pub(crate) fn new(a: &ServeArgs, rules: RuleSet) -> Judge {
+        Judge {
+            rules,
+            prom: a.prom.clone(),
+            by: a.by.clone(),
+            rules_path: a.rules.clone(),
+            step: a.step,
+            debounce: a.debounce,
+        }
+    }
+
+    /// The `diagnose` arguments of a triage: `serve`'s Prometheus flags, the
+    /// `--by` value added to `--selector`, the window.
+    pub(crate) fn args(
+        &self,
+        cluster: Option<&str>,
+        from: Millis,
+        to: Millis,
+    ) -> Result<DiagnoseArgs, CliError> {
+        let matches = crate::cli::command()
+            .try_get_matches_from(["cptriage", "diagnose", "--prometheus", "http://127.0.0.1"])
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+        let (_, sub) = matches
+            .subcommand()
+            .ok_or_else(|| CliError::Usage("no diagnose command".into()))?;
+        let mut a = DiagnoseArgs::from_arg_matches(sub).map_err(|e| CliError::Usage(e.to_string()))?;
+        a.prom = self.prom.clone();
+        if let (Some(by), Some(value)) = (&self.by, cluster) {
+            a.prom.selector = Some(selector_with(self.prom.selector.as_deref(), by, value)?);
+        }
+        a.rules = self.rules_path.clone();
+        a.from = Some(from);
+        a.to = Some(to);
+        a.step = self.step;
+        a.debounce = self.debounce;
+        Ok(a)
+    }
+
+    /// Judges `job` up to `to`. Data that cannot be judged is an
+    /// inconclusive verdict that says why, as `diagnose -o json` writes it.
+    pub(crate) fn run(&self, job: &Job, to: Millis) -> (Report, Outcome) {
+        let mut warnings = Vec::new();
+        let result = self
+            .args(job.cluster.as_deref(), job.from, to)
+            .and_then(|a| crate::cmd::diagnose::report_one(&a, &self.rules, &mut warnings));
+        let (report, error) = match result {
+            Ok(r) => (r, None),
+            Err(e) => {
+                let msg = crate::secret::scrub(&e.to_string()).into_owned();
+                let mut lines = msg.lines();
+                let reason = lines.next().unwrap_or("no usable data").trim_end_matches(':');
+                let failures = lines
+                    .map(|l| l.trim().to_string())
+                    .filter(|l| !l.is_empty())
+                    .collect();
+                let r = Report::unusable(
+                    &self.rules,
+                    reason,
+                    failures,
+                    to / 1000 * 1000,
+                    self.debounce as usize,
+                );
+                (r, Some(super::payload::clip(&msg, 500)))
+            }
+        };
+        let outcome = outcome(&report, error);
+        (report, outcome)
+    }
+}
+
+/// `--selector` with `by="value"` in place of any matcher of `by`.
+pub(crate) fn selector_with(selector: Option<&str>, by: &str, value: &str) -> Result<String, CliError> {
+    use promql_parser::label::{MatchOp, Matcher};
+    let mut ms = match selector {
+        Some(s) => crate::eval::select::parse_selector("--selector", s).map_err(CliError::from)?,
+        None => Vec::new(),
+    };
+    ms.retain(|m| m.name != by);
+    ms.push(Matcher::new(MatchOp::Equal, by, value));
+    Ok(crate::eval::select::selector_text(&ms))
+}
+
+fn outcome(r: &Report, error: Option<String>) -> Outcome {
+    let rc = r.verdict.root_cause.as_ref();
+    Outcome {
+        status: r.status.as_str().to_string(),
+        headline: html::headline(r),
+        root_cause: rc.map(|rc| match &rc.sub_axis {
+            Some(s) => format!("{}/{s}", rc.axis),
+            None => rc.axis.clone(),
+        }),
+        instances: rc.map(|rc| rc.instances.clone()).unwrap_or_default(),
+        since: rc.and_then(|rc| rc.onset).map(crate::timefmt::format_time),
+        error,
+    }
+}
+
+/// The rendered reports of a judged triage.
+pub(crate) fn bodies(r: &Report) -> Bodies {
+    Bodies {
+        verdict: json::document(r),
+        html: html::document(r),
+    }
+}
+
+/// A triage as `GET /v1/triage/ID` and `--reports` write it: the triage,
+/// its group and alerts, and (once judged) its `cptriage/verdict/v1` document.
+pub(crate) fn document(t: &Triage, verdict: Option<&serde_json::Value>) -> String {
+    let mut doc = serde_json::json!({
+        "triage": t,
+        "group_key": t.detail.group_key,
+        "alerts": t.detail.alerts,
+        "more_alerts": t.detail.more_alerts,
+    });
+    if let Some(v) = verdict {
+        doc["verdict"] = v.clone();
+    }
+    serde_json::to_string_pretty(&doc).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_by_value_replaces_its_matcher_and_is_escaped() {
+        assert_eq!(selector_with(None, "cluster", "a").unwrap(), r#"{cluster="a"}"#);
+        assert_eq!(
+            selector_with(Some(r#"{env="prod",cluster="x"}"#), "cluster", "b").unwrap(),
+            r#"{env="prod",cluster="b"}"#
+        );
+        let tricky = "a\"}) or vector(1) # \\";
+        let s = selector_with(None, "cluster", tricky).unwrap();
+        let back = crate::eval::select::parse_selector("--selector", &s).unwrap();
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0].value, tricky);
+    }
+}
