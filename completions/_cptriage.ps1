@@ -31,6 +31,7 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             [CompletionResult]::new('query', 'query', [CompletionResultType]::ParameterValue, 'Evaluate a PromQL expression over captured metrics')
             [CompletionResult]::new('record', 'record', [CompletionResultType]::ParameterValue, 'Scrape live targets and write a capture directory')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print shell completions for SHELL to stdout')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Receive Alertmanager notifications and attach a verdict to each alert')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -235,6 +236,47 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'cptriage;serve' {
+            [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'The address to listen on, `IP:PORT`. Any address other than loopback needs `--token-file`')
+            [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'File holding the bearer token every request must carry (`Authorization: Bearer TOKEN`)')
+            [CompletionResult]::new('--by', '--by', [CompletionResultType]::ParameterName, 'Judge each value of this alert label (e.g. `cluster`) as its own control plane, selected by that label in Prometheus; alerts without it are judged over the whole Prometheus')
+            [CompletionResult]::new('--lookback', '--lookback', [CompletionResultType]::ParameterName, 'How long before the earliest `startsAt` of a notification''s alerts the window starts (the baseline is its first quarter)')
+            [CompletionResult]::new('--reuse', '--reuse', [CompletionResultType]::ParameterName, 'A repeated notification of the same group and `--by` value within this long of its triage''s end reuses that triage (unless new alerts joined)')
+            [CompletionResult]::new('--reports', '--reports', [CompletionResultType]::ParameterName, 'Write each finished triage as `ID.json` and `ID.html` into this directory (created if missing; files are never overwritten)')
+            [CompletionResult]::new('--keep', '--keep', [CompletionResultType]::ParameterName, 'How many triages to keep, in memory and in `--reports`: a count (`500`) or an age (`7d`, `12h`)')
+            [CompletionResult]::new('--concurrency', '--concurrency', [CompletionResultType]::ParameterName, 'Diagnoses running at once (one per `--by` value at a time)')
+            [CompletionResult]::new('--queue', '--queue', [CompletionResultType]::ParameterName, 'Triages waiting for a worker; a notification that does not fit is answered 503 with `Retry-After` (Alertmanager retries)')
+            [CompletionResult]::new('--notify-url', '--notify-url', [CompletionResultType]::ParameterName, 'POST each finished triage (headline, root cause, where, since, link) to this chat incoming-webhook URL as `{"text": …}`; retried a few times, never fatal')
+            [CompletionResult]::new('--external-url', '--external-url', [CompletionResultType]::ParameterName, 'The URL this service is reached at, for the links in notifications (default: the `--listen` address)')
+            [CompletionResult]::new('--grace', '--grace', [CompletionResultType]::ParameterName, 'On SIGTERM, how long running diagnoses may take to finish before they are abandoned')
+            [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Rule file (default: the shipped `rules/default.yaml`)')
+            [CompletionResult]::new('--step', '--step', [CompletionResultType]::ParameterName, 'Evaluation step (default: the typical scrape interval)')
+            [CompletionResult]::new('--debounce', '--debounce', [CompletionResultType]::ParameterName, 'Consecutive lit steps that make an onset')
+            [CompletionResult]::new('--prometheus', '--prometheus', [CompletionResultType]::ParameterName, 'Query a Prometheus-compatible HTTP API (Prometheus, Thanos Query, Mimir at `…/prometheus`) instead of reading dumps')
+            [CompletionResult]::new('--selector', '--selector', [CompletionResultType]::ParameterName, 'Label matchers added to every selector, e.g. `{cluster="prod"}`')
+            [CompletionResult]::new('--apiserver-selector', '--apiserver-selector', [CompletionResultType]::ParameterName, 'The series of the apiserver role')
+            [CompletionResult]::new('--etcd-selector', '--etcd-selector', [CompletionResultType]::ParameterName, 'The series of the etcd role')
+            [CompletionResult]::new('--controller-selector', '--controller-selector', [CompletionResultType]::ParameterName, 'The series of the controller role')
+            [CompletionResult]::new('--instance-label', '--instance-label', [CompletionResultType]::ParameterName, 'The label that tells instances apart (e.g. `pod`)')
+            [CompletionResult]::new('--prometheus-token-file', '--prometheus-token-file', [CompletionResultType]::ParameterName, 'File holding a bearer token')
+            [CompletionResult]::new('--prometheus-user', '--prometheus-user', [CompletionResultType]::ParameterName, 'Basic-auth user (with `--prometheus-password-file`)')
+            [CompletionResult]::new('--prometheus-password-file', '--prometheus-password-file', [CompletionResultType]::ParameterName, 'File holding the basic-auth password')
+            [CompletionResult]::new('--prometheus-ca', '--prometheus-ca', [CompletionResultType]::ParameterName, 'CA that signed the server certificate (default: the system roots)')
+            [CompletionResult]::new('--prometheus-cert', '--prometheus-cert', [CompletionResultType]::ParameterName, 'Client certificate (with `--prometheus-key`)')
+            [CompletionResult]::new('--prometheus-key', '--prometheus-key', [CompletionResultType]::ParameterName, 'Client key (with `--prometheus-cert`)')
+            [CompletionResult]::new('--prometheus-header', '--prometheus-header', [CompletionResultType]::ParameterName, 'An extra request header, `NAME: VALUE` (e.g. `X-Scope-OrgID: team`). Repeatable')
+            [CompletionResult]::new('--prometheus-max-response', '--prometheus-max-response', [CompletionResultType]::ParameterName, 'Largest API answer read (after gzip decoding); answers are decoded as they arrive, so memory follows the samples kept, not this size')
+            [CompletionResult]::new('--prometheus-timeout', '--prometheus-timeout', [CompletionResultType]::ParameterName, 'Timeout of each API request (also sent as the query `timeout`)')
+            [CompletionResult]::new('--prometheus-concurrency', '--prometheus-concurrency', [CompletionResultType]::ParameterName, 'Range queries in flight at once (1–32)')
+            [CompletionResult]::new('--prometheus-max-points', '--prometheus-max-points', [CompletionResultType]::ParameterName, 'Most points per series of one range query: longer ranges are split into chunks (Prometheus refuses more than 11,000), and a chunk the server refuses as too much (samples, timeout, size) is halved')
+            [CompletionResult]::new('--dump', '--dump', [CompletionResultType]::ParameterName, 'Not a flag of `serve` (it reads Prometheus only); named so that `--prometheus`''s conflict with captures holds here too')
+            [CompletionResult]::new('--prometheus-insecure-skip-tls-verify', '--prometheus-insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the server certificate (reported loudly)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'cptriage;help' {
             [CompletionResult]::new('diagnose', 'diagnose', [CompletionResultType]::ParameterValue, 'Diagnose the control plane from captured metrics: name the failing axis, its evidence, the root cause by onset time, and what to do next')
             [CompletionResult]::new('tree', 'tree', [CompletionResultType]::ParameterValue, 'Print the exclusion tree of a rule file')
@@ -242,6 +284,7 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             [CompletionResult]::new('query', 'query', [CompletionResultType]::ParameterValue, 'Evaluate a PromQL expression over captured metrics')
             [CompletionResult]::new('record', 'record', [CompletionResultType]::ParameterValue, 'Scrape live targets and write a capture directory')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print shell completions for SHELL to stdout')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Receive Alertmanager notifications and attach a verdict to each alert')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -273,6 +316,9 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             break
         }
         'cptriage;help;completions' {
+            break
+        }
+        'cptriage;help;serve' {
             break
         }
         'cptriage;help;help' {

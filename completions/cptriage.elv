@@ -28,6 +28,7 @@ set edit:completion:arg-completer[cptriage] = {|@words|
             cand query 'Evaluate a PromQL expression over captured metrics'
             cand record 'Scrape live targets and write a capture directory'
             cand completions 'Print shell completions for SHELL to stdout'
+            cand serve 'Receive Alertmanager notifications and attach a verdict to each alert'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'cptriage;diagnose'= {
@@ -217,6 +218,46 @@ set edit:completion:arg-completer[cptriage] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'cptriage;serve'= {
+            cand --listen 'The address to listen on, `IP:PORT`. Any address other than loopback needs `--token-file`'
+            cand --token-file 'File holding the bearer token every request must carry (`Authorization: Bearer TOKEN`)'
+            cand --by 'Judge each value of this alert label (e.g. `cluster`) as its own control plane, selected by that label in Prometheus; alerts without it are judged over the whole Prometheus'
+            cand --lookback 'How long before the earliest `startsAt` of a notification''s alerts the window starts (the baseline is its first quarter)'
+            cand --reuse 'A repeated notification of the same group and `--by` value within this long of its triage''s end reuses that triage (unless new alerts joined)'
+            cand --reports 'Write each finished triage as `ID.json` and `ID.html` into this directory (created if missing; files are never overwritten)'
+            cand --keep 'How many triages to keep, in memory and in `--reports`: a count (`500`) or an age (`7d`, `12h`)'
+            cand --concurrency 'Diagnoses running at once (one per `--by` value at a time)'
+            cand --queue 'Triages waiting for a worker; a notification that does not fit is answered 503 with `Retry-After` (Alertmanager retries)'
+            cand --notify-url 'POST each finished triage (headline, root cause, where, since, link) to this chat incoming-webhook URL as `{"text": …}`; retried a few times, never fatal'
+            cand --external-url 'The URL this service is reached at, for the links in notifications (default: the `--listen` address)'
+            cand --grace 'On SIGTERM, how long running diagnoses may take to finish before they are abandoned'
+            cand --rules 'Rule file (default: the shipped `rules/default.yaml`)'
+            cand --step 'Evaluation step (default: the typical scrape interval)'
+            cand --debounce 'Consecutive lit steps that make an onset'
+            cand --prometheus 'Query a Prometheus-compatible HTTP API (Prometheus, Thanos Query, Mimir at `…/prometheus`) instead of reading dumps'
+            cand --selector 'Label matchers added to every selector, e.g. `{cluster="prod"}`'
+            cand --apiserver-selector 'The series of the apiserver role'
+            cand --etcd-selector 'The series of the etcd role'
+            cand --controller-selector 'The series of the controller role'
+            cand --instance-label 'The label that tells instances apart (e.g. `pod`)'
+            cand --prometheus-token-file 'File holding a bearer token'
+            cand --prometheus-user 'Basic-auth user (with `--prometheus-password-file`)'
+            cand --prometheus-password-file 'File holding the basic-auth password'
+            cand --prometheus-ca 'CA that signed the server certificate (default: the system roots)'
+            cand --prometheus-cert 'Client certificate (with `--prometheus-key`)'
+            cand --prometheus-key 'Client key (with `--prometheus-cert`)'
+            cand --prometheus-header 'An extra request header, `NAME: VALUE` (e.g. `X-Scope-OrgID: team`). Repeatable'
+            cand --prometheus-max-response 'Largest API answer read (after gzip decoding); answers are decoded as they arrive, so memory follows the samples kept, not this size'
+            cand --prometheus-timeout 'Timeout of each API request (also sent as the query `timeout`)'
+            cand --prometheus-concurrency 'Range queries in flight at once (1–32)'
+            cand --prometheus-max-points 'Most points per series of one range query: longer ranges are split into chunks (Prometheus refuses more than 11,000), and a chunk the server refuses as too much (samples, timeout, size) is halved'
+            cand --dump 'Not a flag of `serve` (it reads Prometheus only); named so that `--prometheus`''s conflict with captures holds here too'
+            cand --prometheus-insecure-skip-tls-verify 'Do not verify the server certificate (reported loudly)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'cptriage;help'= {
             cand diagnose 'Diagnose the control plane from captured metrics: name the failing axis, its evidence, the root cause by onset time, and what to do next'
             cand tree 'Print the exclusion tree of a rule file'
@@ -224,6 +265,7 @@ set edit:completion:arg-completer[cptriage] = {|@words|
             cand query 'Evaluate a PromQL expression over captured metrics'
             cand record 'Scrape live targets and write a capture directory'
             cand completions 'Print shell completions for SHELL to stdout'
+            cand serve 'Receive Alertmanager notifications and attach a verdict to each alert'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'cptriage;help;diagnose'= {
@@ -246,6 +288,8 @@ set edit:completion:arg-completer[cptriage] = {|@words|
         &'cptriage;help;record'= {
         }
         &'cptriage;help;completions'= {
+        }
+        &'cptriage;help;serve'= {
         }
         &'cptriage;help;help'= {
         }

@@ -32,6 +32,7 @@ complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "rules" -d 'Check,
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "query" -d 'Evaluate a PromQL expression over captured metrics'
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "record" -d 'Scrape live targets and write a capture directory'
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "completions" -d 'Print shell completions for SHELL to stdout'
+complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "serve" -d 'Receive Alertmanager notifications and attach a verdict to each alert'
 complete -c cptriage -n "__fish_cptriage_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l dump -d 'Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]` files, or single files, each optionally prefixed `NAME=` or `role:NAME=` (role: apiserver, etcd, controller). Repeatable' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l audit -d 'kube-apiserver audit logs (`audit.k8s.io/v1` events, one JSON object per line, plain or gzip): files or directories of them. Alone, or beside `--dump`, `--live` or `--prometheus`: the latency of slow requests split by layer, and who gets 401/403/429, become evidence over the same steps as the metrics. Repeatable' -r -F
@@ -178,13 +179,50 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand record" -s h -l help -
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -s V -l version -d 'Print version'
 complete -c cptriage -n "__fish_cptriage_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c cptriage -n "__fish_cptriage_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "diagnose" -d 'Diagnose the control plane from captured metrics: name the failing axis, its evidence, the root cause by onset time, and what to do next'
-complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "tree" -d 'Print the exclusion tree of a rule file'
-complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "rules" -d 'Check, test and export rule files'
-complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "query" -d 'Evaluate a PromQL expression over captured metrics'
-complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "record" -d 'Scrape live targets and write a capture directory'
-complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "completions" -d 'Print shell completions for SHELL to stdout'
-complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l listen -d 'The address to listen on, `IP:PORT`. Any address other than loopback needs `--token-file`' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l token-file -d 'File holding the bearer token every request must carry (`Authorization: Bearer TOKEN`)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l by -d 'Judge each value of this alert label (e.g. `cluster`) as its own control plane, selected by that label in Prometheus; alerts without it are judged over the whole Prometheus' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l lookback -d 'How long before the earliest `startsAt` of a notification\'s alerts the window starts (the baseline is its first quarter)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l reuse -d 'A repeated notification of the same group and `--by` value within this long of its triage\'s end reuses that triage (unless new alerts joined)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l reports -d 'Write each finished triage as `ID.json` and `ID.html` into this directory (created if missing; files are never overwritten)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l keep -d 'How many triages to keep, in memory and in `--reports`: a count (`500`) or an age (`7d`, `12h`)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l concurrency -d 'Diagnoses running at once (one per `--by` value at a time)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l queue -d 'Triages waiting for a worker; a notification that does not fit is answered 503 with `Retry-After` (Alertmanager retries)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l notify-url -d 'POST each finished triage (headline, root cause, where, since, link) to this chat incoming-webhook URL as `{"text": …}`; retried a few times, never fatal' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l external-url -d 'The URL this service is reached at, for the links in notifications (default: the `--listen` address)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l grace -d 'On SIGTERM, how long running diagnoses may take to finish before they are abandoned' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l rules -d 'Rule file (default: the shipped `rules/default.yaml`)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l step -d 'Evaluation step (default: the typical scrape interval)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l debounce -d 'Consecutive lit steps that make an onset' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l prometheus -d 'Query a Prometheus-compatible HTTP API (Prometheus, Thanos Query, Mimir at `…/prometheus`) instead of reading dumps' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l selector -d 'Label matchers added to every selector, e.g. `{cluster="prod"}`' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l apiserver-selector -d 'The series of the apiserver role' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l etcd-selector -d 'The series of the etcd role' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l controller-selector -d 'The series of the controller role' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l instance-label -d 'The label that tells instances apart (e.g. `pod`)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l prometheus-token-file -d 'File holding a bearer token' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l prometheus-user -d 'Basic-auth user (with `--prometheus-password-file`)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l prometheus-password-file -d 'File holding the basic-auth password' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l prometheus-ca -d 'CA that signed the server certificate (default: the system roots)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l prometheus-cert -d 'Client certificate (with `--prometheus-key`)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l prometheus-key -d 'Client key (with `--prometheus-cert`)' -r -F
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l prometheus-header -d 'An extra request header, `NAME: VALUE` (e.g. `X-Scope-OrgID: team`). Repeatable' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l prometheus-max-response -d 'Largest API answer read (after gzip decoding); answers are decoded as they arrive, so memory follows the samples kept, not this size' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l prometheus-timeout -d 'Timeout of each API request (also sent as the query `timeout`)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l prometheus-concurrency -d 'Range queries in flight at once (1–32)' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l prometheus-max-points -d 'Most points per series of one range query: longer ranges are split into chunks (Prometheus refuses more than 11,000), and a chunk the server refuses as too much (samples, timeout, size) is halved' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l dump -d 'Not a flag of `serve` (it reads Prometheus only); named so that `--prometheus`\'s conflict with captures holds here too' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l prometheus-insecure-skip-tls-verify -d 'Do not verify the server certificate (reported loudly)'
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -s V -l version -d 'Print version'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions serve help" -f -a "diagnose" -d 'Diagnose the control plane from captured metrics: name the failing axis, its evidence, the root cause by onset time, and what to do next'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions serve help" -f -a "tree" -d 'Print the exclusion tree of a rule file'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions serve help" -f -a "rules" -d 'Check, test and export rule files'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions serve help" -f -a "query" -d 'Evaluate a PromQL expression over captured metrics'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions serve help" -f -a "record" -d 'Scrape live targets and write a capture directory'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions serve help" -f -a "completions" -d 'Print shell completions for SHELL to stdout'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions serve help" -f -a "serve" -d 'Receive Alertmanager notifications and attach a verdict to each alert'
+complete -c cptriage -n "__fish_cptriage_using_subcommand help; and not __fish_seen_subcommand_from diagnose tree rules query record completions serve help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "check" -d 'Lint rule files: schema, PromQL subset, metric names unknown to the catalog, unreachable nodes. Exit 0 clean (warnings allowed), 2 on errors'
 complete -c cptriage -n "__fish_cptriage_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "test" -d 'Run promtool-style unit tests of rule files: input series in expanding notation per target, an evaluation time, the expected verdict. Exit 0 all pass, 1 a test failed, 2 a test file is invalid'
 complete -c cptriage -n "__fish_cptriage_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "export" -d 'Export the tree as a Prometheus rule file: a recording rule per signal (`cptriage:<signal>`), per question and per leaf, and an alert per leaf with severity, question, falsifier and runbook (docs/export.md)'

@@ -58,7 +58,7 @@ mod tests {
                 ("empty", &""),
             ],
         );
-        assert!(s.contains(r#"msg=request path="/a b  \"c\"" n=3"#), "{s}");
+        assert!(s.contains(r#"msg=request path="/a b \"c\"" n=3"#), "{s}");
         assert!(s.contains(r#" empty="""#), "{s}");
         assert!(!s.contains('\n'));
         assert!(s.len() < 500);

@@ -110,8 +110,8 @@ mod tests {
         assert_eq!(r.read(ids[2], "html").as_deref(), Some("<html></html>"));
         assert!(dir.path().join("notes.txt").exists());
         assert!(r.read("../notes", "txt").is_none());
-        let r = Reports::open(dir.path(), Retention::Age(100_000)).unwrap();
-        assert_eq!(r.prune(240_000), 2);
+        let r = Reports::open(dir.path(), Retention::Age(7)).unwrap();
+        assert_eq!(r.prune(10), 2);
         assert!(r.read(ids[1], "json").is_none());
         assert!(r.read(ids[2], "json").is_some());
     }
