@@ -15,6 +15,9 @@ use crate::support::{free_port, run, wait_for};
 
 const TOKEN: &str = "bad-input-Token-9c2e71f0aa";
 
+/// A bad body: (case, content type, body, status, what the answer says).
+type Case = (&'static str, Option<&'static str>, Vec<u8>, u16, &'static str);
+
 fn notification(group: &str, cluster: &str) -> String {
     serde_json::json!({
         "version": "4",
@@ -125,7 +128,7 @@ fn bad_requests_get_clear_answers() {
         f(&mut v);
         v.to_string().into_bytes()
     };
-    let table: Vec<(&str, Option<&str>, Vec<u8>, u16, &str)> = vec![
+    let table: Vec<Case> = vec![
         (
             "text/plain",
             Some("text/plain"),
