@@ -2,11 +2,11 @@
 //! the triage's window, rendered as the JSON and HTML reports. This is the
 //! only place `serve` reaches the diagnosis.
 
-use clap::FromArgMatches;
-
 use super::store::{Bodies, Job, Outcome, Triage};
-use crate::cli::{DiagnoseArgs, PromArgs, ServeArgs};
+use crate::cli::{PromArgs, ServeArgs};
 use crate::error::CliError;
+use crate::pipeline;
+use crate::plan::{Plan, PromSource};
 use crate::report::{html, json};
 use crate::rules::report::Report;
 use crate::rules::RuleSet;
@@ -34,53 +34,63 @@ impl Judge {
         }
     }
 
-    /// The `diagnose` arguments of a triage: `serve`'s Prometheus flags, the
-    /// `--by` value added to `--selector`, the window.
-    pub(crate) fn args(
-        &self,
-        cluster: Option<&str>,
-        from: Millis,
-        to: Millis,
-    ) -> Result<DiagnoseArgs, CliError> {
-        let matches = crate::cli::command()
-            .try_get_matches_from(["cptriage", "diagnose", "--prometheus", "http://127.0.0.1"])
-            .map_err(|e| CliError::Usage(e.to_string()))?;
-        let (_, sub) = matches
-            .subcommand()
-            .ok_or_else(|| CliError::Usage("no diagnose command".into()))?;
-        let mut a = DiagnoseArgs::from_arg_matches(sub).map_err(|e| CliError::Usage(e.to_string()))?;
-        a.prom = self.prom.clone();
+    /// The plan of a triage: `serve`'s Prometheus flags (secrets read
+    /// afresh, so a rotated token file is picked up), the `--by` value as
+    /// one more matcher, the window.
+    pub(crate) fn plan(&self, cluster: Option<&str>, from: Millis, to: Millis) -> Result<Plan, CliError> {
+        let mut source = PromSource::from_args(&self.prom)?;
         if let (Some(by), Some(value)) = (&self.by, cluster) {
-            a.prom.selector = Some(selector_with(self.prom.selector.as_deref(), by, value)?);
+            source.select_label(by, value)?;
         }
-        a.rules = self.rules_path.clone();
-        a.from = Some(from);
-        a.to = Some(to);
-        a.step = self.step;
-        a.debounce = self.debounce;
-        Ok(a)
+        let mut plan = Plan::prometheus(source, from, to);
+        plan.rules.clone_from(&self.rules_path);
+        plan.window.step = self.step;
+        plan.debounce = self.debounce as usize;
+        Ok(plan)
     }
 
     /// Judges `job` up to `to`. Data that cannot be judged is an
     /// inconclusive verdict that says why, as `diagnose -o json` writes it.
     pub(crate) fn run(&self, job: &Job, to: Millis) -> (Report, Outcome) {
-        let mut warnings = Vec::new();
         let result = self
-            .args(job.cluster.as_deref(), job.from, to)
-            .and_then(|a| crate::cmd::diagnose::report_one(&a, &self.rules, &mut warnings));
+            .plan(job.cluster.as_deref(), job.from, to)
+            .and_then(|plan| pipeline::run(&plan, &self.rules, &mut pipeline::Quiet));
         let (report, error) = match result {
-            Ok(r) => (r, None),
-            Err(e) => {
-                let msg = crate::secret::scrub(&e.to_string()).into_owned();
-                let mut lines = msg.lines();
-                let reason = lines.next().unwrap_or("no usable data").trim_end_matches(':');
-                let failures = lines
-                    .map(|l| l.trim().to_string())
-                    .filter(|l| !l.is_empty())
-                    .collect();
+            Ok(pipeline::Outcome::One(r) | pipeline::Outcome::Watched { report: r, .. }) => (r, None),
+            Ok(pipeline::Outcome::Fleet(_)) => {
                 let r = Report::unusable(
                     &self.rules,
-                    reason,
+                    "a fleet outcome",
+                    Vec::new(),
+                    to / 1000 * 1000,
+                    self.debounce as usize,
+                );
+                (
+                    r,
+                    Some("a fleet outcome where one cluster was judged".to_string()),
+                )
+            }
+            Err(e) => {
+                let msg = crate::secret::scrub(&e.to_string()).into_owned();
+                let (reason, failures) = match e.unusable() {
+                    Some(u) => (u.reason.clone(), u.failures.clone()),
+                    None => (
+                        msg.lines()
+                            .next()
+                            .unwrap_or("no usable data")
+                            .trim_end_matches(':')
+                            .to_string(),
+                        Vec::new(),
+                    ),
+                };
+                let failures = failures
+                    .iter()
+                    .map(|f| crate::secret::scrub(f).into_owned())
+                    .collect();
+                let reason = crate::secret::scrub(&reason).into_owned();
+                let r = Report::unusable(
+                    &self.rules,
+                    &reason,
                     failures,
                     to / 1000 * 1000,
                     self.debounce as usize,
