@@ -268,7 +268,8 @@ fn clock_skew_of_one_target_does_not_move_its_onset() {
             && w.contains("+5 min off"),
         "{w}"
     );
-    assert_eq!(code, 1, "the errors of apiserver-1 are real: {v}");
+    // Degraded; the data has no etcd latency, so its cause is undecided (exit 5).
+    assert_eq!(code, 5, "the errors of apiserver-1 are real: {v}");
     let joint = v["axes"]
         .as_array()
         .expect("axes")
