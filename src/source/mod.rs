@@ -14,6 +14,7 @@ pub mod live;
 pub mod logs;
 pub mod notation;
 pub mod prometheus;
+mod skipped;
 pub mod timename;
 pub mod yaml;
 

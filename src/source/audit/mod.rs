@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Dataset, Role, Snapshot, SourceWarning, Target, TimeSource};
+use super::{skipped, Dataset, Role, Snapshot, SourceWarning, Target, TimeSource};
 use crate::store::Millis;
 use aggregate::Aggregator;
 pub use aggregate::{names, DeniedClient, SlowRequest};
@@ -247,173 +247,216 @@ pub fn for_each_line(
 /// Reads audit logs into counters; returns the aggregator and the summary
 /// without the parts the aggregator fills.
 pub fn read(files: &[PathBuf], cfg: &AuditConfig) -> Result<(Aggregator, AuditSummary), AuditError> {
-    let mut agg = Aggregator::new(cfg.resolution, cfg.max_series, cfg.slowest);
-    let mut sum = AuditSummary::default();
-    let mut unannotated_slow_example: Option<String> = None;
+    let mut rd = Reading {
+        cfg,
+        agg: Aggregator::new(cfg.resolution, cfg.max_series, cfg.slowest),
+        sum: AuditSummary::default(),
+        unannotated_slow_example: None,
+    };
     for path in files {
+        rd.file(path)?;
+    }
+    rd.finish()
+}
+
+/// What [`read`] has read so far.
+struct Reading<'a> {
+    cfg: &'a AuditConfig,
+    agg: Aggregator,
+    sum: AuditSummary,
+    /// Where the first slow request without latency annotations is.
+    unannotated_slow_example: Option<String>,
+}
+
+impl Reading<'_> {
+    /// Reads one file, plain or gzip, line by line.
+    fn file(&mut self, path: &Path) -> Result<(), AuditError> {
         let shown = path.display().to_string();
-        sum.files.push(shown.clone());
+        self.sum.files.push(shown.clone());
         let r = open(path).map_err(|e| AuditError::Read {
             path: shown.clone(),
             message: e.to_string(),
         })?;
-        let bad = |sum: &mut AuditSummary, n: u64, message: String| {
-            sum.bad_lines += 1;
-            if sum.bad_examples.len() < MAX_BAD_EXAMPLES {
-                sum.bad_examples.push(BadLine {
-                    at: format!("{shown}:{n}"),
-                    message,
-                });
-            }
-        };
-        let res = for_each_line(r, cfg.max_line, |n, l| {
-            sum.lines += 1;
-            let l = match l {
-                Err(len) => {
-                    bad(
-                        &mut sum,
-                        n,
-                        format!(
-                            "line of {len} bytes is longer than the {} byte limit",
-                            cfg.max_line
-                        ),
-                    );
-                    return;
-                }
-                Ok(l) => l,
-            };
-            let l = l.strip_suffix(b"\r").unwrap_or(l);
-            if l.iter().all(u8::is_ascii_whitespace) {
-                return;
-            }
-            // Half of a log is RequestReceived events, never counted: they are
-            // recognised without decoding them (a line that merely looks like
-            // one is not analysed either way).
-            if l.first() == Some(&b'{')
-                && l.last() == Some(&b'}')
-                && memchr::memmem::find(l, b"\"stage\":\"RequestReceived\"").is_some()
-            {
-                sum.other_stages += 1;
-                return;
-            }
-            let e: Event = match serde_json::from_slice(l) {
-                Ok(e) => e,
-                Err(e) => {
-                    bad(
-                        &mut sum,
-                        n,
-                        format!(
-                            "not an audit event: {}",
-                            crate::secret::serde_message(&e.to_string())
-                        ),
-                    );
-                    return;
-                }
-            };
-            if let Some(k) = e.kind.as_deref() {
-                if k != "Event" {
-                    let k = if crate::secret::is_plain_identifier(k) {
-                        k
-                    } else {
-                        "(not shown)"
-                    };
-                    bad(&mut sum, n, format!("kind `{k}` is not an audit Event"));
-                    return;
-                }
-            }
-            let counted =
-                e.stage == "ResponseComplete" || (e.stage == "ResponseStarted" && e.code() == Some(401));
-            if !counted {
-                match e.stage.as_ref() {
-                    "RequestReceived" | "ResponseStarted" | "Panic" => sum.other_stages += 1,
-                    _ => bad(&mut sum, n, "unknown `stage` (expected RequestReceived, ResponseStarted, ResponseComplete or Panic)".into()),
-                }
-                return;
-            }
-            let (Some(rx), Some(end)) = (
-                event::parse_micros(&e.request_received_timestamp),
-                event::parse_micros(&e.stage_timestamp),
-            ) else {
-                bad(
-                    &mut sum,
-                    n,
-                    "`requestReceivedTimestamp` or `stageTimestamp` is not an RFC 3339 time".into(),
-                );
-                return;
-            };
-            if let Some((from, to)) = cfg.clip {
-                let t = end.div_euclid(1000);
-                if t < from || t > to {
-                    sum.outside_window += 1;
-                    return;
-                }
-            }
-            let before = agg.slow - agg.slow_annotated;
-            if let Err(m) = agg.event(&e, rx, end) {
-                bad(&mut sum, n, m);
-                return;
-            }
-            if agg.slow - agg.slow_annotated > before && unannotated_slow_example.is_none() {
-                unannotated_slow_example = Some(format!("{shown}:{n}"));
-            }
-        });
+        let res = for_each_line(r, self.cfg.max_line, |n, l| self.line(&shown, n, l));
         // A truncated or corrupt gzip stream: what was read is analysed,
         // the rest of the file is a bad line.
         if let Err(e) = res {
-            let n = sum.lines + 1;
-            sum.bad_lines += 1;
-            if sum.bad_examples.len() < MAX_BAD_EXAMPLES {
-                sum.bad_examples.push(BadLine {
-                    at: format!("{shown}:{n}"),
-                    message: format!("cannot read further ({e}): the rest of the file is skipped"),
-                });
-            }
+            let n = self.sum.lines + 1;
+            self.bad(
+                &shown,
+                n,
+                format!("cannot read further ({e}): the rest of the file is skipped"),
+            );
+        }
+        Ok(())
+    }
+
+    /// A line that is not a usable audit event: counted, and named by
+    /// `file:line` while fewer than [`MAX_BAD_EXAMPLES`] are.
+    fn bad(&mut self, shown: &str, n: u64, message: String) {
+        self.sum.bad_lines += 1;
+        if self.sum.bad_examples.len() < MAX_BAD_EXAMPLES {
+            self.sum.bad_examples.push(BadLine {
+                at: format!("{shown}:{n}"),
+                message,
+            });
         }
     }
-    sum.events = agg.events;
-    sum.slow_requests = agg.slow;
-    sum.slow_annotated = agg.slow_annotated;
-    sum.folded = agg.folded;
-    if let Some((f, l)) = agg.span() {
-        sum.first = Some(f);
-        sum.last = Some(l);
-    }
-    let mut layers: Vec<(String, f64)> = agg.layer_totals().iter().map(|(k, v)| (k.clone(), *v)).collect();
-    layers.sort_by(|a, b| b.1.total_cmp(&a.1));
-    sum.layers = layers;
-    sum.slowest = agg.slowest.clone();
-    sum.denied = agg.top_denied(10);
-    if sum.events == 0 {
-        if let Some(b) = sum.bad_examples.first() {
-            if sum.other_stages == 0 && sum.outside_window == 0 {
-                return Err(AuditError::NoEvents(
-                    sum.files.join(", "),
-                    format!("{}: {}", b.at, b.message),
-                ));
+
+    /// Line `n` of the file `shown` (or its length, when too long): counted
+    /// into the aggregator if it is an event of a counted stage in the window.
+    fn line(&mut self, shown: &str, n: u64, l: Result<&[u8], usize>) {
+        self.sum.lines += 1;
+        let l = match l {
+            Err(len) => {
+                self.bad(
+                    shown,
+                    n,
+                    format!(
+                        "line of {len} bytes is longer than the {} byte limit",
+                        self.cfg.max_line
+                    ),
+                );
+                return;
+            }
+            Ok(l) => l,
+        };
+        let l = l.strip_suffix(b"\r").unwrap_or(l);
+        if l.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        // Half of a log is RequestReceived events, never counted: they are
+        // recognised without decoding them (a line that merely looks like
+        // one is not analysed either way).
+        if l.first() == Some(&b'{')
+            && l.last() == Some(&b'}')
+            && memchr::memmem::find(l, b"\"stage\":\"RequestReceived\"").is_some()
+        {
+            self.sum.other_stages += 1;
+            return;
+        }
+        let e: Event = match serde_json::from_slice(l) {
+            Ok(e) => e,
+            Err(e) => {
+                self.bad(
+                    shown,
+                    n,
+                    format!(
+                        "not an audit event: {}",
+                        crate::secret::serde_message(&e.to_string())
+                    ),
+                );
+                return;
+            }
+        };
+        if let Some(k) = e.kind.as_deref() {
+            if k != "Event" {
+                let k = if crate::secret::is_plain_identifier(k) {
+                    k
+                } else {
+                    "(not shown)"
+                };
+                self.bad(shown, n, format!("kind `{k}` is not an audit Event"));
+                return;
             }
         }
+        let counted =
+            e.stage == "ResponseComplete" || (e.stage == "ResponseStarted" && e.code() == Some(401));
+        if !counted {
+            match e.stage.as_ref() {
+                "RequestReceived" | "ResponseStarted" | "Panic" => self.sum.other_stages += 1,
+                _ => self.bad(
+                    shown,
+                    n,
+                    "unknown `stage` (expected RequestReceived, ResponseStarted, ResponseComplete or Panic)"
+                        .into(),
+                ),
+            }
+            return;
+        }
+        let (Some(rx), Some(end)) = (
+            event::parse_micros(&e.request_received_timestamp),
+            event::parse_micros(&e.stage_timestamp),
+        ) else {
+            self.bad(
+                shown,
+                n,
+                "`requestReceivedTimestamp` or `stageTimestamp` is not an RFC 3339 time".into(),
+            );
+            return;
+        };
+        if let Some((from, to)) = self.cfg.clip {
+            let t = end.div_euclid(1000);
+            if t < from || t > to {
+                self.sum.outside_window += 1;
+                return;
+            }
+        }
+        let before = self.agg.slow - self.agg.slow_annotated;
+        if let Err(m) = self.agg.event(&e, rx, end) {
+            self.bad(shown, n, m);
+            return;
+        }
+        if self.agg.slow - self.agg.slow_annotated > before && self.unannotated_slow_example.is_none() {
+            self.unannotated_slow_example = Some(format!("{shown}:{n}"));
+        }
     }
-    if sum.events == 0 && sum.other_stages > 0 {
-        sum.gaps.push(format!(
-            "the audit logs hold {} events but none of stage ResponseComplete (the policy omits that stage): latencies and answers cannot be read",
-            sum.other_stages
-        ));
+
+    /// The summary of every file read, with the gaps and notes it implies;
+    /// an error when no line was an audit event.
+    fn finish(self) -> Result<(Aggregator, AuditSummary), AuditError> {
+        let Reading {
+            agg,
+            mut sum,
+            unannotated_slow_example,
+            ..
+        } = self;
+        sum.events = agg.events;
+        sum.slow_requests = agg.slow;
+        sum.slow_annotated = agg.slow_annotated;
+        sum.folded = agg.folded;
+        if let Some((f, l)) = agg.span() {
+            sum.first = Some(f);
+            sum.last = Some(l);
+        }
+        let mut layers: Vec<(String, f64)> =
+            agg.layer_totals().iter().map(|(k, v)| (k.clone(), *v)).collect();
+        layers.sort_by(|a, b| b.1.total_cmp(&a.1));
+        sum.layers = layers;
+        sum.slowest = agg.slowest.clone();
+        sum.denied = agg.top_denied(10);
+        if sum.events == 0 {
+            if let Some(b) = sum.bad_examples.first() {
+                if sum.other_stages == 0 && sum.outside_window == 0 {
+                    return Err(AuditError::NoEvents(
+                        sum.files.join(", "),
+                        format!("{}: {}", b.at, b.message),
+                    ));
+                }
+            }
+        }
+        if sum.events == 0 && sum.other_stages > 0 {
+            sum.gaps.push(format!(
+                "the audit logs hold {} events but none of stage ResponseComplete (the policy omits that stage): latencies and answers cannot be read",
+                sum.other_stages
+            ));
+        }
+        let unannotated = sum.slow_requests - sum.slow_annotated;
+        if unannotated > 0 && sum.slow_annotated == 0 {
+            sum.gaps.push(format!(
+                "none of the {} requests slower than 500 ms carries `apiserver.latency.k8s.io/*` annotations (first at {}): kube-apiserver before 1.24, or an audit backend that drops annotations; which layer made them slow cannot be read from the audit logs",
+                sum.slow_requests,
+                unannotated_slow_example.as_deref().unwrap_or("?")
+            ));
+        } else if unannotated > 0 {
+            sum.notes.push(format!(
+                "{unannotated} of {} requests slower than 500 ms carry no latency annotation (first at {}): no tracked layer took time (authentication, authorization and in-process admission are not tracked), or they come from an apiserver before 1.24; their time is counted as `unannotated`",
+                sum.slow_requests,
+                unannotated_slow_example.as_deref().unwrap_or("?")
+            ));
+        }
+        Ok((agg, sum))
     }
-    let unannotated = sum.slow_requests - sum.slow_annotated;
-    if unannotated > 0 && sum.slow_annotated == 0 {
-        sum.gaps.push(format!(
-            "none of the {} requests slower than 500 ms carries `apiserver.latency.k8s.io/*` annotations (first at {}): kube-apiserver before 1.24, or an audit backend that drops annotations; which layer made them slow cannot be read from the audit logs",
-            sum.slow_requests,
-            unannotated_slow_example.as_deref().unwrap_or("?")
-        ));
-    } else if unannotated > 0 {
-        sum.notes.push(format!(
-            "{unannotated} of {} requests slower than 500 ms carry no latency annotation (first at {}): no tracked layer took time (authentication, authorization and in-process admission are not tracked), or they come from an apiserver before 1.24; their time is counted as `unannotated`",
-            sum.slow_requests,
-            unannotated_slow_example.as_deref().unwrap_or("?")
-        ));
-    }
-    Ok((agg, sum))
 }
 
 /// Reads audit logs and adds them to `ds` as the target [`TARGET`] of role
@@ -424,35 +467,20 @@ pub fn load_into(ds: &mut Dataset, paths: &[PathBuf], cfg: &AuditConfig) -> Resu
     let (agg, sum) = read(&files, cfg)?;
     let families = agg.emit(&mut ds.store, TARGET);
     ds.store.finish();
-    let origin = match files.as_slice() {
-        [one] => one.display().to_string(),
-        many => format!("{} audit log files", many.len()),
-    };
-    if sum.bad_lines > 0 {
-        let first: Vec<String> = sum
-            .bad_examples
+    let origin = skipped::origin(files.iter().map(|p| p.display()), "audit log");
+    ds.warnings.extend(skipped::bad_lines(
+        &origin,
+        sum.bad_lines,
+        "line(s) are not audit events",
+        sum.bad_examples
             .iter()
-            .take(3)
-            .map(|b| format!("{}: {}", b.at, b.message))
-            .collect();
-        ds.warnings.push(SourceWarning {
-            origin: origin.clone(),
-            message: format!(
-                "{} line(s) are not audit events and were skipped, the rest analysed (first: {})",
-                sum.bad_lines,
-                first.join("; ")
-            ),
-        });
-    }
-    if sum.outside_window > 0 {
-        ds.warnings.push(SourceWarning {
-            origin: origin.clone(),
-            message: format!(
-                "{} audit event(s) outside the metrics' window were not used",
-                sum.outside_window
-            ),
-        });
-    }
+            .map(|b| (b.at.as_str(), b.message.as_str())),
+    ));
+    ds.warnings.extend(skipped::outside_window(
+        &origin,
+        sum.outside_window,
+        "audit event(s)",
+    ));
     if sum.folded > 0 {
         ds.warnings.push(SourceWarning {
             origin: origin.clone(),

@@ -537,6 +537,9 @@ fn api_client_spec(api: &ApiAccess, resolve: Option<(String, Vec<SocketAddr>)>) 
     }
 }
 
+/// The health endpoints of an apiserver.
+const APISERVER_HEALTH: [&str; 2] = ["/readyz?verbose", "/livez?verbose"];
+
 fn apiserver_targets(
     api: &ApiAccess,
     api_token: &Option<token::TokenSource>,
@@ -549,37 +552,13 @@ fn apiserver_targets(
         url: client::redact_url(&api.server),
         message: format!("not a URL: {e}"),
     })?;
-    let health = ["/readyz?verbose", "/livez?verbose"];
-    // The load-balanced address, verified for `tls-server-name` when it differs
-    // from the server's host (and no proxy decides where the name goes).
     let host = server
         .host_str()
         .unwrap_or_default()
         .trim_start_matches('[')
         .trim_end_matches(']')
         .to_string();
-    let mut lb_req = server.clone();
-    let mut lb_resolve = None;
-    if api.tls_server_name != host && api.proxy_url.is_none() {
-        use std::net::ToSocketAddrs;
-        let port = server.port_or_known_default().unwrap_or(443);
-        let addrs: Vec<SocketAddr> = (host.as_str(), port)
-            .to_socket_addrs()
-            .map(|a| a.collect())
-            .unwrap_or_default();
-        match addrs {
-            a if !a.is_empty() && lb_req.set_host(Some(&api.tls_server_name)).is_ok() => {
-                lb_resolve = Some((api.tls_server_name.clone(), a));
-            }
-            _ => {
-                lb_req = server.clone();
-                plan.warnings.push(format!(
-                    "cannot resolve `{host}`; the server certificate is verified for `{host}` instead of `{}`",
-                    api.tls_server_name
-                ));
-            }
-        }
-    }
+    let (lb_req, lb_resolve) = lb_address(api, &server, &host, plan);
     let lb = || {
         let metrics = with_path(&server, "/metrics");
         TargetSpec {
@@ -588,7 +567,7 @@ fn apiserver_targets(
             role_reason: format!("the kubeconfig's server ({})", api.origin),
             display_url: metrics,
             metrics_url: with_path(&lb_req, "/metrics"),
-            health_urls: health.iter().map(|h| with_path(&lb_req, h)).collect(),
+            health_urls: APISERVER_HEALTH.iter().map(|h| with_path(&lb_req, h)).collect(),
             client: api_client_spec(api, lb_resolve.clone()),
             token: api_token.clone(),
             split_by_process: true,
@@ -635,6 +614,66 @@ fn apiserver_targets(
             return Ok(());
         }
     };
+    let (found, found_alt) = replica_specs(api, api_token, replicas, plan)?;
+    // From a laptop, replica addresses are often unreachable while the load
+    // balancer is not: then the load-balanced address is better than nothing.
+    if let Some(why) = scrape::none_reachable(&found, o.timeout) {
+        plan.warnings.push(format!(
+            "no apiserver replica is reachable at its own address ({why}); scraping the load-balanced address {}: successive scrapes may reach different replicas",
+            client::redact_url(&api.server)
+        ));
+        specs.push(lb());
+        alt.push(String::new());
+        return Ok(());
+    }
+    specs.extend(found);
+    alt.extend(found_alt);
+    Ok(())
+}
+
+/// The load-balanced address of the kubeconfig's server, and what its name
+/// resolves to: verified for `tls-server-name` when it differs from the
+/// server's host (and no proxy decides where the name goes).
+fn lb_address(
+    api: &ApiAccess,
+    server: &reqwest::Url,
+    host: &str,
+    plan: &mut Plan,
+) -> (reqwest::Url, Option<(String, Vec<SocketAddr>)>) {
+    let mut lb_req = server.clone();
+    let mut lb_resolve = None;
+    if api.tls_server_name != host && api.proxy_url.is_none() {
+        use std::net::ToSocketAddrs;
+        let port = server.port_or_known_default().unwrap_or(443);
+        let addrs: Vec<SocketAddr> = (host, port)
+            .to_socket_addrs()
+            .map(|a| a.collect())
+            .unwrap_or_default();
+        match addrs {
+            a if !a.is_empty() && lb_req.set_host(Some(&api.tls_server_name)).is_ok() => {
+                lb_resolve = Some((api.tls_server_name.clone(), a));
+            }
+            _ => {
+                lb_req = server.clone();
+                plan.warnings.push(format!(
+                    "cannot resolve `{host}`; the server certificate is verified for `{host}` instead of `{}`",
+                    api.tls_server_name
+                ));
+            }
+        }
+    }
+    (lb_req, lb_resolve)
+}
+
+/// The targets of the discovered apiserver replicas, each verified for the
+/// cluster's name, and their alternative names; a replica listed as not
+/// ready is a warning of the plan.
+fn replica_specs(
+    api: &ApiAccess,
+    api_token: &Option<token::TokenSource>,
+    replicas: Vec<discover::Replica>,
+    plan: &mut Plan,
+) -> Result<(Vec<TargetSpec>, Vec<String>), LiveError> {
     let name_is_ip = api.tls_server_name.parse::<std::net::IpAddr>().is_ok();
     let mut found: Vec<TargetSpec> = Vec::new();
     let mut found_alt: Vec<String> = Vec::new();
@@ -673,27 +712,14 @@ fn apiserver_targets(
             role_reason: "discovered from the default/kubernetes endpoints".into(),
             metrics_url: with_path(&req_base, "/metrics"),
             display_url: with_path(&direct_url, "/metrics"),
-            health_urls: health.iter().map(|h| with_path(&req_base, h)).collect(),
+            health_urls: APISERVER_HEALTH.iter().map(|h| with_path(&req_base, h)).collect(),
             client: api_client_spec(api, resolve),
             token: api_token.clone(),
             split_by_process: false,
         });
         found_alt.push(format!("apiserver-{}-{}", sanitize(&ip), r.addr.port()));
     }
-    // From a laptop, replica addresses are often unreachable while the load
-    // balancer is not: then the load-balanced address is better than nothing.
-    if let Some(why) = scrape::none_reachable(&found, o.timeout) {
-        plan.warnings.push(format!(
-            "no apiserver replica is reachable at its own address ({why}); scraping the load-balanced address {}: successive scrapes may reach different replicas",
-            client::redact_url(&api.server)
-        ));
-        specs.push(lb());
-        alt.push(String::new());
-        return Ok(());
-    }
-    specs.extend(found);
-    alt.extend(found_alt);
-    Ok(())
+    Ok((found, found_alt))
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::audit::for_each_line;
-use super::{Dataset, Role, Snapshot, SourceWarning, Target, TimeSource};
+use super::{skipped, Dataset, Role, Snapshot, SourceWarning, Target, TimeSource};
 use crate::store::{Millis, Store};
 use class::{Class, Component, Recognised};
 use layout::{LogFile, Skipped};
@@ -1042,26 +1042,15 @@ pub fn read(args: &[String], cfg: &LogsConfig, store: &mut Store) -> Result<Logs
 pub fn load_into(ds: &mut Dataset, args: &[String], cfg: &LogsConfig) -> Result<(), LogsError> {
     let sum = read(args, cfg, &mut ds.store)?;
     ds.store.finish();
-    let origin = match sum.files.as_slice() {
-        [one] => one.path.clone(),
-        many => format!("{} log files", many.len()),
-    };
-    if sum.bad_lines > 0 {
-        let first: Vec<String> = sum
-            .bad_examples
+    let origin = skipped::origin(sum.files.iter().map(|f| &f.path), "log");
+    ds.warnings.extend(skipped::bad_lines(
+        &origin,
+        sum.bad_lines,
+        "log line(s) could not be read",
+        sum.bad_examples
             .iter()
-            .take(3)
-            .map(|b| format!("{}: {}", b.at, b.message))
-            .collect();
-        ds.warnings.push(SourceWarning {
-            origin: origin.clone(),
-            message: format!(
-                "{} log line(s) could not be read and were skipped, the rest analysed (first: {})",
-                sum.bad_lines,
-                first.join("; ")
-            ),
-        });
-    }
+            .map(|b| (b.at.as_str(), b.message.as_str())),
+    ));
     if sum.untimed > 0 {
         ds.warnings.push(SourceWarning {
             origin: origin.clone(),
@@ -1072,15 +1061,11 @@ pub fn load_into(ds: &mut Dataset, args: &[String], cfg: &LogsConfig) -> Result<
             ),
         });
     }
-    if sum.outside_window > 0 {
-        ds.warnings.push(SourceWarning {
-            origin: origin.clone(),
-            message: format!(
-                "{} log line(s) outside the metrics' window were not used",
-                sum.outside_window
-            ),
-        });
-    }
+    ds.warnings.extend(skipped::outside_window(
+        &origin,
+        sum.outside_window,
+        "log line(s)",
+    ));
     for n in &sum.notes {
         ds.warnings.push(SourceWarning {
             origin: origin.clone(),

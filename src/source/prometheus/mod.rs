@@ -272,12 +272,67 @@ impl Prometheus {
         by: Option<&str>,
     ) -> Result<RoleTargets, PromError> {
         let ms = self.role_matchers(role).unwrap_or_default();
-        let sel = select::selector_text(&ms);
-        let il = self.cfg.instance_label.as_str();
+        let q = RoleQuery {
+            role,
+            sel: select::selector_text(&ms),
+            ms,
+            il: self.cfg.instance_label.as_str(),
+            by,
+            from,
+            to,
+        };
+        let (sel, il) = (&q.sel, q.il);
         let mut warnings = Vec::new();
-        let span = (to - from).max(0);
         // Scrape times of `up`, and process start times, per instance.
-        let (up, ps) = if span <= RAW_UP_LIMIT {
+        let (up, ps) = self.up_and_starts(&q, step)?;
+        if up.is_empty() {
+            warnings.push(format!(
+                "no `up` series match the {role} selector `{sel}` from {} to {}: the {role} axes are not checked (see --{role}-selector)",
+                crate::timefmt::format_time(from),
+                crate::timefmt::format_time(to)
+            ));
+            return Ok((Vec::new(), warnings, BTreeMap::new()));
+        }
+        let mut times: BTreeMap<TargetKey, BTreeSet<Millis>> = BTreeMap::new();
+        for s in &up {
+            let inst = q.key(&s.labels);
+            let e = times.entry(inst).or_default();
+            for p in &s.samples {
+                if p.v == 1.0 {
+                    e.insert(p.t);
+                }
+            }
+        }
+        if times.keys().any(|(_, i)| i.is_empty()) {
+            warnings.push(format!(
+                "some {role} `up` series have no `{il}` label; they are shown as one target `(none)`"
+            ));
+        }
+        let mut starts: BTreeMap<TargetKey, BTreeMap<Millis, f64>> = BTreeMap::new();
+        for s in ps.iter().flatten() {
+            let inst = q.key(&s.labels);
+            let e = starts.entry(inst).or_default();
+            for p in &s.samples {
+                e.insert(p.t, p.v);
+            }
+        }
+        let (names, largest) = self.role_names(&q, &times, &mut warnings)?;
+        let versions = self.role_versions(&q);
+        let targets = self.grouped_targets(&q, times, &starts, &versions, &names);
+        Ok((targets, warnings, largest))
+    }
+
+    /// The samples of `up` of the role's series in the window, and of
+    /// `process_start_time_seconds` when they can be read: one by one for
+    /// windows up to [`RAW_UP_LIMIT`], else at the evaluation step.
+    fn up_and_starts(
+        &self,
+        q: &RoleQuery<'_>,
+        step: Option<Millis>,
+    ) -> Result<(Vec<Series>, Option<Vec<Series>>), PromError> {
+        let (sel, from, to) = (&q.sel, q.from, q.to);
+        let span = q.span();
+        Ok(if span <= RAW_UP_LIMIT {
             let range = promql_duration(span + 1000);
             let up = self.api.query(&format!("up{sel}[{range}]"), to)?;
             let ps = self
@@ -291,59 +346,30 @@ impl Prometheus {
                 .api
                 .query_range(&format!("process_start_time_seconds{sel}"), from, to, st);
             (up.data, ps.ok().map(|a| a.data))
-        };
-        if up.is_empty() {
-            warnings.push(format!(
-                "no `up` series match the {role} selector `{sel}` from {} to {}: the {role} axes are not checked (see --{role}-selector)",
-                crate::timefmt::format_time(from),
-                crate::timefmt::format_time(to)
-            ));
-            return Ok((Vec::new(), warnings, BTreeMap::new()));
-        }
-        // Targets are keyed by (group, instance): the group is the value of
-        // `by` (fleet mode), else empty.
-        let key = |l: &Labels| {
-            (
-                by.and_then(|b| l.get(b)).unwrap_or("").to_string(),
-                l.get(il).unwrap_or("").to_string(),
-            )
-        };
-        let mut times: BTreeMap<(String, String), BTreeSet<Millis>> = BTreeMap::new();
-        for s in &up {
-            let inst = key(&s.labels);
-            let e = times.entry(inst).or_default();
-            for p in &s.samples {
-                if p.v == 1.0 {
-                    e.insert(p.t);
-                }
-            }
-        }
-        if times.keys().any(|(_, i)| i.is_empty()) {
-            warnings.push(format!(
-                "some {role} `up` series have no `{il}` label; they are shown as one target `(none)`"
-            ));
-        }
-        let mut starts: BTreeMap<(String, String), BTreeMap<Millis, f64>> = BTreeMap::new();
-        for s in ps.iter().flatten() {
-            let inst = key(&s.labels);
-            let e = starts.entry(inst).or_default();
-            for p in &s.samples {
-                e.insert(p.t, p.v);
-            }
-        }
-        // The metric names each target exposes: listed once for one cluster;
-        // per cluster in fleet mode, so that a cluster that lacks a family the
-        // others have reads it as not exposed (unknown), never as zero.
+        })
+    }
+
+    /// The metric names each target exposes: listed once for one cluster;
+    /// per cluster in fleet mode, so that a cluster that lacks a family the
+    /// others have reads it as not exposed (unknown), never as zero. In fleet
+    /// mode, also the most series one name has at once per cluster.
+    fn role_names(
+        &self,
+        q: &RoleQuery<'_>,
+        times: &BTreeMap<TargetKey, BTreeSet<Millis>>,
+        warnings: &mut Vec<String>,
+    ) -> Result<(Names, Sizes), PromError> {
+        let (role, sel, from, to) = (q.role, &q.sel, q.from, q.to);
         let mut largest = BTreeMap::new();
-        let names: BTreeMap<String, BTreeSet<String>> = match by {
+        let names: Names = match q.by {
             None => self
                 .api
-                .label_values("__name__", std::slice::from_ref(&sel), from, to)
+                .label_values("__name__", std::slice::from_ref(sel), from, to)
                 .map(|a| {
                     warnings.extend(a.warnings);
                     BTreeMap::from([(String::new(), a.data.into_iter().collect())])
                 })?,
-            Some(b) => match self.names_by_group(&sel, b, from, to, &mut warnings) {
+            Some(b) => match self.names_by_group(sel, b, from, to, warnings) {
                 Ok((m, sizes)) => {
                     largest = sizes;
                     m
@@ -357,7 +383,7 @@ impl Prometheus {
                     ));
                     let all: BTreeSet<String> = self
                         .api
-                        .label_values("__name__", std::slice::from_ref(&sel), from, to)
+                        .label_values("__name__", std::slice::from_ref(sel), from, to)
                         .map(|a| {
                             warnings.extend(a.warnings);
                             a.data.into_iter().collect()
@@ -366,17 +392,25 @@ impl Prometheus {
                 }
             },
         };
-        let mut versions: BTreeMap<(String, String), String> = BTreeMap::new();
-        let by_list = by.map(|b| format!("{b}, ")).unwrap_or_default();
+        Ok((names, largest))
+    }
+
+    /// The version of each target, from its build-information metric
+    /// (`etcd_server_version`, `kubernetes_build_info`); none when the query
+    /// fails.
+    fn role_versions(&self, q: &RoleQuery<'_>) -> BTreeMap<TargetKey, String> {
+        let il = q.il;
+        let mut versions: BTreeMap<TargetKey, String> = BTreeMap::new();
+        let by_list = q.by.map(|b| format!("{b}, ")).unwrap_or_default();
         let vq = format!(
             "group by ({by_list}{il}, server_version, git_version, gitVersion) (last_over_time({{__name__=~\"etcd_server_version|kubernetes_build_info\",{}}}[{}]))",
-            sel.trim_start_matches('{').trim_end_matches('}'),
-            promql_duration(span.clamp(60_000, RAW_UP_LIMIT) + 1000)
+            q.sel.trim_start_matches('{').trim_end_matches('}'),
+            promql_duration(q.span().clamp(60_000, RAW_UP_LIMIT) + 1000)
         );
-        if let Ok(a) = self.api.query(&vq, to) {
+        if let Ok(a) = self.api.query(&vq, q.to) {
             if let crate::eval::Value::Vector(v) = a.data {
                 for s in v {
-                    let inst = key(&s.labels);
+                    let inst = q.key(&s.labels);
                     let name = if s.labels.get("server_version").is_some() {
                         "etcd_server_version"
                     } else {
@@ -392,7 +426,21 @@ impl Prometheus {
                 }
             }
         }
-        let targets = times
+        versions
+    }
+
+    /// The role's targets, each with the fleet label value it belongs to:
+    /// the times of its `up` samples are its snapshots.
+    fn grouped_targets(
+        &self,
+        q: &RoleQuery<'_>,
+        times: BTreeMap<TargetKey, BTreeSet<Millis>>,
+        starts: &BTreeMap<TargetKey, BTreeMap<Millis, f64>>,
+        versions: &BTreeMap<TargetKey, String>,
+        names: &Names,
+    ) -> Vec<GroupedTarget> {
+        let (role, ms, sel, il, by) = (q.role, &q.ms, &q.sel, q.il, q.by);
+        times
             .into_iter()
             .map(|(k, ts)| {
                 let st = starts.get(&k);
@@ -430,8 +478,7 @@ impl Prometheus {
                 };
                 (group, t)
             })
-            .collect();
-        Ok((targets, warnings, largest))
+            .collect()
     }
 
     /// The metric names of the series matching `sel` in `[from, to]`, per
@@ -602,6 +649,38 @@ type GroupedTarget = (String, Target);
 /// A role's targets, the warnings of listing them, and per fleet label value
 /// the most series one metric name had at once (fleet mode only).
 type RoleTargets = (Vec<GroupedTarget>, Vec<String>, Sizes);
+
+/// What one role's targets are listed for.
+struct RoleQuery<'a> {
+    role: Role,
+    /// The role's matchers, and the selector they make.
+    ms: Vec<Matcher>,
+    sel: String,
+    /// The label that tells instances apart.
+    il: &'a str,
+    /// The fleet label (fleet mode), if any.
+    by: Option<&'a str>,
+    from: Millis,
+    to: Millis,
+}
+
+impl RoleQuery<'_> {
+    fn span(&self) -> Millis {
+        (self.to - self.from).max(0)
+    }
+
+    /// Targets are keyed by (group, instance): the group is the value of
+    /// `by` (fleet mode), else empty.
+    fn key(&self, l: &Labels) -> TargetKey {
+        (
+            self.by.and_then(|b| l.get(b)).unwrap_or("").to_string(),
+            l.get(self.il).unwrap_or("").to_string(),
+        )
+    }
+}
+
+/// A target's fleet label value (empty outside fleet mode) and instance.
+type TargetKey = (String, String);
 
 /// Metric names per fleet label value.
 type Names = BTreeMap<String, BTreeSet<String>>;
