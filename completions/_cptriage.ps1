@@ -269,7 +269,6 @@ Register-ArgumentCompleter -Native -CommandName 'cptriage' -ScriptBlock {
             [CompletionResult]::new('--prometheus-timeout', '--prometheus-timeout', [CompletionResultType]::ParameterName, 'Timeout of each API request (also sent as the query `timeout`)')
             [CompletionResult]::new('--prometheus-concurrency', '--prometheus-concurrency', [CompletionResultType]::ParameterName, 'Range queries in flight at once (1–32)')
             [CompletionResult]::new('--prometheus-max-points', '--prometheus-max-points', [CompletionResultType]::ParameterName, 'Most points per series of one range query: longer ranges are split into chunks (Prometheus refuses more than 11,000), and a chunk the server refuses as too much (samples, timeout, size) is halved')
-            [CompletionResult]::new('--dump', '--dump', [CompletionResultType]::ParameterName, 'Not a flag of `serve` (it reads Prometheus only); named so that `--prometheus`''s conflict with captures holds here too')
             [CompletionResult]::new('--prometheus-insecure-skip-tls-verify', '--prometheus-insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the server certificate (reported loudly)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

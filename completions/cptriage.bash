@@ -860,7 +860,7 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__serve)
-            opts="-h -V --listen --token-file --by --lookback --reuse --reports --keep --concurrency --queue --notify-url --external-url --grace --rules --step --debounce --prometheus --selector --apiserver-selector --etcd-selector --controller-selector --instance-label --prometheus-token-file --prometheus-user --prometheus-password-file --prometheus-ca --prometheus-cert --prometheus-key --prometheus-header --prometheus-insecure-skip-tls-verify --prometheus-max-response --prometheus-timeout --prometheus-concurrency --prometheus-max-points --dump --help --version"
+            opts="-h -V --listen --token-file --by --lookback --reuse --reports --keep --concurrency --queue --notify-url --external-url --grace --rules --step --debounce --prometheus --selector --apiserver-selector --etcd-selector --controller-selector --instance-label --prometheus-token-file --prometheus-user --prometheus-password-file --prometheus-ca --prometheus-cert --prometheus-key --prometheus-header --prometheus-insecure-skip-tls-verify --prometheus-max-response --prometheus-timeout --prometheus-concurrency --prometheus-max-points --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -991,10 +991,6 @@ _cptriage() {
                     return 0
                     ;;
                 --prometheus-max-points)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --dump)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -251,7 +251,6 @@ set edit:completion:arg-completer[cptriage] = {|@words|
             cand --prometheus-timeout 'Timeout of each API request (also sent as the query `timeout`)'
             cand --prometheus-concurrency 'Range queries in flight at once (1–32)'
             cand --prometheus-max-points 'Most points per series of one range query: longer ranges are split into chunks (Prometheus refuses more than 11,000), and a chunk the server refuses as too much (samples, timeout, size) is halved'
-            cand --dump 'Not a flag of `serve` (it reads Prometheus only); named so that `--prometheus`''s conflict with captures holds here too'
             cand --prometheus-insecure-skip-tls-verify 'Do not verify the server certificate (reported loudly)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'

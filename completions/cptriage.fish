@@ -211,7 +211,6 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l prometheus-m
 complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l prometheus-timeout -d 'Timeout of each API request (also sent as the query `timeout`)' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l prometheus-concurrency -d 'Range queries in flight at once (1–32)' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l prometheus-max-points -d 'Most points per series of one range query: longer ranges are split into chunks (Prometheus refuses more than 11,000), and a chunk the server refuses as too much (samples, timeout, size) is halved' -r
-complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l dump -d 'Not a flag of `serve` (it reads Prometheus only); named so that `--prometheus`\'s conflict with captures holds here too' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l prometheus-insecure-skip-tls-verify -d 'Do not verify the server certificate (reported loudly)'
 complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -s V -l version -d 'Print version'

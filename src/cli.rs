@@ -355,7 +355,13 @@ pub struct DumpArgs {
     /// Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]`
     /// files, or single files, each optionally prefixed `NAME=` or `role:NAME=`
     /// (role: apiserver, etcd, controller). Repeatable.
-    #[arg(long = "dump", value_name = "PATH", num_args = 1.., required_unless_present = "prometheus")]
+    #[arg(
+        long = "dump",
+        value_name = "PATH",
+        num_args = 1..,
+        required_unless_present = "prometheus",
+        conflicts_with = "prometheus"
+    )]
     pub dump: Vec<String>,
 }
 
@@ -414,7 +420,7 @@ pub struct DiagnoseArgs {
     /// Captured metrics: a capture directory, a directory of `<target>/<time>.prom[.gz]`
     /// files, or single files, each optionally prefixed `NAME=` or `role:NAME=`
     /// (role: apiserver, etcd, controller). Repeatable.
-    #[arg(long = "dump", value_name = "PATH", num_args = 1..)]
+    #[arg(long = "dump", value_name = "PATH", num_args = 1.., conflicts_with = "prometheus")]
     pub dump: Vec<String>,
     /// kube-apiserver audit logs (`audit.k8s.io/v1` events, one JSON object
     /// per line, plain or gzip): files or directories of them. Alone, or
@@ -545,12 +551,7 @@ pub enum ColorChoice {
 pub struct PromArgs {
     /// Query a Prometheus-compatible HTTP API (Prometheus, Thanos Query, Mimir
     /// at `…/prometheus`) instead of reading dumps.
-    #[arg(
-        long,
-        value_name = "URL",
-        conflicts_with = "dump",
-        help_heading = "Prometheus"
-    )]
+    #[arg(long, value_name = "URL", help_heading = "Prometheus")]
     pub prometheus: Option<String>,
     /// Label matchers added to every selector, e.g. `{cluster="prod"}`.
     #[arg(
@@ -863,10 +864,6 @@ pub struct ServeArgs {
     pub debounce: u32,
     #[command(flatten)]
     pub prom: PromArgs,
-    /// Not a flag of `serve` (it reads Prometheus only); named so that
-    /// `--prometheus`'s conflict with captures holds here too.
-    #[arg(long, hide = true, value_name = "PATH")]
-    pub dump: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -11,6 +11,7 @@
 //! - the benchmark commands `bench-diagnose`, `bench-audit` and `bench_parse`
 //!   (docs/performance.md).
 
+pub mod bench;
 pub mod fuzzing;
 pub mod matrix;
 pub mod openmetrics;
