@@ -558,3 +558,37 @@ pub fn ordered(from: Millis, to: Millis) -> Result<(), CliError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(clap::Parser)]
+    struct Flags {
+        #[command(flatten)]
+        prom: PromArgs,
+    }
+
+    fn selected(selector: Option<&str>, label: &str, value: &str) -> String {
+        use clap::Parser;
+        let mut argv = vec!["t", "--prometheus", "http://127.0.0.1:9"];
+        argv.extend(selector.map(|s| ["--selector", s]).into_iter().flatten());
+        let mut s = PromSource::from_args(&Flags::parse_from(argv).prom).unwrap();
+        s.select_label(label, value).unwrap();
+        crate::eval::select::selector_text(&s.config.extra)
+    }
+
+    #[test]
+    fn a_selected_label_replaces_its_matcher_and_is_escaped() {
+        assert_eq!(selected(None, "cluster", "a"), r#"{cluster="a"}"#);
+        assert_eq!(
+            selected(Some(r#"{env="prod",cluster="x"}"#), "cluster", "b"),
+            r#"{env="prod",cluster="b"}"#
+        );
+        let tricky = "a\"}) or vector(1) # \\";
+        let back =
+            crate::eval::select::parse_selector("--selector", &selected(None, "cluster", tricky)).unwrap();
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0].value, tricky);
+    }
+}

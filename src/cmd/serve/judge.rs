@@ -103,18 +103,6 @@ impl Judge {
     }
 }
 
-/// `--selector` with `by="value"` in place of any matcher of `by`.
-pub(crate) fn selector_with(selector: Option<&str>, by: &str, value: &str) -> Result<String, CliError> {
-    use promql_parser::label::{MatchOp, Matcher};
-    let mut ms = match selector {
-        Some(s) => crate::eval::select::parse_selector("--selector", s).map_err(CliError::from)?,
-        None => Vec::new(),
-    };
-    ms.retain(|m| m.name != by);
-    ms.push(Matcher::new(MatchOp::Equal, by, value));
-    Ok(crate::eval::select::selector_text(&ms))
-}
-
 fn outcome(r: &Report, error: Option<String>) -> Outcome {
     let rc = r.verdict.root_cause.as_ref();
     Outcome {
@@ -151,23 +139,4 @@ pub(crate) fn document(t: &Triage, verdict: Option<&serde_json::Value>) -> Strin
         doc["verdict"] = v.clone();
     }
     serde_json::to_string_pretty(&doc).unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_by_value_replaces_its_matcher_and_is_escaped() {
-        assert_eq!(selector_with(None, "cluster", "a").unwrap(), r#"{cluster="a"}"#);
-        assert_eq!(
-            selector_with(Some(r#"{env="prod",cluster="x"}"#), "cluster", "b").unwrap(),
-            r#"{env="prod",cluster="b"}"#
-        );
-        let tricky = "a\"}) or vector(1) # \\";
-        let s = selector_with(None, "cluster", tricky).unwrap();
-        let back = crate::eval::select::parse_selector("--selector", &s).unwrap();
-        assert_eq!(back.len(), 1);
-        assert_eq!(back[0].value, tricky);
-    }
 }

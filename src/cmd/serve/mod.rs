@@ -86,13 +86,13 @@ pub(crate) fn run(a: ServeArgs) -> Result<ExitCode, CliError> {
     let token = read_token(&a)?;
     let keep = Retention::parse(&a.keep).map_err(CliError::Usage)?;
     let rules = crate::plan::load_rules(a.rules.as_deref())?;
-    if let Some(by) = &a.by {
-        crate::eval::select::check_label_name("--by", by).map_err(|e| CliError::Usage(e.to_string()))?;
-        judge::selector_with(a.prom.selector.as_deref(), by, "x")?;
-    }
     // Every Prometheus flag is checked now (files read, selectors parsed),
     // not at the first alert.
     let source = crate::plan::PromSource::from_args(&a.prom)?;
+    if let Some(by) = &a.by {
+        crate::eval::select::check_label_name("--by", by).map_err(|e| CliError::Usage(e.to_string()))?;
+        source.clone().select_label(by, "x")?;
+    }
     crate::pipeline::remote::connect(&source, &mut crate::pipeline::Quiet)?;
     let reports = match &a.reports {
         Some(d) => Some(Reports::open(d, keep).map_err(CliError::Usage)?),
