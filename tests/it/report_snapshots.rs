@@ -61,3 +61,79 @@ fn every_report_matches_its_snapshot() {
         problems.join("\n\n")
     );
 }
+
+fn render_paths_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/snapshots/render-paths")
+}
+
+/// The renderings above, through the ways a renderer branches: `-o wide` at
+/// 80 columns (the evidence as a list) and in colour, every scenario's HTML
+/// page (the verdict facts and the timeline plot), and a failing axis whose
+/// cause is undecided (the same report with its root cause demoted) in every
+/// format. Gzip-compressed, one file per scenario and kind, in
+/// `testdata/snapshots/render-paths/`.
+#[test]
+fn every_rendering_path_matches_its_snapshot() {
+    use cptriage::report::html;
+    use cptriage::report::page::first_page;
+    use cptriage::rules::report::{Undecided, UnreadCause};
+
+    let all = scenarios::reports();
+    assert!(all.len() >= 16, "expected the scenario set, found {}", all.len());
+    let narrow = RenderOpts {
+        width: 80,
+        color: false,
+    };
+    let colour = RenderOpts {
+        width: 120,
+        color: true,
+    };
+    let mut files = Vec::new();
+    for (name, r) in &all {
+        let mut s = String::from("=== wide, 80 columns\n");
+        s.push_str(&text(|b| table::render(r, &narrow, b)));
+        s.push_str("=== wide, 120 columns, colour\n");
+        s.push_str(&text(|b| table::render(r, &colour, b)));
+        s.push_str("=== first page, 120 columns, colour\n");
+        s.push_str(&first_page(r, &colour));
+        files.push((format!("{name}.text.gz"), s));
+        files.push((format!("{name}.html.gz"), html::document(r)));
+        let Some(rc) = r.verdict.root_cause.clone() else {
+            continue;
+        };
+        let mut u = r.clone();
+        u.verdict.root_cause = None;
+        u.verdict.undecided = Some(Undecided {
+            failing: rc,
+            unread: vec![UnreadCause {
+                cause: "etcd-latency".into(),
+                title: "etcd latency".into(),
+                signals: vec!["etcd_request_p99".into()],
+                reasons: vec!["no etcd_request_duration_seconds_bucket".into()],
+                remedy: Some("scrape etcd".into()),
+            }],
+            text: "cause undecided: etcd latency could not be read (no etcd_request_duration_seconds_bucket)"
+                .into(),
+        });
+        let mut s = String::new();
+        for width in [80, 120] {
+            s.push_str(&format!("=== first page, {width} columns\n"));
+            s.push_str(&first_page(&u, &RenderOpts { width, color: false }));
+        }
+        s.push_str("=== wide, 120 columns, colour\n");
+        s.push_str(&text(|b| table::render(&u, &colour, b)));
+        s.push_str("=== markdown\n");
+        s.push_str(&text(|b| markdown::render(&u, b)));
+        s.push_str("=== json\n");
+        s.push_str(&text(|b| json::render(&u, b)));
+        s.push_str("=== html\n");
+        s.push_str(&html::document(&u));
+        files.push((format!("{name}.undecided.gz"), s));
+    }
+    let problems = snapshot::check_dir(&render_paths_dir(), &[".gz"], &files);
+    assert!(
+        problems.is_empty(),
+        "{}\n\nafter a deliberate change: CPTRIAGE_BLESS=1 cargo test --test it report_snapshots::",
+        problems.join("\n\n")
+    );
+}
