@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use super::text::{axis_name, shown_threshold, shown_value, sparkline, timeline, value};
-use crate::rules::report::{Answer, AxisState, Report};
+use crate::rules::report::{Answer, AxisReport, AxisState, Report};
 use crate::timefmt::{format_span, format_time};
 
 fn cell(s: &str) -> String {
@@ -25,6 +25,33 @@ pub(crate) fn render_titled(r: &Report, title: &str, out: &mut dyn Write) -> std
     writeln!(out)?;
     writeln!(out, "{}", r.verdict.summary)?;
     writeln!(out)?;
+    verdict(r, out)?;
+    let w = &r.window;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Window {} → {}, step {}, assessed at {}.",
+        format_time(w.from),
+        format_time(w.to),
+        format_span(w.step),
+        format_time(w.at)
+    )?;
+    writeln!(out)?;
+    axes(r, out)?;
+    let lit: Vec<_> = r.axes.iter().filter(|a| a.state == AxisState::Lit).collect();
+    evidence(r, &lit, out)?;
+    who(r, &lit, out)?;
+    walk(r, out)?;
+    closing(r, out)?;
+    writeln!(out)?;
+    super::audit::render_markdown(r, out)?;
+    super::logs::render_markdown(r, out)?;
+    sources(r, out)
+}
+
+/// The verdict's facts as a list: the failing axis, onset, instances,
+/// localisation, downstream axes, ties and assumptions.
+fn verdict(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     if let Some(rc) = r.verdict.failing() {
         let axis = match &rc.sub_axis {
             Some(s) => format!("{}/{s}", rc.axis),
@@ -58,17 +85,11 @@ pub(crate) fn render_titled(r: &Report, title: &str, out: &mut dyn Write) -> std
     for a in &r.verdict.assumptions {
         writeln!(out, "- **Assumption:** {a}")?;
     }
-    let w = &r.window;
-    writeln!(out)?;
-    writeln!(
-        out,
-        "Window {} → {}, step {}, assessed at {}.",
-        format_time(w.from),
-        format_time(w.to),
-        format_span(w.step),
-        format_time(w.at)
-    )?;
-    writeln!(out)?;
+    Ok(())
+}
+
+/// One row per axis.
+fn axes(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "### Axes")?;
     writeln!(out)?;
     writeln!(
@@ -94,28 +115,38 @@ pub(crate) fn render_titled(r: &Report, title: &str, out: &mut dyn Write) -> std
             timeline(&a.timeline)
         )?;
     }
-    let lit: Vec<_> = r.axes.iter().filter(|a| a.state == AxisState::Lit).collect();
-    if !lit.is_empty() {
-        writeln!(out)?;
-        writeln!(out, "### Evidence")?;
-        writeln!(out)?;
-        writeln!(out, "| axis | signal | value | threshold | baseline | trend |")?;
-        writeln!(out, "|---|---|---|---|---|---|")?;
-        for a in &lit {
-            for e in &a.evidence {
-                writeln!(
-                    out,
-                    "| `{}` | {} | {} | {} | {} | `{}` |",
-                    axis_name(r, a),
-                    cell(&format!("{} — {}", e.signal, e.description)),
-                    cell(&shown_value(e, e.value)),
-                    cell(&shown_threshold(e)),
-                    value(e.unit, e.baseline),
-                    sparkline(&e.series)
-                )?;
-            }
+    Ok(())
+}
+
+/// Every signal of the lit axes.
+fn evidence(r: &Report, lit: &[&AxisReport], out: &mut dyn Write) -> std::io::Result<()> {
+    if lit.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "### Evidence")?;
+    writeln!(out)?;
+    writeln!(out, "| axis | signal | value | threshold | baseline | trend |")?;
+    writeln!(out, "|---|---|---|---|---|---|")?;
+    for a in lit {
+        for e in &a.evidence {
+            writeln!(
+                out,
+                "| `{}` | {} | {} | {} | {} | `{}` |",
+                axis_name(r, a),
+                cell(&format!("{} — {}", e.signal, e.description)),
+                cell(&shown_value(e, e.value)),
+                cell(&shown_threshold(e)),
+                value(e.unit, e.baseline),
+                sparkline(&e.series)
+            )?;
         }
     }
+    Ok(())
+}
+
+/// Who contributes to the signals of the lit axes, one line per signal.
+fn who(r: &Report, lit: &[&AxisReport], out: &mut dyn Write) -> std::io::Result<()> {
     let who: Vec<String> = lit
         .iter()
         .flat_map(|a| {
@@ -145,6 +176,11 @@ pub(crate) fn render_titled(r: &Report, title: &str, out: &mut dyn Write) -> std
             writeln!(out, "{w}")?;
         }
     }
+    Ok(())
+}
+
+/// The walk of the tree, one question a line with the values it read.
+fn walk(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out)?;
     writeln!(out, "### Tree walk")?;
     writeln!(out)?;
@@ -161,6 +197,11 @@ pub(crate) fn render_titled(r: &Report, title: &str, out: &mut dyn Write) -> std
             .collect();
         writeln!(out, "{}. {} — **{ans}**; {}", i + 1, p.question, vals.join("; "))?;
     }
+    Ok(())
+}
+
+/// Next steps, the falsifier and what was not checked.
+fn closing(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     if !r.runbook.is_empty() {
         writeln!(out)?;
         writeln!(out, "### Next steps")?;
@@ -190,9 +231,11 @@ pub(crate) fn render_titled(r: &Report, title: &str, out: &mut dyn Write) -> std
             writeln!(out, "- `{}`: {}", g.subject, g.message)?;
         }
     }
-    writeln!(out)?;
-    super::audit::render_markdown(r, out)?;
-    super::logs::render_markdown(r, out)?;
+    Ok(())
+}
+
+/// The sources, then the warnings.
+fn sources(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "### Sources")?;
     writeln!(out)?;
     writeln!(out, "| target | role | version | snapshots | time from |")?;
