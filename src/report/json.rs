@@ -270,42 +270,15 @@ pub fn document(r: &Report) -> J {
         status: r.status,
         summary: &v.summary,
         root_cause: v.root_cause.as_ref().map(root_cause_json),
-        undecided: v.undecided.as_ref().map(|u| {
-            serde_json::json!({
-                "failing": root_cause_json(&u.failing),
-                "unread": u.unread.iter().map(|c| serde_json::json!({
-                    "cause": c.cause, "title": c.title, "signals": c.signals,
-                    "reasons": c.reasons, "remedy": c.remedy,
-                })).collect::<Vec<_>>(),
-                "text": u.text,
-            })
-        }),
+        undecided: v.undecided.as_ref().map(undecided_json),
         earlier: v.earlier.iter().map(episode).collect(),
         scope: serde_json::json!({
             "observed": r.scope.observed,
             "judged": r.scope.judged,
             "not_observed": r.scope.not_observed,
         }),
-        downstream: v
-            .downstream
-            .iter()
-            .map(|d| {
-                serde_json::json!({
-                    "leaf": d.leaf, "axis": d.axis, "sub_axis": d.sub_axis,
-                    "onset": t(d.onset), "lag_seconds": secs(d.lag_ms), "note": d.note,
-                })
-            })
-            .collect(),
-        ties: v
-            .ties
-            .iter()
-            .map(|d| {
-                serde_json::json!({
-                    "leaf": d.leaf, "axis": d.axis, "sub_axis": d.sub_axis,
-                    "onset": t(d.onset), "note": d.note,
-                })
-            })
-            .collect(),
+        downstream: v.downstream.iter().map(downstream_json).collect(),
+        ties: v.ties.iter().map(tie_json).collect(),
         assumptions: &v.assumptions,
         symptom: r.symptom.as_ref().map(|s| {
             serde_json::json!({
@@ -313,54 +286,8 @@ pub fn document(r: &Report) -> J {
                 "onset": ot(s.onset), "timeline": to_json(&s.timeline),
             })
         }),
-        axes: r
-            .axes
-            .iter()
-            .map(|a| {
-                serde_json::json!({
-                    "leaf": a.leaf,
-                    "axis": a.axis,
-                    "sub_axis": a.sub_axis,
-                    "severity": a.severity.to_string(),
-                    "title": a.title,
-                    "state": to_json(&a.state),
-                    "lit": a.state == model::AxisState::Lit,
-                    "lit_at_end": a.lit_at_end,
-                    "onset": ot(a.onset),
-                    "recovered": ot(a.recovered),
-                    "episodes": a.episodes.iter().map(episode).collect::<Vec<_>>(),
-                    "instances": a.instances,
-                    "localisation": a.localisation,
-                    "timeline": to_json(&a.timeline),
-                    "evidence": a.evidence.iter().map(evidence).collect::<Vec<_>>(),
-                    "note": a.note,
-                })
-            })
-            .collect(),
-        path: r
-            .path
-            .iter()
-            .map(|p| {
-                serde_json::json!({
-                    "node": p.node,
-                    "question": p.question,
-                    "condition": p.condition,
-                    "answer": to_json(&p.answer),
-                    "next": p.next,
-                    "note": p.note,
-                    "signals": p.signals.iter().map(|s| serde_json::json!({
-                        "signal": s.signal,
-                        "unit": to_json(&s.unit),
-                        "availability": to_json(&s.availability),
-                        "value": num(s.value),
-                        "baseline": num(s.baseline),
-                        "threshold": s.threshold_text,
-                        "lit": s.lit,
-                        "instances": instance_values(&s.instances),
-                    })).collect::<Vec<_>>(),
-                })
-            })
-            .collect(),
+        axes: r.axes.iter().map(axis_json).collect(),
+        path: r.path.iter().map(step_json).collect(),
         walk_end: &r.walk_end,
         gaps: r
             .gaps
@@ -369,42 +296,8 @@ pub fn document(r: &Report) -> J {
                 |g| serde_json::json!({"kind": to_json(&g.kind), "subject": g.subject, "message": g.message}),
             )
             .collect(),
-        window: serde_json::json!({
-            "from": t(r.window.from),
-            "to": t(r.window.to),
-            "at": t(r.window.at),
-            "step_seconds": secs(r.window.step),
-            "steps": r.window.steps.len(),
-            "range_seconds": secs(r.window.range),
-            "debounce": r.window.debounce,
-            "baseline": {
-                "kind": to_json(&r.window.baseline.kind),
-                "from": ot(r.window.baseline.from),
-                "to": ot(r.window.baseline.to),
-                "description": r.window.baseline.description,
-            },
-        }),
-        sources: r
-            .sources
-            .iter()
-            .map(|s| {
-                serde_json::json!({
-                    "target": s.target,
-                    "role": s.role,
-                    "role_reason": s.role_reason,
-                    "version": s.version,
-                    "time_source": s.time_source,
-                    "snapshots": s.snapshots,
-                    "first": ot(s.first),
-                    "last": ot(s.last),
-                    "restarts": s.restarts.iter().map(|x| t(*x)).collect::<Vec<_>>(),
-                    "missing": s.missing.iter().map(|[a, b]| [t(*a), t(*b)]).collect::<Vec<_>>(),
-                    "failed_scrapes": s.failed_scrapes,
-                    "last_attempt": ot(s.last_attempt),
-                    "warmup": s.warmup.iter().map(|[a, b]| [t(*a), t(*b)]).collect::<Vec<_>>(),
-                })
-            })
-            .collect(),
+        window: window_json(&r.window),
+        sources: r.sources.iter().map(source_json).collect(),
         warnings: &r.warnings,
         falsifier: r.falsifier.as_deref(),
         falsification: r.falsification.as_ref().map(falsification),
@@ -415,35 +308,134 @@ pub fn document(r: &Report) -> J {
         }),
         audit: r.audit.as_ref().map(audit_json),
         logs: r.logs.as_ref().map(logs_json),
-        advisories: r
-            .advisories
-            .iter()
-            .map(|a| {
-                serde_json::json!({
-                    "id": a.id, "title": a.title, "since": t(a.since), "holds_at_end": a.holds_at_end,
-                    "advice": a.advice, "falsifier": a.falsifier,
-                    "evidence": a.evidence.iter().map(|e| serde_json::json!({
-                        "signal": e.signal, "description": e.description, "value": num(e.value),
-                        "value_text": e.value_text, "threshold": e.threshold,
-                    })).collect::<Vec<_>>(),
-                    "not_applicable": a.not_applicable, "reason": a.reason,
-                })
-            })
-            .collect(),
-        corroboration: r
-            .verdict
-            .corroboration
-            .iter()
-            .map(|c| {
-                serde_json::json!({
-                    "kind": c.kind.as_str(), "axis": c.axis, "signal": c.signal,
-                    "other_axis": c.other_axis, "from": ot(c.from), "value": num(c.value),
-                    "text": c.text,
-                })
-            })
-            .collect(),
+        advisories: r.advisories.iter().map(advisory_json).collect(),
+        corroboration: v.corroboration.iter().map(corroboration_json).collect(),
     };
     to_json(&doc)
+}
+
+fn undecided_json(u: &model::Undecided) -> J {
+    serde_json::json!({
+        "failing": root_cause_json(&u.failing),
+        "unread": u.unread.iter().map(|c| serde_json::json!({
+            "cause": c.cause, "title": c.title, "signals": c.signals,
+            "reasons": c.reasons, "remedy": c.remedy,
+        })).collect::<Vec<_>>(),
+        "text": u.text,
+    })
+}
+
+fn downstream_json(d: &model::Downstream) -> J {
+    serde_json::json!({
+        "leaf": d.leaf, "axis": d.axis, "sub_axis": d.sub_axis,
+        "onset": t(d.onset), "lag_seconds": secs(d.lag_ms), "note": d.note,
+    })
+}
+
+fn tie_json(d: &model::Tie) -> J {
+    serde_json::json!({
+        "leaf": d.leaf, "axis": d.axis, "sub_axis": d.sub_axis,
+        "onset": t(d.onset), "note": d.note,
+    })
+}
+
+fn axis_json(a: &model::AxisReport) -> J {
+    serde_json::json!({
+        "leaf": a.leaf,
+        "axis": a.axis,
+        "sub_axis": a.sub_axis,
+        "severity": a.severity.to_string(),
+        "title": a.title,
+        "state": to_json(&a.state),
+        "lit": a.state == model::AxisState::Lit,
+        "lit_at_end": a.lit_at_end,
+        "onset": ot(a.onset),
+        "recovered": ot(a.recovered),
+        "episodes": a.episodes.iter().map(episode).collect::<Vec<_>>(),
+        "instances": a.instances,
+        "localisation": a.localisation,
+        "timeline": to_json(&a.timeline),
+        "evidence": a.evidence.iter().map(evidence).collect::<Vec<_>>(),
+        "note": a.note,
+    })
+}
+
+/// One question of the walk with the signals it read.
+fn step_json(p: &model::PathStep) -> J {
+    serde_json::json!({
+        "node": p.node,
+        "question": p.question,
+        "condition": p.condition,
+        "answer": to_json(&p.answer),
+        "next": p.next,
+        "note": p.note,
+        "signals": p.signals.iter().map(|s| serde_json::json!({
+            "signal": s.signal,
+            "unit": to_json(&s.unit),
+            "availability": to_json(&s.availability),
+            "value": num(s.value),
+            "baseline": num(s.baseline),
+            "threshold": s.threshold_text,
+            "lit": s.lit,
+            "instances": instance_values(&s.instances),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn window_json(w: &model::WindowInfo) -> J {
+    serde_json::json!({
+        "from": t(w.from),
+        "to": t(w.to),
+        "at": t(w.at),
+        "step_seconds": secs(w.step),
+        "steps": w.steps.len(),
+        "range_seconds": secs(w.range),
+        "debounce": w.debounce,
+        "baseline": {
+            "kind": to_json(&w.baseline.kind),
+            "from": ot(w.baseline.from),
+            "to": ot(w.baseline.to),
+            "description": w.baseline.description,
+        },
+    })
+}
+
+fn source_json(s: &model::SourceInfo) -> J {
+    serde_json::json!({
+        "target": s.target,
+        "role": s.role,
+        "role_reason": s.role_reason,
+        "version": s.version,
+        "time_source": s.time_source,
+        "snapshots": s.snapshots,
+        "first": ot(s.first),
+        "last": ot(s.last),
+        "restarts": s.restarts.iter().map(|x| t(*x)).collect::<Vec<_>>(),
+        "missing": s.missing.iter().map(|[a, b]| [t(*a), t(*b)]).collect::<Vec<_>>(),
+        "failed_scrapes": s.failed_scrapes,
+        "last_attempt": ot(s.last_attempt),
+        "warmup": s.warmup.iter().map(|[a, b]| [t(*a), t(*b)]).collect::<Vec<_>>(),
+    })
+}
+
+fn advisory_json(a: &model::AdvisoryReport) -> J {
+    serde_json::json!({
+        "id": a.id, "title": a.title, "since": t(a.since), "holds_at_end": a.holds_at_end,
+        "advice": a.advice, "falsifier": a.falsifier,
+        "evidence": a.evidence.iter().map(|e| serde_json::json!({
+            "signal": e.signal, "description": e.description, "value": num(e.value),
+            "value_text": e.value_text, "threshold": e.threshold,
+        })).collect::<Vec<_>>(),
+        "not_applicable": a.not_applicable, "reason": a.reason,
+    })
+}
+
+fn corroboration_json(c: &model::Corroboration) -> J {
+    serde_json::json!({
+        "kind": c.kind.as_str(), "axis": c.axis, "signal": c.signal,
+        "other_axis": c.other_axis, "from": ot(c.from), "value": num(c.value),
+        "text": c.text,
+    })
 }
 
 /// Writes the verdict as pretty JSON.
