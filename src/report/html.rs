@@ -15,7 +15,9 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use super::text::{axis_label, timeline, value};
-use crate::rules::report::{Answer, Availability, AxisReport, AxisState, Evidence, Report, Status};
+use crate::rules::report::{
+    Answer, Availability, AxisReport, AxisState, Evidence, Report, RootCause, Status,
+};
 use crate::store::Millis;
 use crate::timefmt::{format_duration, format_lag, format_time};
 
@@ -163,6 +165,8 @@ pub(crate) fn headline(r: &Report) -> String {
     }
 }
 
+/// The verdict's header: the status badge and headline, the summary when no
+/// axis is failing, and the facts, one per line.
 fn verdict(h: &mut String, r: &Report, headline: &str) {
     let status = r.status.as_str();
     let rest = match headline.split_once(": ") {
@@ -185,120 +189,10 @@ fn verdict(h: &mut String, r: &Report, headline: &str) {
         let _ = writeln!(h, "<p class=\"summary\">{}</p>", esc(&r.verdict.summary));
     }
     h.push_str("<dl class=\"facts\">\n");
-    let fact = |h: &mut String, k: &str, id: &str, v: &str| {
-        let _ = writeln!(h, "<dt>{k}</dt><dd id=\"{id}\">{v}</dd>");
-    };
-    let w = &r.window;
     if let Some(rc) = r.verdict.failing() {
-        if let Some(u) = &r.verdict.undecided {
-            fact(
-                h,
-                "Cause undecided",
-                "undecided",
-                &esc(u.text.trim_start_matches("cause undecided: ")),
-            );
-        }
-        fact(
-            h,
-            if r.verdict.undecided.is_some() {
-                "Failing"
-            } else {
-                "Root cause"
-            },
-            "root-cause",
-            &format!(
-                "<code>{}</code> ({}) — {}",
-                esc(&label(&rc.axis, &rc.sub_axis)),
-                rc.severity,
-                esc(&rc.title)
-            ),
-        );
-        let mut where_ = if rc.instances.is_empty() {
-            "—".to_string()
-        } else {
-            esc(&rc.instances.join(", "))
-        };
-        if let Some(l) = &rc.localisation {
-            let _ = write!(where_, "<br><span class=\"note\">{}</span>", esc(l));
-        }
-        for u in &rc.unreachable {
-            let _ = write!(
-                where_,
-                "<br>{} stopped answering at {}{}",
-                esc(&u.target),
-                esc(&format_time(u.from)),
-                u.until
-                    .map(|t| format!(" (again from {})", esc(&format_time(t))))
-                    .unwrap_or_default()
-            );
-        }
-        if !rc.affected.is_empty() {
-            let _ = write!(where_, "<br>also affected: {}", esc(&rc.affected.join(", ")));
-        }
-        fact(h, "Where", "where", &where_);
-        fact(
-            h,
-            "Since",
-            "since",
-            &match rc.onset {
-                Some(o) => esc(&format_time(o)),
-                None => "— (a single snapshot has no onset)".into(),
-            },
-        );
-        let rec = match (rc.recovered, rc.onset) {
-            (Some(t), Some(o)) => format!(
-                "<span class=\"clear\">yes</span>, at {} after {}",
-                esc(&format_time(t)),
-                esc(&format_lag(t.saturating_sub(o)))
-            ),
-            (Some(t), None) => format!("<span class=\"clear\">yes</span>, at {}", esc(&format_time(t))),
-            (None, _) => format!(
-                "<span class=\"lit\">no</span> — still failing at {}",
-                esc(&format_time(w.at))
-            ),
-        };
-        fact(h, "Recovered", "recovered", &rec);
+        failing_facts(h, r, rc);
     }
-    if !r.verdict.downstream.is_empty() {
-        let items: Vec<String> = r
-            .verdict
-            .downstream
-            .iter()
-            .map(|d| {
-                format!(
-                    "<code>{}</code> +{} (from {})",
-                    esc(&label(&d.axis, &d.sub_axis)),
-                    esc(&format_lag(d.lag_ms)),
-                    esc(&format_time(d.onset))
-                )
-            })
-            .collect();
-        fact(h, "Downstream", "downstream", &items.join("<br>"));
-    }
-    if !r.verdict.ties.is_empty() {
-        let items: Vec<String> = r.verdict.ties.iter().map(|t| esc(&t.note)).collect();
-        fact(h, "Ties", "ties", &items.join("<br>"));
-    }
-    if !r.verdict.assumptions.is_empty() {
-        let items: Vec<String> = r.verdict.assumptions.iter().map(|a| esc(a)).collect();
-        fact(h, "Assumptions", "assumptions", &items.join("<br>"));
-    }
-    if !r.verdict.earlier.is_empty() {
-        let items: Vec<String> = r
-            .verdict
-            .earlier
-            .iter()
-            .map(|e| {
-                format!(
-                    "<code>{}</code> {} → {}",
-                    esc(&label(&e.axis, &e.sub_axis)),
-                    esc(&format_time(e.onset)),
-                    esc(&opt_time(e.recovered))
-                )
-            })
-            .collect();
-        fact(h, "Earlier episodes", "earlier", &items.join("<br>"));
-    }
+    sequel_facts(h, r);
     let sc = &r.scope;
     if !sc.observed.is_empty() || !sc.not_observed.is_empty() {
         let mut s = format!("observed: {}", esc(&or_none(&sc.observed)));
@@ -312,6 +206,7 @@ fn verdict(h: &mut String, r: &Report, headline: &str) {
         }
         fact(h, "Scope", "scope", &s);
     }
+    let w = &r.window;
     fact(
         h,
         "Window",
@@ -326,6 +221,128 @@ fn verdict(h: &mut String, r: &Report, headline: &str) {
         )),
     );
     h.push_str("</dl>\n</header>\n");
+}
+
+/// One fact of the verdict: `k` and the HTML `v`, with the element id `id`.
+fn fact(h: &mut String, k: &str, id: &str, v: &str) {
+    let _ = writeln!(h, "<dt>{k}</dt><dd id=\"{id}\">{v}</dd>");
+}
+
+/// The failing axis: why its cause is undecided, which axis, where, since
+/// when, and whether it recovered.
+fn failing_facts(h: &mut String, r: &Report, rc: &RootCause) {
+    if let Some(u) = &r.verdict.undecided {
+        fact(
+            h,
+            "Cause undecided",
+            "undecided",
+            &esc(u.text.trim_start_matches("cause undecided: ")),
+        );
+    }
+    fact(
+        h,
+        if r.verdict.undecided.is_some() {
+            "Failing"
+        } else {
+            "Root cause"
+        },
+        "root-cause",
+        &format!(
+            "<code>{}</code> ({}) — {}",
+            esc(&label(&rc.axis, &rc.sub_axis)),
+            rc.severity,
+            esc(&rc.title)
+        ),
+    );
+    let mut where_ = if rc.instances.is_empty() {
+        "—".to_string()
+    } else {
+        esc(&rc.instances.join(", "))
+    };
+    if let Some(l) = &rc.localisation {
+        let _ = write!(where_, "<br><span class=\"note\">{}</span>", esc(l));
+    }
+    for u in &rc.unreachable {
+        let _ = write!(
+            where_,
+            "<br>{} stopped answering at {}{}",
+            esc(&u.target),
+            esc(&format_time(u.from)),
+            u.until
+                .map(|t| format!(" (again from {})", esc(&format_time(t))))
+                .unwrap_or_default()
+        );
+    }
+    if !rc.affected.is_empty() {
+        let _ = write!(where_, "<br>also affected: {}", esc(&rc.affected.join(", ")));
+    }
+    fact(h, "Where", "where", &where_);
+    fact(
+        h,
+        "Since",
+        "since",
+        &match rc.onset {
+            Some(o) => esc(&format_time(o)),
+            None => "— (a single snapshot has no onset)".into(),
+        },
+    );
+    let rec = match (rc.recovered, rc.onset) {
+        (Some(t), Some(o)) => format!(
+            "<span class=\"clear\">yes</span>, at {} after {}",
+            esc(&format_time(t)),
+            esc(&format_lag(t.saturating_sub(o)))
+        ),
+        (Some(t), None) => format!("<span class=\"clear\">yes</span>, at {}", esc(&format_time(t))),
+        (None, _) => format!(
+            "<span class=\"lit\">no</span> — still failing at {}",
+            esc(&format_time(r.window.at))
+        ),
+    };
+    fact(h, "Recovered", "recovered", &rec);
+}
+
+/// What followed the failing axis, what tied with it, the assumptions and
+/// the earlier episodes.
+fn sequel_facts(h: &mut String, r: &Report) {
+    let v = &r.verdict;
+    if !v.downstream.is_empty() {
+        let items: Vec<String> = v
+            .downstream
+            .iter()
+            .map(|d| {
+                format!(
+                    "<code>{}</code> +{} (from {})",
+                    esc(&label(&d.axis, &d.sub_axis)),
+                    esc(&format_lag(d.lag_ms)),
+                    esc(&format_time(d.onset))
+                )
+            })
+            .collect();
+        fact(h, "Downstream", "downstream", &items.join("<br>"));
+    }
+    if !v.ties.is_empty() {
+        let items: Vec<String> = v.ties.iter().map(|t| esc(&t.note)).collect();
+        fact(h, "Ties", "ties", &items.join("<br>"));
+    }
+    if !v.assumptions.is_empty() {
+        let items: Vec<String> = v.assumptions.iter().map(|a| esc(a)).collect();
+        fact(h, "Assumptions", "assumptions", &items.join("<br>"));
+    }
+    if !v.earlier.is_empty() {
+        let items: Vec<String> = v
+            .earlier
+            .iter()
+            .map(|e| {
+                format!(
+                    "<code>{}</code> {} → {}",
+                    esc(&label(&e.axis, &e.sub_axis)),
+                    esc(&format_time(e.onset)),
+                    esc(&opt_time(e.recovered))
+                )
+            })
+            .collect();
+        fact(h, "Earlier episodes", "earlier", &items.join("<br>"));
+    }
 }
 
 fn or_none(v: &[String]) -> String {
