@@ -318,6 +318,31 @@ fn wrap(s: &str, width: usize, max: usize) -> Vec<String> {
     lines
 }
 
+/// The drawing's time scale: the window on `X0..X1`. A step's state holds
+/// until the next step: the axis runs one step past the last, so that an
+/// onset marker starts its lit cell.
+struct Scale<'a> {
+    from: Millis,
+    to: Millis,
+    steps: &'a [Millis],
+}
+
+impl Scale<'_> {
+    fn span(&self) -> Millis {
+        self.to - self.from
+    }
+
+    fn x(&self, t: Millis) -> f64 {
+        X0 + (t - self.from) as f64 / self.span() as f64 * (X1 - X0)
+    }
+
+    /// The horizontal extent of step `i`.
+    fn cell(&self, i: usize) -> (f64, f64) {
+        let b = self.steps.get(i + 1).copied().unwrap_or(self.to);
+        (self.x(self.steps[i].max(self.from)), self.x(b.min(self.to)))
+    }
+}
+
 /// Writes the timeline figure (or why there is none).
 pub(super) fn figure(h: &mut String, r: &Report) {
     let w = &r.window;
@@ -328,39 +353,19 @@ pub(super) fn figure(h: &mut String, r: &Report) {
         );
         return;
     }
-    // A step's state holds until the next step: the axis runs one step past
-    // the last, so that an onset marker starts its lit cell.
-    let (from, to) = (w.from, w.to + w.step.max(0));
-    let span = to - from;
-    let x = |t: Millis| X0 + (t - from) as f64 / span as f64 * (X1 - X0);
-    let cell = |i: usize| -> (f64, f64) {
-        let b = steps.get(i + 1).copied().unwrap_or(to);
-        (x(steps[i].max(from)), x(b.min(to)))
+    let sc = Scale {
+        from: w.from,
+        to: w.to + w.step.max(0),
+        steps,
     };
+    let (from, to) = (sc.from, sc.to);
 
     let bands = bands(r);
     let panels = panels(r);
     let markers = markers(r);
 
-    // Marker labels: greedy rows so that none overlaps.
-    let mut rows: Vec<f64> = Vec::new();
-    let mut placed: Vec<(usize, bool)> = Vec::new();
-    for m in &markers {
-        let mx = x(m.t);
-        let width = m.text.chars().count() as f64 * 6.4 + 8.0;
-        let right = mx + width <= W - 4.0;
-        let (start, end) = if right { (mx, mx + width) } else { (mx - width, mx) };
-        let row = match rows.iter().position(|&e| e < start) {
-            Some(i) => i,
-            None => {
-                rows.push(f64::NEG_INFINITY);
-                rows.len() - 1
-            }
-        };
-        rows[row] = end;
-        placed.push((row, right));
-    }
-    let top = 10.0 + rows.len() as f64 * LABEL_ROW + 6.0;
+    let (label_rows, placed) = place_labels(&markers, &sc);
+    let top = 10.0 + label_rows as f64 * LABEL_ROW + 6.0;
     let bands_h = bands.len() as f64 * (BAND_H + BAND_GAP);
     let panels_top = top + bands_h + 10.0;
     let panels_h = panels.len() as f64 * (PANEL_TOP + PANEL_H);
@@ -381,8 +386,55 @@ pub(super) fn figure(h: &mut String, r: &Report) {
         esc(&format_time(from)),
         esc(&format_time(w.to))
     );
+    time_axis(h, &sc, w.to, top, plot_bottom);
+    for (k, b) in bands.iter().enumerate() {
+        band(h, &sc, b, top + k as f64 * (BAND_H + BAND_GAP));
+    }
+    for (k, p) in panels.iter().enumerate() {
+        panel(
+            h,
+            &sc,
+            p,
+            panels_top + k as f64 * (PANEL_TOP + PANEL_H) + PANEL_TOP,
+        );
+    }
+    marker_lines(h, &sc, &markers, &placed, plot_bottom);
+    h.push_str("</svg>\n");
+    let _ = writeln!(
+        h,
+        "<figcaption>Bands: the axes of the verdict and the clients' symptom, filled where lit (grey: no data decides). \
+         Panels: the deciding signals, one line per instance; red underlay where that instance was judged lit (after persistence, warm-up and observation rules); \
+         dashed lines are the thresholds (grey: for every instance; coloured: from that instance's baseline). \
+         Vertical lines mark onsets (dotted: recoveries).</figcaption>\n</figure>"
+    );
+}
 
-    // Time grid and axis.
+/// Marker labels in greedy rows so that none overlaps: the number of rows,
+/// and per marker its row and whether its label is right of its line.
+fn place_labels(markers: &[Marker], sc: &Scale) -> (usize, Vec<(usize, bool)>) {
+    let mut rows: Vec<f64> = Vec::new();
+    let mut placed: Vec<(usize, bool)> = Vec::new();
+    for m in markers {
+        let mx = sc.x(m.t);
+        let width = m.text.chars().count() as f64 * 6.4 + 8.0;
+        let right = mx + width <= W - 4.0;
+        let (start, end) = if right { (mx, mx + width) } else { (mx - width, mx) };
+        let row = match rows.iter().position(|&e| e < start) {
+            Some(i) => i,
+            None => {
+                rows.push(f64::NEG_INFINITY);
+                rows.len() - 1
+            }
+        };
+        rows[row] = end;
+        placed.push((row, right));
+    }
+    (rows.len(), placed)
+}
+
+/// The time grid and axis (`end`: the window's end, named in the caption).
+fn time_axis(h: &mut String, sc: &Scale, end: Millis, top: f64, plot_bottom: f64) {
+    let (from, to, span) = (sc.from, sc.to, sc.span());
     let every = tick_interval(span);
     let mut t = from.div_euclid(every) * every;
     if t < from {
@@ -390,7 +442,7 @@ pub(super) fn figure(h: &mut String, r: &Report) {
     }
     h.push_str("<g class=\"time-axis\">\n");
     while t <= to {
-        let tx = x(t);
+        let tx = sc.x(t);
         let _ = writeln!(
             h,
             "<line x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#eceff1\"/><text class=\"tick\" data-t=\"{t}\" x=\"{0}\" y=\"{3}\" text-anchor=\"middle\" fill=\"#5f6b76\">{4}</text>",
@@ -410,109 +462,100 @@ pub(super) fn figure(h: &mut String, r: &Report) {
         yb = n(plot_bottom),
         yc = n(plot_bottom + 32.0),
         f = esc(&format_time(from)),
-        t = esc(&format_time(w.to))
+        t = esc(&format_time(end))
     );
+}
 
-    // Bands.
-    for (k, b) in bands.iter().enumerate() {
-        let y = top + k as f64 * (BAND_H + BAND_GAP);
-        let colour = role_colour(b.role);
-        let _ = writeln!(
-            h,
-            "<g class=\"band\" data-axis=\"{}\" data-role=\"{}\"><title>{}</title>",
-            esc(&b.label),
-            b.role,
-            esc(&format!("{} — {}", b.label, b.title))
-        );
-        let role_word = match b.role {
-            "root-cause" => "root cause",
-            "tie" => "tie",
-            "downstream" => "downstream",
-            "symptom" | "unreachable" => "",
-            _ => "also failing",
-        };
-        let _ = writeln!(
-            h,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-weight=\"600\" fill=\"{colour}\">{}<tspan font-weight=\"400\" fill=\"#5f6b76\">{}</tspan></text>",
-            n(X0 - 8.0),
-            n(y + BAND_H - 5.0),
-            esc(&b.label),
-            if role_word.is_empty() {
-                String::new()
-            } else {
-                format!(" · {role_word}")
-            }
-        );
-        let _ = writeln!(
-            h,
-            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f1f3f5\"/>",
-            n(X0),
-            n(y),
-            n(X1 - X0),
-            n(BAND_H)
-        );
-        let states = match b.states {
-            BandStates::Steps(s) => s,
-            BandStates::Span(t0, t1) => {
-                let (t0, t1) = (t0.clamp(from, to), t1.unwrap_or(to).clamp(from, to));
-                let (a, e) = (x(t0), x(t1));
-                let _ = writeln!(
-                    h,
-                    "<rect class=\"lit\" data-from=\"{}\" data-to=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{colour}\" fill-opacity=\"0.75\"/>\n</g>",
-                    t0, t1, n(a), n(y), n((e - a).max(1.5)), n(BAND_H)
-                );
-                continue;
-            }
-        };
-        // Runs of lit and unknown steps.
-        let mut i = 0;
-        while i < states.len().min(steps.len()) {
-            let s = states[i];
-            let mut j = i;
-            while j + 1 < states.len().min(steps.len()) && states[j + 1] == s {
-                j += 1;
-            }
-            let (cls, fill) = match s {
-                StepState::Lit => ("lit", colour),
-                StepState::Unknown => ("unknown", "#cfd8dc"),
-                StepState::Unlit => ("", ""),
-            };
-            if !cls.is_empty() {
-                let (a, _) = cell(i);
-                let (_, e) = cell(j);
-                let _ = writeln!(
-                    h,
-                    "<rect class=\"{cls}\" data-from=\"{}\" data-to=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{fill}\"/>",
-                    steps[i],
-                    steps[j],
-                    n(a),
-                    n(y),
-                    n((e - a).max(1.5)),
-                    n(BAND_H)
-                );
-            }
-            i = j + 1;
+/// One band at height `y`: its label and role, and its lit (and unknown) runs.
+fn band(h: &mut String, sc: &Scale, b: &Band, y: f64) {
+    let (from, to, steps) = (sc.from, sc.to, sc.steps);
+    let colour = role_colour(b.role);
+    let _ = writeln!(
+        h,
+        "<g class=\"band\" data-axis=\"{}\" data-role=\"{}\"><title>{}</title>",
+        esc(&b.label),
+        b.role,
+        esc(&format!("{} — {}", b.label, b.title))
+    );
+    let role_word = match b.role {
+        "root-cause" => "root cause",
+        "tie" => "tie",
+        "downstream" => "downstream",
+        "symptom" | "unreachable" => "",
+        _ => "also failing",
+    };
+    let _ = writeln!(
+        h,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-weight=\"600\" fill=\"{colour}\">{}<tspan font-weight=\"400\" fill=\"#5f6b76\">{}</tspan></text>",
+        n(X0 - 8.0),
+        n(y + BAND_H - 5.0),
+        esc(&b.label),
+        if role_word.is_empty() {
+            String::new()
+        } else {
+            format!(" · {role_word}")
         }
-        h.push_str("</g>\n");
+    );
+    let _ = writeln!(
+        h,
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f1f3f5\"/>",
+        n(X0),
+        n(y),
+        n(X1 - X0),
+        n(BAND_H)
+    );
+    let states = match b.states {
+        BandStates::Steps(s) => s,
+        BandStates::Span(t0, t1) => {
+            let (t0, t1) = (t0.clamp(from, to), t1.unwrap_or(to).clamp(from, to));
+            let (a, e) = (sc.x(t0), sc.x(t1));
+            let _ = writeln!(
+                h,
+                "<rect class=\"lit\" data-from=\"{}\" data-to=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{colour}\" fill-opacity=\"0.75\"/>\n</g>",
+                t0, t1, n(a), n(y), n((e - a).max(1.5)), n(BAND_H)
+            );
+            return;
+        }
+    };
+    // Runs of lit and unknown steps.
+    let mut i = 0;
+    while i < states.len().min(steps.len()) {
+        let s = states[i];
+        let mut j = i;
+        while j + 1 < states.len().min(steps.len()) && states[j + 1] == s {
+            j += 1;
+        }
+        let (cls, fill) = match s {
+            StepState::Lit => ("lit", colour),
+            StepState::Unknown => ("unknown", "#cfd8dc"),
+            StepState::Unlit => ("", ""),
+        };
+        if !cls.is_empty() {
+            let (a, _) = sc.cell(i);
+            let (_, e) = sc.cell(j);
+            let _ = writeln!(
+                h,
+                "<rect class=\"{cls}\" data-from=\"{}\" data-to=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{fill}\"/>",
+                steps[i],
+                steps[j],
+                n(a),
+                n(y),
+                n((e - a).max(1.5)),
+                n(BAND_H)
+            );
+        }
+        i = j + 1;
     }
+    h.push_str("</g>\n");
+}
 
-    // Signal panels.
-    for (k, p) in panels.iter().enumerate() {
-        panel(
-            h,
-            r,
-            p,
-            panels_top + k as f64 * (PANEL_TOP + PANEL_H) + PANEL_TOP,
-            &x,
-        );
-    }
-
-    // Onset and recovery markers, over everything.
-    // The root cause's lines last, over the others at the same time.
-    let mut order: Vec<(&Marker, &(usize, bool))> = markers.iter().zip(&placed).collect();
+/// Onset and recovery markers, over everything; the root cause's lines last,
+/// over the others at the same time.
+fn marker_lines(h: &mut String, sc: &Scale, markers: &[Marker], placed: &[(usize, bool)], plot_bottom: f64) {
+    let mut order: Vec<(&Marker, &(usize, bool))> = markers.iter().zip(placed).collect();
     order.sort_by_key(|(m, _)| m.role == "root-cause");
     for (m, (row, right)) in order {
-        let mx = x(m.t);
+        let mx = sc.x(m.t);
         let colour = role_colour(m.role);
         let ly = 10.0 + *row as f64 * LABEL_ROW + 10.0;
         let dash = if m.kind == "recovery" {
@@ -540,21 +583,11 @@ pub(super) fn figure(h: &mut String, r: &Report) {
             mx = n(mx),
         );
     }
-    h.push_str("</svg>\n");
-    let _ = writeln!(
-        h,
-        "<figcaption>Bands: the axes of the verdict and the clients' symptom, filled where lit (grey: no data decides). \
-         Panels: the deciding signals, one line per instance; red underlay where that instance was judged lit (after persistence, warm-up and observation rules); \
-         dashed lines are the thresholds (grey: for every instance; coloured: from that instance's baseline). \
-         Vertical lines mark onsets (dotted: recoveries).</figcaption>\n</figure>"
-    );
 }
 
-fn panel(h: &mut String, r: &Report, p: &Panel, y: f64, x: &dyn Fn(Millis) -> f64) {
-    let e = p.ev;
-    let steps = &r.window.steps;
-    let series: Vec<(&String, &Vec<Option<f64>>)> =
-        e.instance_series.iter().filter(|(_, v)| has_data(v)).collect();
+/// A panel's value range `(lo, hi, top)`: from 0 (or below) to the highest
+/// value or threshold `top`, plus 8 % room above.
+fn value_range(e: &Evidence, series: &[(&String, &Vec<Option<f64>>)]) -> (f64, f64, f64) {
     let mut lo = f64::INFINITY;
     let mut hi = f64::NEG_INFINITY;
     for v in series.iter().flat_map(|(_, v)| v.iter().flatten()) {
@@ -579,6 +612,18 @@ fn panel(h: &mut String, r: &Report, p: &Panel, y: f64, x: &dyn Fn(Millis) -> f6
     }
     let top_value = hi;
     hi += (hi - lo) * 0.08;
+    (lo, hi, top_value)
+}
+
+/// The series of one signal with data, by instance.
+type Series<'a> = Vec<(&'a String, &'a Vec<Option<f64>>)>;
+
+/// One signal's panel with its top at `y`: labels, frame, legend, thresholds
+/// and one line per instance.
+fn panel(h: &mut String, sc: &Scale, p: &Panel, y: f64) {
+    let e = p.ev;
+    let series: Series = e.instance_series.iter().filter(|(_, v)| has_data(v)).collect();
+    let (lo, hi, top_value) = value_range(e, &series);
     let yv = |v: f64| y + PANEL_H - (v.clamp(lo, hi) - lo) / (hi - lo) * PANEL_H;
     let name = &p.axis;
     let _ = writeln!(
@@ -592,7 +637,34 @@ fn panel(h: &mut String, r: &Report, p: &Panel, y: f64, x: &dyn Fn(Millis) -> f6
             e.signal, e.description, e.threshold_text
         ))
     );
-    // Labels left of the panel.
+    panel_labels(h, e, name, y);
+    // Frame, y ticks.
+    let _ = writeln!(
+        h,
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#cfd8dc\"/>",
+        n(X0),
+        n(y),
+        n(X1 - X0),
+        n(PANEL_H)
+    );
+    for (v, ty) in [(lo, y + PANEL_H - 3.0), (top_value, yv(top_value) + 11.0)] {
+        let _ = writeln!(
+            h,
+            "<text class=\"ytick\" x=\"{}\" y=\"{}\" fill=\"#5f6b76\" font-size=\"10.5\">{}</text>",
+            n(X0 + 3.0),
+            n(ty),
+            esc(&e.unit.format(v))
+        );
+    }
+    legend(h, e, &series, y);
+    thresholds(h, e, &series, &yv);
+    lines(h, sc, e, &series, &yv);
+    h.push_str("</g>\n");
+}
+
+/// The labels left of a panel: the signal's description, axis and id, and
+/// its threshold.
+fn panel_labels(h: &mut String, e: &Evidence, name: &str, y: f64) {
     let mut ly = y + 12.0;
     for line in wrap(&e.description, 38, 3) {
         let _ = writeln!(
@@ -623,25 +695,10 @@ fn panel(h: &mut String, r: &Report, p: &Panel, y: f64, x: &dyn Fn(Millis) -> f6
         );
         ly += 13.0;
     }
-    // Frame, y ticks.
-    let _ = writeln!(
-        h,
-        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#cfd8dc\"/>",
-        n(X0),
-        n(y),
-        n(X1 - X0),
-        n(PANEL_H)
-    );
-    for (v, ty) in [(lo, y + PANEL_H - 3.0), (top_value, yv(top_value) + 11.0)] {
-        let _ = writeln!(
-            h,
-            "<text class=\"ytick\" x=\"{}\" y=\"{}\" fill=\"#5f6b76\" font-size=\"10.5\">{}</text>",
-            n(X0 + 3.0),
-            n(ty),
-            esc(&e.unit.format(v))
-        );
-    }
-    // Legend above the panel.
+}
+
+/// The legend above a panel: one colour per instance, the lit ones marked.
+fn legend(h: &mut String, e: &Evidence, series: &Series, y: f64) {
     let mut lx = X0;
     for (i, (inst, _)) in series.iter().enumerate() {
         let c = PALETTE[i % PALETTE.len()];
@@ -662,7 +719,11 @@ fn panel(h: &mut String, r: &Report, p: &Panel, y: f64, x: &dyn Fn(Millis) -> f6
             break;
         }
     }
-    // Thresholds.
+}
+
+/// The threshold lines of a panel (grey for every instance, in the
+/// instance's colour from its baseline), labelled.
+fn thresholds(h: &mut String, e: &Evidence, series: &Series, yv: &dyn Fn(f64) -> f64) {
     for (k, l) in e.threshold_lines.iter().enumerate() {
         let (colour, inst) = match &l.instance {
             None => ("#546e7a", String::new()),
@@ -695,7 +756,11 @@ fn panel(h: &mut String, r: &Report, p: &Panel, y: f64, x: &dyn Fn(Millis) -> f6
                 .unwrap_or_default(),
         );
     }
-    // Series: lit underlay, then the line.
+}
+
+/// One line per instance over its lit underlay.
+fn lines(h: &mut String, sc: &Scale, e: &Evidence, series: &Series, yv: &dyn Fn(f64) -> f64) {
+    let steps = sc.steps;
     for (i, (inst, vals)) in series.iter().enumerate() {
         let c = PALETTE[i % PALETTE.len()];
         let lit = e.instance_lit.get(*inst);
@@ -703,7 +768,7 @@ fn panel(h: &mut String, r: &Report, p: &Panel, y: f64, x: &dyn Fn(Millis) -> f6
         // the bottom; NaN (nothing observed) is a gap.
         let pt = |k: usize| -> Option<(f64, f64)> {
             let v = vals.get(k).copied().flatten().filter(|v| !v.is_nan())?;
-            Some((x(*steps.get(k)?), yv(v)))
+            Some((sc.x(*steps.get(k)?), yv(v)))
         };
         let path = |keep: &dyn Fn(usize) -> bool| -> String {
             let points = (0..vals.len().min(steps.len())).map(|k| pt(k).filter(|_| keep(k)));
@@ -729,7 +794,6 @@ fn panel(h: &mut String, r: &Report, p: &Panel, y: f64, x: &dyn Fn(Millis) -> f6
             esc(&format!("{inst} — {}", e.description))
         );
     }
-    h.push_str("</g>\n");
 }
 
 /// SVG path data of a line through `points` (`None` breaks it). Points that
