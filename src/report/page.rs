@@ -13,7 +13,7 @@
 use super::style::{self, Tone};
 use super::text::{axis_name, fit_timeline, shown_threshold, shown_value, signal_label};
 use crate::rules::model::Severity;
-use crate::rules::report::{AxisReport, AxisState, Evidence, Report, Status};
+use crate::rules::report::{AxisReport, AxisState, Evidence, Report, RootCause, Status};
 use crate::timefmt::{format_clock, format_offset, format_span, same_day};
 
 /// How to render for a screen.
@@ -177,56 +177,76 @@ fn headline(r: &Report, p: &mut Page) {
 /// what began too close to it to be ordered.
 fn axes_block(r: &Report, p: &mut Page) {
     let Some(rc) = r.verdict.failing() else { return };
-    let rows_axes: Vec<(&str, &AxisReport)> = {
-        let mut v = Vec::new();
-        if let Some(a) = root_axis(r) {
-            v.push((
-                if r.verdict.undecided.is_some() {
-                    "failing"
-                } else {
-                    "cause"
-                },
-                a,
-            ));
-        }
-        for t in &r.verdict.ties {
-            if let Some(a) = r.axes.iter().find(|a| a.leaf == t.leaf) {
-                v.push(("same time", a));
-            }
-        }
-        for d in &r.verdict.downstream {
-            if let Some(a) = r.axes.iter().find(|a| a.leaf == d.leaf) {
-                v.push(("then", a));
-            }
-        }
-        v
-    };
+    let rows_axes = incident_axes(r);
     let with_date = !same_day(r.window.from, r.window.to);
-    let mut rows: Vec<[String; 5]> = Vec::new();
-    for (role, a) in &rows_axes {
-        let when = match (role, a.onset, rc.onset) {
-            (&"cause" | &"failing", Some(o), _) => format!("since {}", format_clock(o, with_date)),
-            (_, Some(o), Some(ro)) => format_offset(o - ro),
-            (_, Some(o), None) => format_clock(o, with_date),
-            _ if steps_of(r) <= 1 => "one snapshot".to_string(),
-            _ => "—".to_string(),
-        };
-        let state = match (a.state, a.lit_at_end, a.recovered) {
-            (AxisState::Lit, true, _) => "still failing".to_string(),
-            (AxisState::Lit, false, Some(rec)) => match a.onset {
-                Some(o) => format!("over after {}", format_span(rec - o)),
-                None => "over".to_string(),
-            },
-            (AxisState::Lit, false, None) => "over".to_string(),
-            _ => String::new(),
-        };
-        let instances = if *role == "cause" && !rc.instances.is_empty() {
-            short_list(&rc.instances)
-        } else {
-            short_list(&a.instances)
-        };
-        rows.push([role.to_string(), axis_name(r, a), when, instances, state]);
+    let rows: Vec<[String; 5]> = rows_axes
+        .iter()
+        .map(|(role, a)| axis_row(r, rc, role, a, with_date))
+        .collect();
+    axis_lines(r, p, &rows_axes, &rows);
+    where_notes(r, rc, p, with_date);
+    if !r.verdict.ties.is_empty() {
+        ties_note(r, rc, p);
     }
+}
+
+/// The axes of the incident with their role: the failing axis (`cause`, or
+/// `failing` when its cause is undecided), the ties, then the downstream axes.
+fn incident_axes(r: &Report) -> Vec<(&'static str, &AxisReport)> {
+    let mut v = Vec::new();
+    if let Some(a) = root_axis(r) {
+        v.push((
+            if r.verdict.undecided.is_some() {
+                "failing"
+            } else {
+                "cause"
+            },
+            a,
+        ));
+    }
+    for t in &r.verdict.ties {
+        if let Some(a) = r.axes.iter().find(|a| a.leaf == t.leaf) {
+            v.push(("same time", a));
+        }
+    }
+    for d in &r.verdict.downstream {
+        if let Some(a) = r.axes.iter().find(|a| a.leaf == d.leaf) {
+            v.push(("then", a));
+        }
+    }
+    v
+}
+
+/// One axis's cells: role, name, when (since, or the lag behind the failing
+/// axis), instances, and whether it is over.
+fn axis_row(r: &Report, rc: &RootCause, role: &str, a: &AxisReport, with_date: bool) -> [String; 5] {
+    let when = match (role, a.onset, rc.onset) {
+        ("cause" | "failing", Some(o), _) => format!("since {}", format_clock(o, with_date)),
+        (_, Some(o), Some(ro)) => format_offset(o - ro),
+        (_, Some(o), None) => format_clock(o, with_date),
+        _ if steps_of(r) <= 1 => "one snapshot".to_string(),
+        _ => "—".to_string(),
+    };
+    let state = match (a.state, a.lit_at_end, a.recovered) {
+        (AxisState::Lit, true, _) => "still failing".to_string(),
+        (AxisState::Lit, false, Some(rec)) => match a.onset {
+            Some(o) => format!("over after {}", format_span(rec - o)),
+            None => "over".to_string(),
+        },
+        (AxisState::Lit, false, None) => "over".to_string(),
+        _ => String::new(),
+    };
+    let instances = if role == "cause" && !rc.instances.is_empty() {
+        short_list(&rc.instances)
+    } else {
+        short_list(&a.instances)
+    };
+    [role.to_string(), axis_name(r, a), when, instances, state]
+}
+
+/// The rows in aligned columns, each with a timeline in the width the text
+/// leaves (at most one cell per step); a row too wide for the page wraps.
+fn axis_lines(r: &Report, p: &mut Page, rows_axes: &[(&str, &AxisReport)], rows: &[[String; 5]]) {
     let w: Vec<usize> = (0..5)
         .map(|c| rows.iter().map(|x| x[c].chars().count()).max().unwrap_or(0))
         .collect();
@@ -235,10 +255,7 @@ fn axes_block(r: &Report, p: &mut Page) {
     let steps = r.window.steps.len();
     let tl_width = p.width.saturating_sub(text_width).min(steps);
     let timelines = tl_width >= 8 && steps > 1;
-    if timelines && tl_width < steps {
-        // Shown below as a scale note; nothing to do here.
-    }
-    for ((role, a), row) in rows_axes.iter().zip(&rows) {
+    for ((role, a), row) in rows_axes.iter().zip(rows) {
         let tone = if *role == "cause" { Tone::Bad } else { Tone::Warn };
         let mut line = format!(
             "  {:<w0$}  {}{}  {:<w2$}  {:<w3$}",
@@ -273,6 +290,12 @@ fn axes_block(r: &Report, p: &mut Page) {
             p.wrap(&format!("  {:<w0$}  ", row[0], w0 = w[0]), 4 + w[0], &text);
         }
     }
+}
+
+/// Where the failing axis fails: its localisation (when not every instance
+/// of the role is lit), the targets that stopped answering, and the other
+/// instances affected.
+fn where_notes(r: &Report, rc: &RootCause, p: &mut Page, with_date: bool) {
     // "only etcd-2: …, others …" says where; with every instance of the
     // role lit (or only one), the deciding signals below say it already.
     if let (Some(l), Some(a)) = (&rc.localisation, root_axis(r)) {
@@ -309,26 +332,29 @@ fn axes_block(r: &Report, p: &mut Page) {
     if !rc.affected.is_empty() {
         p.wrap("  ", 4, &format!("also affected: {}", rc.affected.join(", ")));
     }
-    if !r.verdict.ties.is_empty() {
-        let names: Vec<String> = r
-            .verdict
-            .ties
-            .iter()
-            .filter_map(|t| r.axes.iter().find(|a| a.leaf == t.leaf))
-            .map(|a| axis_name(r, a))
-            .collect();
-        let root = root_axis(r).map(|a| axis_name(r, a)).unwrap_or_default();
-        let names = and_list(&names.iter().map(|s| s.as_str()).collect::<Vec<_>>());
-        let text = if rc.onset.is_some() {
-            format!(
-                "{names} began within {} of {root}: which came first is unknown",
-                format_span(r.window.step)
-            )
-        } else {
-            format!("{names} also failing; one snapshot cannot say which came first")
-        };
-        p.wrap("  ", 4, &text);
-    }
+}
+
+/// The axes that began within one step of the failing axis: which came first
+/// is unknown.
+fn ties_note(r: &Report, rc: &RootCause, p: &mut Page) {
+    let names: Vec<String> = r
+        .verdict
+        .ties
+        .iter()
+        .filter_map(|t| r.axes.iter().find(|a| a.leaf == t.leaf))
+        .map(|a| axis_name(r, a))
+        .collect();
+    let root = root_axis(r).map(|a| axis_name(r, a)).unwrap_or_default();
+    let names = and_list(&names.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    let text = if rc.onset.is_some() {
+        format!(
+            "{names} began within {} of {root}: which came first is unknown",
+            format_span(r.window.step)
+        )
+    } else {
+        format!("{names} also failing; one snapshot cannot say which came first")
+    };
+    p.wrap("  ", 4, &text);
 }
 
 /// Earlier, separate incidents in the window, on one line.
