@@ -164,3 +164,45 @@ fn undecided_verdict_in_the_headline_json_and_exit_code() {
     let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");
 }
+
+/// Every scenario and the shipped capture under every profile: the verdict
+/// is the full data's, or honestly weaker (`matrix::compare`: inconclusive;
+/// healthy only where the full data is, or where every axis lit on it could
+/// not be read and the report says what was not observed; a failing axis
+/// only where the full data names one: the same, less specific, symptoms
+/// only, or undecided with the unread cause named; ongoing or recovered as on
+/// the full data). The full data itself gives the scenario's expected
+/// verdict. The lab recordings' rows are produced by the `profile-matrix`
+/// command (they take minutes); the rows computed here must be those of
+/// docs/accuracy.md.
+#[test]
+fn every_profile_on_every_scenario_is_the_full_verdict_or_honestly_weaker() {
+    let root = root();
+    let rules = RuleSet::default_rules().expect("shipped rules");
+    let profiles = Profile::load_dir(&root.join("testdata/profiles")).expect("profiles");
+    assert!(profiles.len() >= 11, "{} profiles", profiles.len());
+    let mut sources = matrix::scenario_sources(&root).expect("scenarios");
+    assert!(sources.len() >= 20, "{} scenarios", sources.len());
+    sources.push(matrix::capture_source(&root).expect("shipped capture"));
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let cells = matrix::run(&sources, &profiles, &rules, threads);
+    assert_eq!(cells.len(), sources.len() * (profiles.len() + 1));
+    let problems = matrix::problems(&cells);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The rows of docs/accuracy.md are these.
+    let table = matrix::table(&cells, &profiles);
+    let doc = std::fs::read_to_string(root.join("docs/accuracy.md")).expect("docs/accuracy.md");
+    let mut stale = Vec::new();
+    for row in table.lines().skip(2) {
+        if !doc.lines().any(|l| l == row) {
+            stale.push(row);
+        }
+    }
+    let header = table.lines().next().unwrap_or("");
+    assert!(
+        stale.is_empty() && doc.lines().any(|l| l == header),
+        "the profile matrix of docs/accuracy.md is not current (regenerate it with \
+         `cargo run -p cptriage-testkit --bin profile-matrix -- --write`):\n{}",
+        stale.join("\n")
+    );
+}
