@@ -140,20 +140,13 @@ pub fn entries(label: &str, fleet: &[(String, Report)], body: Body) -> Vec<Entry
     fleet.iter().map(|(c, r)| Entry::new(label, c, r, body)).collect()
 }
 
-fn axis(axis: &str, sub: &Option<String>) -> String {
-    match sub {
-        Some(s) => format!("{axis}/{s}"),
-        None => axis.to_string(),
-    }
-}
-
 /// One row's cells: cluster, status, root cause, where, since, downstream.
 pub fn row(cluster: &str, r: &Report) -> [String; 6] {
     let rc = r.verdict.failing();
     let cause = rc
         .map(|c| match r.verdict.undecided {
-            Some(_) => format!("{} (cause undecided)", axis(&c.axis, &c.sub_axis)),
-            None => axis(&c.axis, &c.sub_axis),
+            Some(_) => format!("{} (cause undecided)", c.axis_id()),
+            None => c.axis_id(),
         })
         .unwrap_or_else(|| "-".into());
     let place = rc
@@ -175,13 +168,7 @@ pub fn row(cluster: &str, r: &Report) -> [String; 6] {
         r.verdict
             .downstream
             .iter()
-            .map(|d| {
-                format!(
-                    "{} +{}",
-                    axis(&d.axis, &d.sub_axis),
-                    crate::timefmt::format_lag(d.lag_ms)
-                )
-            })
+            .map(|d| format!("{} +{}", d.axis_id(), crate::timefmt::format_lag(d.lag_ms)))
             .collect::<Vec<_>>()
             .join(", ")
     };

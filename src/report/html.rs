@@ -14,7 +14,7 @@ mod plot;
 use std::fmt::Write as _;
 use std::io::Write;
 
-use super::text::{axis_label, timeline, value};
+use super::text::{timeline, value};
 use crate::rules::report::{
     Answer, Availability, AxisReport, AxisState, Evidence, Report, RootCause, Status,
 };
@@ -39,14 +39,6 @@ pub(crate) fn esc(s: &str) -> String {
 
 fn opt_time(t: Option<Millis>) -> String {
     t.map(format_time).unwrap_or_else(|| "—".into())
-}
-
-/// `etcd/disk` of a root cause, downstream axis or tie.
-fn label(axis: &str, sub: &Option<String>) -> String {
-    match sub {
-        Some(s) => format!("{axis}/{s}"),
-        None => axis.to_string(),
-    }
 }
 
 const CSS: &str = r#"
@@ -160,7 +152,7 @@ pub(crate) fn footer(h: &mut String, r: &Report) {
 pub(crate) fn headline(r: &Report) -> String {
     let status = r.status.as_str().to_uppercase();
     match r.verdict.failing() {
-        Some(rc) => format!("{status}: {} — {}", label(&rc.axis, &rc.sub_axis), rc.title),
+        Some(rc) => format!("{status}: {} — {}", rc.axis_id(), rc.title),
         None => status,
     }
 }
@@ -249,7 +241,7 @@ fn failing_facts(h: &mut String, r: &Report, rc: &RootCause) {
         "root-cause",
         &format!(
             "<code>{}</code> ({}) — {}",
-            esc(&label(&rc.axis, &rc.sub_axis)),
+            esc(&rc.axis_id()),
             rc.severity,
             esc(&rc.title)
         ),
@@ -312,7 +304,7 @@ fn sequel_facts(h: &mut String, r: &Report) {
             .map(|d| {
                 format!(
                     "<code>{}</code> +{} (from {})",
-                    esc(&label(&d.axis, &d.sub_axis)),
+                    esc(&d.axis_id()),
                     esc(&format_lag(d.lag_ms)),
                     esc(&format_time(d.onset))
                 )
@@ -335,7 +327,7 @@ fn sequel_facts(h: &mut String, r: &Report) {
             .map(|e| {
                 format!(
                     "<code>{}</code> {} → {}",
-                    esc(&label(&e.axis, &e.sub_axis)),
+                    esc(&e.axis_id()),
                     esc(&format_time(e.onset)),
                     esc(&opt_time(e.recovered))
                 )
@@ -508,7 +500,7 @@ fn evidence(h: &mut String, r: &Report) {
         let _ = writeln!(
             h,
             "<h3><code>{}</code> ({}) — {} <span class=\"note\">{}</span></h3>",
-            esc(&axis_label(a)),
+            esc(&a.axis_id()),
             a.severity,
             esc(&a.title),
             role_text(role)
@@ -531,7 +523,7 @@ fn evidence(h: &mut String, r: &Report) {
                 h,
                 "<details><summary>{} more signal(s) of <code>{}</code>: under the threshold, context only, or not exposed</summary>",
                 rest.len(),
-                esc(&axis_label(a))
+                esc(&a.axis_id())
             );
             evidence_table(h, &rest);
             h.push_str("</details>\n");
@@ -662,12 +654,7 @@ fn walk(h: &mut String, r: &Report) {
         }
         // Where the walk ends, in the words of the report (an axis, or healthy).
         if let Some(a) = r.axes.iter().find(|a| a.leaf == p.next) {
-            let _ = write!(
-                h,
-                "<br>→ <code>{}</code> — {}",
-                esc(&axis_label(a)),
-                esc(&a.title)
-            );
+            let _ = write!(h, "<br>→ <code>{}</code> — {}", esc(&a.axis_id()), esc(&a.title));
         } else if p.next == crate::rules::HEALTHY {
             h.push_str("<br>→ healthy");
         }
@@ -690,8 +677,8 @@ fn axes(h: &mut String, r: &Report) {
         let _ = writeln!(
             h,
             "<tr data-axis=\"{}\"><td><code>{}</code><br><span class=\"note\">{}</span></td><td>{}</td><td class=\"{cls}\">{state}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"mono\">{}</td></tr>",
-            esc(&axis_label(a)),
-            esc(&axis_label(a)),
+            esc(&a.axis_id()),
+            esc(&a.axis_id()),
             esc(&a.note.clone().unwrap_or_else(|| a.title.clone())),
             a.severity,
             esc(&opt_time(a.onset)),

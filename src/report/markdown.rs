@@ -53,10 +53,7 @@ pub(crate) fn render_titled(r: &Report, title: &str, out: &mut dyn Write) -> std
 /// localisation, downstream axes, ties and assumptions.
 fn verdict(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     if let Some(rc) = r.verdict.failing() {
-        let axis = match &rc.sub_axis {
-            Some(s) => format!("{}/{s}", rc.axis),
-            None => rc.axis.clone(),
-        };
+        let axis = rc.axis_id();
         match &r.verdict.undecided {
             Some(u) => {
                 writeln!(out, "- **Failing:** `{axis}` ({}) — {}", rc.severity, rc.title)?;

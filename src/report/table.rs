@@ -110,10 +110,7 @@ fn banner(r: &Report) -> String {
         (Status::Degraded, Some(rc)) => format!(
             "DEGRADED: {} {} ({}) — {}",
             cause_word(r),
-            match &rc.sub_axis {
-                Some(s) => format!("{}/{s}", rc.axis),
-                None => rc.axis.clone(),
-            },
+            rc.axis_id(),
             rc.severity,
             rc.title
         ),
@@ -121,10 +118,7 @@ fn banner(r: &Report) -> String {
         (Status::Recovered, Some(rc)) => format!(
             "RECOVERED: {} {} ({}) — {}",
             cause_word(r),
-            match &rc.sub_axis {
-                Some(s) => format!("{}/{s}", rc.axis),
-                None => rc.axis.clone(),
-            },
+            rc.axis_id(),
             rc.severity,
             rc.title
         ),

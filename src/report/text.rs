@@ -121,7 +121,7 @@ pub fn signal_label(e: &Evidence) -> String {
 /// catch-all, judged by the first question alone (clients are affected and
 /// nothing more specific is), reads `unexplained`.
 pub fn axis_name(r: &Report, a: &AxisReport) -> String {
-    let label = axis_label(a);
+    let label = a.axis_id();
     if is_catch_all(r, a) {
         return "unexplained".to_string();
     }
@@ -130,7 +130,7 @@ pub fn axis_name(r: &Report, a: &AxisReport) -> String {
     }
     let shared = r.axes.iter().any(|o| {
         o.leaf != a.leaf && {
-            let ol = axis_label(o);
+            let ol = o.axis_id();
             ol == label || ol.starts_with(&format!("{label}/"))
         }
     });
@@ -159,14 +159,6 @@ fn is_catch_all(r: &Report, a: &AxisReport) -> bool {
 /// A value for people, or `—` when missing.
 pub fn value(unit: Unit, v: Option<f64>) -> String {
     v.map(|v| unit.format(v)).unwrap_or_else(|| "—".into())
-}
-
-/// `etcd/disk` or `apf`.
-pub fn axis_label(a: &AxisReport) -> String {
-    match &a.sub_axis {
-        Some(s) => format!("{}/{s}", a.axis),
-        None => a.axis.clone(),
-    }
 }
 
 #[cfg(test)]

@@ -233,6 +233,28 @@ impl Verdict {
     }
 }
 
+/// An axis as people and the rules name it: `etcd/disk`, or `apf` without a
+/// sub-axis. The one place `axis/sub` is written.
+pub fn axis_id(axis: &str, sub_axis: Option<&str>) -> String {
+    match sub_axis {
+        Some(s) => format!("{axis}/{s}"),
+        None => axis.to_string(),
+    }
+}
+
+macro_rules! axis_id_of {
+    ($($t:ty),*) => {$(
+        impl $t {
+            /// Its axis as people read it ([`axis_id`]): `etcd/disk`.
+            pub fn axis_id(&self) -> String {
+                axis_id(&self.axis, self.sub_axis.as_deref())
+            }
+        }
+    )*};
+}
+
+axis_id_of!(RootCause, Downstream, Tie, Episode, AxisReport);
+
 /// A failing axis whose cause the data cannot decide.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Undecided {

@@ -7,10 +7,7 @@ use super::load::{Child, RuleSet, HEALTHY};
 
 fn leaf_label(rules: &RuleSet, l: usize) -> String {
     let leaf = &rules.leaves[l];
-    let axis = match &leaf.sub_axis {
-        Some(s) => format!("{}/{s}", leaf.axis),
-        None => leaf.axis.clone(),
-    };
+    let axis = super::report::axis_id(&leaf.axis, leaf.sub_axis.as_deref());
     let fb = if leaf.fallback { ", fallback" } else { "" };
     format!("{axis} ({}{fb}): {}", leaf.severity, leaf.title)
 }

@@ -17,7 +17,7 @@ use serde::Deserialize;
 
 use super::engine::{self, BaselineSpec, Options};
 use super::load::{load_file, RuleError, RuleSet};
-use super::report::{Report, Status};
+use super::report::{axis_id, Report, Status};
 use crate::source::ingest::{self, Keep, MemorySnapshot};
 use crate::source::notation::{self, Point};
 use crate::source::Role;
@@ -470,13 +470,6 @@ pub fn snapshots(targets: &[TargetSeries], interval: Millis) -> Vec<MemorySnapsh
     out
 }
 
-fn axis_name(axis: &str, sub: Option<&str>) -> String {
-    match sub {
-        Some(s) => format!("{axis}/{s}"),
-        None => axis.to_string(),
-    }
-}
-
 fn axis_matches(want: &str, axis: &str, sub: Option<&str>) -> bool {
     match want.split_once('/') {
         Some((a, s)) => a == axis && Some(s) == sub,
@@ -542,7 +535,7 @@ fn summary(r: &Report) -> String {
     match &r.verdict.root_cause {
         Some(rc) => format!(
             "{status}: root cause {} onset {}{}",
-            axis_name(&rc.axis, rc.sub_axis.as_deref()),
+            axis_id(&rc.axis, rc.sub_axis.as_deref()),
             show_offset(rc.onset),
             if rc.instances.is_empty() {
                 String::new()
@@ -578,14 +571,14 @@ fn compare(e: &ExpectInput, r: &Report, default_tol: Millis) -> Result<Vec<Strin
         match &r.verdict.root_cause {
             None => f.push(format!(
                 "root cause: expected {}, got none",
-                axis_name(&want.axis, want.sub_axis.as_deref())
+                axis_id(&want.axis, want.sub_axis.as_deref())
             )),
             Some(rc) => {
                 if want.axis != rc.axis || (want.sub_axis.is_some() && want.sub_axis != rc.sub_axis) {
                     f.push(format!(
                         "root cause: expected {}, got {}",
-                        axis_name(&want.axis, want.sub_axis.as_deref()),
-                        axis_name(&rc.axis, rc.sub_axis.as_deref())
+                        axis_id(&want.axis, want.sub_axis.as_deref()),
+                        axis_id(&rc.axis, rc.sub_axis.as_deref())
                     ));
                 }
                 if let Some(on) = &want.onset {
@@ -624,7 +617,7 @@ fn compare(e: &ExpectInput, r: &Report, default_tol: Millis) -> Result<Vec<Strin
         .filter(|a| a.lit_at_end)
         .map(|a| (a.axis.as_str(), a.sub_axis.as_deref()))
         .collect();
-    let lit_names: Vec<String> = lit.iter().map(|(a, s)| axis_name(a, *s)).collect();
+    let lit_names: Vec<String> = lit.iter().map(|(a, s)| axis_id(a, *s)).collect();
     for w in &e.lit {
         if !lit.iter().any(|(a, s)| axis_matches(w, a, *s)) {
             f.push(format!("expected `{w}` lit, lit: [{}]", lit_names.join(", ")));
@@ -633,7 +626,7 @@ fn compare(e: &ExpectInput, r: &Report, default_tol: Millis) -> Result<Vec<Strin
     if e.exactly {
         for (a, s) in &lit {
             if !e.lit.iter().any(|w| axis_matches(w, a, *s)) {
-                f.push(format!("`{}` is lit but not expected", axis_name(a, *s)));
+                f.push(format!("`{}` is lit but not expected", axis_id(a, *s)));
             }
         }
     }
@@ -651,11 +644,11 @@ fn compare(e: &ExpectInput, r: &Report, default_tol: Millis) -> Result<Vec<Strin
         match (found, &d.onset) {
             (None, _) => f.push(format!(
                 "expected `{}` downstream of the root cause, downstream: [{}]",
-                axis_name(&d.axis, d.sub_axis.as_deref()),
+                axis_id(&d.axis, d.sub_axis.as_deref()),
                 r.verdict
                     .downstream
                     .iter()
-                    .map(|x| axis_name(&x.axis, x.sub_axis.as_deref()))
+                    .map(|x| axis_id(&x.axis, x.sub_axis.as_deref()))
                     .collect::<Vec<_>>()
                     .join(", ")
             )),

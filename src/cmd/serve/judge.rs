@@ -108,10 +108,7 @@ fn outcome(r: &Report, error: Option<String>) -> Outcome {
     Outcome {
         status: r.status.as_str().to_string(),
         headline: html::headline(r),
-        root_cause: rc.map(|rc| match &rc.sub_axis {
-            Some(s) => format!("{}/{s}", rc.axis),
-            None => rc.axis.clone(),
-        }),
+        root_cause: rc.map(|rc| rc.axis_id()),
         instances: rc.map(|rc| rc.instances.clone()).unwrap_or_default(),
         since: rc.and_then(|rc| rc.onset).map(crate::timefmt::format_time),
         error,

@@ -13,7 +13,7 @@
 
 use std::fmt::Write as _;
 
-use super::{esc, label, verdict_axes};
+use super::{esc, verdict_axes};
 use crate::rules::report::{Availability, Evidence, Report, StepState};
 use crate::store::Millis;
 use crate::timefmt::{format_lag, format_time};
@@ -104,7 +104,7 @@ fn panels(r: &Report) -> Vec<Panel<'_>> {
         for ev in pick.into_iter().take(PER_AXIS) {
             if !out.iter().any(|p| p.ev.signal == ev.signal) {
                 out.push(Panel {
-                    axis: super::axis_label(a),
+                    axis: a.axis_id(),
                     ev,
                 });
             }
@@ -139,7 +139,7 @@ fn bands(r: &Report) -> Vec<Band<'_>> {
     let mut out: Vec<Band> = verdict_axes(r)
         .into_iter()
         .map(|(a, role)| Band {
-            label: super::axis_label(a),
+            label: a.axis_id(),
             title: a.title.clone(),
             role,
             states: BandStates::Steps(&a.timeline),
@@ -172,7 +172,7 @@ fn markers(r: &Report) -> Vec<Marker> {
     let root_onset = v.failing().and_then(|rc| rc.onset);
     let hm = |t: Millis| clock(t, 0);
     if let Some(rc) = v.failing() {
-        let name = label(&rc.axis, &rc.sub_axis);
+        let name = rc.axis_id();
         if let Some(o) = rc.onset {
             m.push(Marker {
                 axis: name.clone(),
@@ -193,7 +193,7 @@ fn markers(r: &Report) -> Vec<Marker> {
         }
     }
     for t in &v.ties {
-        let name = label(&t.axis, &t.sub_axis);
+        let name = t.axis_id();
         m.push(Marker {
             axis: name.clone(),
             role: "tie",
@@ -203,7 +203,7 @@ fn markers(r: &Report) -> Vec<Marker> {
         });
     }
     for d in &v.downstream {
-        let name = label(&d.axis, &d.sub_axis);
+        let name = d.axis_id();
         m.push(Marker {
             axis: name.clone(),
             role: "downstream",

@@ -45,10 +45,7 @@ fn source_name(role: SignalRole) -> &'static str {
 
 fn axis_name(rules: &RuleSet, l: usize) -> String {
     let leaf = &rules.leaves[l];
-    match &leaf.sub_axis {
-        Some(s) => format!("{}/{s}", leaf.axis),
-        None => leaf.axis.clone(),
-    }
+    crate::rules::report::axis_id(&leaf.axis, leaf.sub_axis.as_deref())
 }
 
 /// The first lit step of signal `k` in `[a, b]`, and its largest value there.

@@ -226,10 +226,7 @@ pub struct AssessInput {
 }
 
 fn axis_name(axis: &str, sub: &Option<String>) -> String {
-    match sub {
-        Some(s) => format!("{axis}/{s}"),
-        None => axis.to_string(),
-    }
+    crate::rules::report::axis_id(axis, sub.as_deref())
 }
 
 /// Every signal of `input` judged against its threshold, with its
