@@ -14,6 +14,7 @@ mod plot;
 use std::fmt::Write as _;
 use std::io::Write;
 
+use super::headline::Headline;
 use super::text::{timeline, value};
 use crate::rules::report::{
     Answer, Availability, AxisReport, AxisState, Evidence, Report, RootCause, Status,
@@ -150,10 +151,10 @@ pub(crate) fn footer(h: &mut String, r: &Report) {
 
 /// The one-line answer: `DEGRADED: etcd/disk — etcd disk is slow …`.
 pub(crate) fn headline(r: &Report) -> String {
-    let status = r.status.as_str().to_uppercase();
-    match r.verdict.failing() {
-        Some(rc) => format!("{status}: {} — {}", rc.axis_id(), rc.title),
-        None => status,
+    let h = Headline::of(r);
+    match h.failing {
+        Some(rc) => format!("{}: {} — {}", h.word(), rc.axis_id(), rc.title),
+        None => h.word(),
     }
 }
 
@@ -223,21 +224,13 @@ fn fact(h: &mut String, k: &str, id: &str, v: &str) {
 /// The failing axis: why its cause is undecided, which axis, where, since
 /// when, and whether it recovered.
 fn failing_facts(h: &mut String, r: &Report, rc: &RootCause) {
-    if let Some(u) = &r.verdict.undecided {
-        fact(
-            h,
-            "Cause undecided",
-            "undecided",
-            &esc(u.text.trim_start_matches("cause undecided: ")),
-        );
+    let head = Headline::of(r);
+    if let Some(reason) = head.undecided_reason() {
+        fact(h, "Cause undecided", "undecided", &esc(reason));
     }
     fact(
         h,
-        if r.verdict.undecided.is_some() {
-            "Failing"
-        } else {
-            "Root cause"
-        },
+        head.fact_name(),
         "root-cause",
         &format!(
             "<code>{}</code> ({}) — {}",

@@ -2,6 +2,7 @@
 
 use std::io::Write;
 
+use super::headline::Headline;
 use super::text::{axis_name, shown_threshold, shown_value, sparkline, timeline, value};
 use crate::rules::report::{Answer, AxisReport, AxisState, Report};
 use crate::timefmt::{format_span, format_time};
@@ -52,18 +53,18 @@ pub(crate) fn render_titled(r: &Report, title: &str, out: &mut dyn Write) -> std
 /// The verdict's facts as a list: the failing axis, onset, instances,
 /// localisation, downstream axes, ties and assumptions.
 fn verdict(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
-    if let Some(rc) = r.verdict.failing() {
-        let axis = rc.axis_id();
-        match &r.verdict.undecided {
-            Some(u) => {
-                writeln!(out, "- **Failing:** `{axis}` ({}) — {}", rc.severity, rc.title)?;
-                writeln!(
-                    out,
-                    "- **Cause undecided:** {}",
-                    u.text.trim_start_matches("cause undecided: ")
-                )?;
-            }
-            None => writeln!(out, "- **Root cause:** `{axis}` ({}) — {}", rc.severity, rc.title)?,
+    let h = Headline::of(r);
+    if let Some(rc) = h.failing {
+        writeln!(
+            out,
+            "- **{}:** `{}` ({}) — {}",
+            h.fact_name(),
+            rc.axis_id(),
+            rc.severity,
+            rc.title
+        )?;
+        if let Some(reason) = h.undecided_reason() {
+            writeln!(out, "- **Cause undecided:** {reason}")?;
         }
         writeln!(out, "- **Onset:** {}", opt_time(rc.onset))?;
         if !rc.instances.is_empty() {

@@ -5,6 +5,7 @@
 
 pub mod audit;
 pub mod fleet;
+pub mod headline;
 pub mod html;
 pub mod json;
 pub mod logs;

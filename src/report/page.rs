@@ -10,6 +10,7 @@
 //! [`first_page`] is pure: a [`Report`] and [`RenderOpts`] in, text out, so a
 //! screen that redraws itself can call it again with a newer report.
 
+use super::headline::{Headline, CANNOT_DECIDE};
 use super::style::{self, Tone};
 use super::text::{axis_name, fit_timeline, shown_threshold, shown_value, signal_label};
 use crate::rules::model::Severity;
@@ -135,13 +136,13 @@ fn root_axis(r: &Report) -> Option<&AxisReport> {
 
 /// The verdict line.
 fn headline(r: &Report, p: &mut Page) {
-    let (word, tone) = match r.status {
-        Status::Healthy => ("HEALTHY", Tone::Good),
-        Status::Degraded => ("DEGRADED", Tone::Bad),
-        Status::Recovered => ("RECOVERED", Tone::Warn),
-        Status::Inconclusive => ("INCONCLUSIVE", Tone::Warn),
+    let h = Headline::of(r);
+    let tone = match h.status {
+        Status::Healthy => Tone::Good,
+        Status::Degraded => Tone::Bad,
+        Status::Recovered | Status::Inconclusive => Tone::Warn,
     };
-    let text = match (&r.status, r.verdict.failing()) {
+    let text = match (h.status, h.failing) {
         (Status::Healthy, _) => {
             let parts: Vec<&str> = r.scope.judged.iter().map(|s| s.as_str()).collect();
             match parts.len() {
@@ -150,15 +151,15 @@ fn headline(r: &Report, p: &mut Page) {
                 _ => format!("{} are healthy by their own metrics", and_list(&parts)),
             }
         }
-        (Status::Inconclusive, _) => "the data cannot decide".to_string(),
-        (_, Some(rc)) => match &r.verdict.undecided {
-            Some(u) => format!("{} — {}", rc.title, u.text),
+        (Status::Inconclusive, _) => CANNOT_DECIDE.to_string(),
+        (_, Some(rc)) => match h.undecided {
+            Some(u) => format!("{} — {u}", rc.title),
             None => rc.title.clone(),
         },
         (_, None) => String::new(),
     };
-    let word = p.paint(tone, word);
-    let sev = match r.verdict.failing() {
+    let word = p.paint(tone, &h.word());
+    let sev = match h.failing {
         Some(rc) => {
             let t = if rc.severity == Severity::P0 {
                 Tone::Bad

@@ -6,6 +6,7 @@ use std::io::Write;
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, ColumnConstraint, ContentArrangement, Table};
 
+use super::headline::{Headline, CANNOT_DECIDE};
 use super::page::{wrap, RenderOpts, MIN_WIDTH};
 use super::style::{self, Tone};
 use super::text::{axis_name, fit_sparkline, fit_timeline, shown_threshold, shown_value, value};
@@ -104,25 +105,19 @@ fn clock(t: Option<i64>, with_date: bool) -> String {
 
 /// The verdict banner: `DEGRADED: root cause etcd/disk (P0) — …`.
 fn banner(r: &Report) -> String {
-    match (&r.status, r.verdict.failing()) {
-        (Status::Healthy, _) => "HEALTHY".to_string(),
-        (Status::Inconclusive, _) => "INCONCLUSIVE: the data cannot decide".to_string(),
-        (Status::Degraded, Some(rc)) => format!(
-            "DEGRADED: {} {} ({}) — {}",
-            cause_word(r),
+    let h = Headline::of(r);
+    match (h.status, h.failing) {
+        (Status::Healthy, _) => h.word(),
+        (Status::Inconclusive, _) => format!("{}: {CANNOT_DECIDE}", h.word()),
+        (_, Some(rc)) => format!(
+            "{}: {} {} ({}) — {}",
+            h.word(),
+            h.cause_word(),
             rc.axis_id(),
             rc.severity,
             rc.title
         ),
-        (Status::Degraded, None) => "DEGRADED".to_string(),
-        (Status::Recovered, Some(rc)) => format!(
-            "RECOVERED: {} {} ({}) — {}",
-            cause_word(r),
-            rc.axis_id(),
-            rc.severity,
-            rc.title
-        ),
-        (Status::Recovered, None) => "RECOVERED".to_string(),
+        (_, None) => h.word(),
     }
 }
 
@@ -544,14 +539,4 @@ fn measured_falsifier(r: &Report, width: usize, out: &mut dyn Write) -> std::io:
         line("  cleared:  ", &format!("{}: {}", m.axis, m.text()))?;
     }
     line("  ADR: ", &f.adr)
-}
-
-/// "root cause", or "failing (cause undecided)" when a possible cause could
-/// not be read.
-fn cause_word(r: &Report) -> &'static str {
-    if r.verdict.undecided.is_some() {
-        "failing (cause undecided)"
-    } else {
-        "root cause"
-    }
 }
