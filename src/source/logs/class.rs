@@ -61,6 +61,11 @@ pub enum Class {
     /// A peer message about a member that had announced its own stop (a
     /// planned restart or shutdown), or logged by a member while it stops.
     PeerAtStop,
+    /// Not a message: one per time bucket in which a member whose peers
+    /// logged losing it as their leader had logged nothing since (a member
+    /// stopped, hung or killed; not one that announced its stop). Derived
+    /// once every log is read.
+    SilentAfterLost,
     // kube-apiserver.
     /// `etcdserver: request timed out`, `context deadline exceeded` on etcd calls.
     ApiserverEtcdTimeout,
@@ -77,7 +82,7 @@ pub enum Class {
 }
 
 impl Class {
-    pub const ALL: [Class; 28] = [
+    pub const ALL: [Class; 29] = [
         Class::SlowFdatasync,
         Class::HeartbeatLate,
         Class::SlowApply,
@@ -100,6 +105,7 @@ impl Class {
         Class::PeerAtStart,
         Class::Stop,
         Class::PeerAtStop,
+        Class::SilentAfterLost,
         Class::ApiserverEtcdTimeout,
         Class::ApiserverEtcdLeader,
         Class::ApiserverEtcdUnavailable,
@@ -133,6 +139,7 @@ impl Class {
             Class::PeerAtStart => "peer_at_start",
             Class::Stop => "stop",
             Class::PeerAtStop => "peer_at_stop",
+            Class::SilentAfterLost => "silent_after_lost",
             Class::ApiserverEtcdTimeout => "etcd_timeout",
             Class::ApiserverEtcdLeader => "etcd_leader_changed",
             Class::ApiserverEtcdUnavailable => "etcd_unavailable",

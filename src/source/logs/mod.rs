@@ -753,6 +753,59 @@ impl<'c> Reader<'c> {
         }
     }
 
+    /// Counts, per member, the buckets in which it stayed silent after its
+    /// peers logged losing it as their leader ([`Class::SilentAfterLost`]):
+    /// from the loss to its next line of its own, or to the end of the logs.
+    /// A leader that is alive answers its lost leadership at once (raft logs
+    /// its new term, or the peers it cannot reach); one stopped, hung or
+    /// killed logs nothing, while its followers, after electing another
+    /// leader, may log nothing more either: the incident is not over because
+    /// the logs went quiet. Only members whose own log is read and had lines
+    /// before the loss, and not after they announced their stop.
+    fn silence(&mut self) {
+        let res = self.sum.resolution.max(1);
+        let Some(last) = self.sum.last else { return };
+        let end = bucket(res, last);
+        let mut lost: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+        for (k, a) in &self.acc {
+            if k.class == Class::LeaderLost {
+                let m = self.resolve(&k.instance);
+                lost.entry(m).or_default().extend(a.buckets.keys().copied());
+            }
+        }
+        for (member, mut losses) in lost {
+            let Some(own) = self.lines.get(&(member.clone(), Component::Etcd)) else {
+                continue;
+            };
+            losses.sort_unstable();
+            let mut silent = std::collections::BTreeSet::new();
+            for b in losses {
+                if own.range(..=b).next().is_none() || self.stopped_at(&member, b * res) {
+                    continue;
+                }
+                let next = own.range(b + 1..).next().map_or(end + 1, |(k, _)| *k);
+                silent.extend(b + 1..next);
+            }
+            if silent.is_empty() {
+                continue;
+            }
+            let a = self
+                .acc
+                .entry(Key {
+                    instance: member.clone(),
+                    reporter: member,
+                    component: Component::Etcd,
+                    class: Class::SilentAfterLost,
+                })
+                .or_default();
+            for b in &silent {
+                let e = a.buckets.entry(*b).or_default();
+                e.0 += 1.0;
+            }
+            a.count += silent.len() as u64;
+        }
+    }
+
     /// Resolves peer IDs to member names.
     fn resolve(&self, instance: &str) -> String {
         match instance.strip_prefix("id:") {
@@ -1031,6 +1084,7 @@ pub fn read(args: &[String], cfg: &LogsConfig, store: &mut Store) -> Result<Logs
     }
     r.coarsen();
     r.settle();
+    r.silence();
     r.emit(store);
     r.finish();
     Ok(r.sum)
