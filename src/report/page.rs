@@ -298,7 +298,8 @@ fn axis_lines(r: &Report, p: &mut Page, rows_axes: &[(&str, &AxisReport)], rows:
 /// instances affected.
 fn where_notes(r: &Report, rc: &RootCause, p: &mut Page, with_date: bool) {
     // "only etcd-2: …, others …" says where; with every instance of the
-    // role lit (or only one), the deciding signals below say it already.
+    // role lit (or only one), the deciding signals below say it already,
+    // unless it is the leaf's cause sentence, which says why.
     if let (Some(l), Some(a)) = (&rc.localisation, root_axis(r)) {
         let roles: Vec<&str> = a
             .evidence
@@ -311,7 +312,7 @@ fn where_notes(r: &Report, rc: &RootCause, p: &mut Page, with_date: bool) {
             .iter()
             .filter(|s| roles.contains(&s.role.as_str()))
             .count();
-        if a.instances.len() < of_role {
+        if a.instances.len() < of_role || a.says_why {
             p.wrap("  ", 4, l);
         }
     }

@@ -527,12 +527,29 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
         }
         for clause in &l.cause {
             for ph in crate::rules::model::cause_placeholders(clause) {
+                let top = ph.strip_suffix(".top");
                 let sig = ph
                     .strip_suffix(".baseline")
+                    .or(top)
                     .or_else(|| ph.strip_prefix("if:"))
                     .unwrap_or(ph);
                 if ph == "instance" || ph == "others" {
                     continue;
+                }
+                let no_breakdown = top.is_some()
+                    && signal_index
+                        .get(sig)
+                        .is_some_and(|&k| file.signals[k].breakdown.is_none());
+                if no_breakdown {
+                    d.push(loc.token(
+                        ("leaves", &l.id),
+                        ph,
+                        Level::Error,
+                        format!(
+                            "leaf `{}` says its cause with `{{{ph}}}`, but signal `{sig}` has no `breakdown` to name a contributor",
+                            l.id
+                        ),
+                    ));
                 }
                 if !signal_index.contains_key(sig) {
                     d.push(loc.token(
@@ -540,7 +557,7 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
                         ph,
                         Level::Error,
                         format!(
-                            "leaf `{}` says its cause with `{{{ph}}}`, which is neither `instance`, `others` nor a signal (`ID`, `ID.baseline` or `if:ID`)",
+                            "leaf `{}` says its cause with `{{{ph}}}`, which is neither `instance`, `others` nor a signal (`ID`, `ID.baseline`, `ID.top` or `if:ID`)",
                             l.id
                         ),
                     ));

@@ -163,6 +163,15 @@ impl Unit {
             } else if a >= 1e15 {
                 // Not 309 digits for 1e308.
                 format!("{x:.2e}")
+            } else if a >= 1e4 {
+                // Three significant digits and an SI prefix: 1.4M, not 1401000.
+                let q = 10f64.powf(a.log10().floor() - 2.0);
+                let r = (x / q).round() * q;
+                let (d, p) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+                    .into_iter()
+                    .find(|(d, _)| r.abs() >= *d)
+                    .unwrap_or((1.0, ""));
+                format!("{}{p}", trim_num(r / d))
             } else if a >= 100.0 {
                 format!("{x:.0}")
             } else if a >= 10.0 {
@@ -614,4 +623,22 @@ pub fn cause_placeholders(clause: &str) -> Vec<&str> {
         rest = &rest[a + b + 1..];
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Unit;
+
+    #[test]
+    fn large_values_take_an_si_prefix_and_three_digits() {
+        let f = |v| Unit::PerSecond.format(v);
+        assert_eq!(f(9999.0), "9999/s");
+        assert_eq!(f(10000.0), "10k/s");
+        assert_eq!(f(1_401_000.0), "1.4M/s");
+        assert_eq!(f(1_048_576.0), "1.05M/s");
+        assert_eq!(f(67_108_864.0), "67.1M/s");
+        assert_eq!(f(999_999.0), "1M/s");
+        assert_eq!(f(-25_000.0), "-25k/s");
+        assert_eq!(Unit::Count.format(4.2e12), "4.2T");
+    }
 }

@@ -433,6 +433,11 @@ pub struct AxisReport {
     /// Instances lit at any step of the lit run(s).
     pub instances: Vec<String>,
     pub localisation: Option<String>,
+    /// The localisation is the leaf's cause sentence (`cause:` in the
+    /// rules): it says why, not only where, so it is shown even when every
+    /// instance of the role is the cause.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub says_why: bool,
     /// One state per step of `window.steps`.
     pub timeline: Vec<StepState>,
     /// Signals that decide this leaf (conditions on its path).
@@ -732,6 +737,7 @@ impl Report {
                 episodes: Vec::new(),
                 instances: Vec::new(),
                 localisation: None,
+                says_why: false,
                 timeline: vec![StepState::Unknown],
                 evidence: Vec::new(),
                 note: Some(format!("not checked: {reason}")),

@@ -581,6 +581,9 @@ scenario_tests! {
     node_status_lease_errors => "node-status-lease-errors",
     etcd_leader_heartbeats_late_3_6 => "etcd-leader-heartbeats-late-3.6",
     etcd_raft_elections_noisy_leader_3_4 => "etcd-raft-elections-noisy-leader-3.4",
+    list_storm => "list-storm",
+    list_busy_healthy_client => "list-busy-healthy-client",
+    consistent_reads_wait_etcd_lag => "consistent-reads-wait-etcd-lag",
 }
 
 // ---------------------------------------------------------------------------

@@ -230,18 +230,27 @@ pub(super) fn leaf_reports(
             None
         };
         // A leaf that says why its member is the cause says so instead.
-        let localisation = match span {
+        let why = match span {
             Some(span) if lit => super::cause::sentence(
                 &leaf.cause,
                 &super::cause::Facts {
                     evidence: &evidence,
                     instances: &instances,
                     span,
+                    by: evidence
+                        .iter()
+                        .filter_map(|e| {
+                            let k = rules.signal(&e.signal)?;
+                            let b = rules.signals[k].breakdown.as_ref()?;
+                            Some((e.signal.as_str(), b.by.as_slice()))
+                        })
+                        .collect(),
                 },
-            )
-            .or(localisation),
-            _ => localisation,
+            ),
+            _ => None,
         };
+        let says_why = why.is_some();
+        let localisation = why.or(localisation);
         let episodes = f.runs[l]
             .iter()
             .map(|r| Episode {
@@ -265,6 +274,7 @@ pub(super) fn leaf_reports(
             episodes,
             instances: instances.into_iter().collect(),
             localisation,
+            says_why,
             timeline: states.clone(),
             evidence,
             note,

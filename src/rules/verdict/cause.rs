@@ -2,8 +2,11 @@
 //! starved of CPU: its CPU use 0.03 (baseline 0.08); its peers' round trips to
 //! it 26 ms". Filled from the leaf's evidence on the cause member over its
 //! episode, so it agrees with the instance list and the evidence shown.
+//! `{ID.top}` names the largest contributor of ID's breakdown ("pods LIST
+//! cluster"), said when ID is lit on any instance in the episode (the audit
+//! logs' target is not the cause member).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::rules::model::cause_placeholders;
 use crate::rules::report::Evidence;
@@ -15,6 +18,8 @@ pub(super) struct Facts<'a> {
     pub instances: &'a BTreeSet<String>,
     /// The episode's first and last step.
     pub span: (usize, usize),
+    /// Signal id → the labels of its breakdown (`by`), in order.
+    pub by: BTreeMap<&'a str, &'a [String]>,
 }
 
 impl Facts<'_> {
@@ -51,6 +56,28 @@ impl Facts<'_> {
             .find_map(known)
             .or_else(|| (a..=b).rev().find_map(known))?;
         Some(e.threshold.format_value(e.unit, v))
+    }
+
+    /// The largest contributor of the signal's breakdown at its reference
+    /// step, its label values in `by` order ("pods LIST cluster"), when the
+    /// signal is lit on some instance in the episode.
+    fn top(&self, id: &str) -> Option<String> {
+        let e = self.signal(id)?;
+        let (a, b) = self.span;
+        let lit = e
+            .instance_lit
+            .values()
+            .any(|l| (a..=b).any(|i| l.get(i).copied().flatten() == Some(true)));
+        let c = e.contributors.first().filter(|_| lit)?;
+        let parts: Vec<&str> = self
+            .by
+            .get(id)?
+            .iter()
+            .filter_map(|l| c.labels.get(l))
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+            .collect();
+        (!parts.is_empty()).then(|| parts.join(" "))
     }
 
     fn baseline(&self, id: &str) -> Option<String> {
@@ -98,6 +125,8 @@ pub(super) fn sentence(clauses: &[String], f: &Facts) -> Option<String> {
                         f.lit(id).then(String::new)
                     } else if let Some(id) = ph.strip_suffix(".baseline") {
                         f.baseline(id)
+                    } else if let Some(id) = ph.strip_suffix(".top") {
+                        f.top(id)
                     } else {
                         f.value(ph).filter(|_| f.lit(ph))
                     }
@@ -212,6 +241,7 @@ mod tests {
             evidence: &evidence,
             instances: &inst,
             span: (1, 2),
+            by: BTreeMap::new(),
         };
         let clauses: Vec<String> = vec![
             "{if:rtt}{instance} slow to reach".into(),
@@ -229,6 +259,7 @@ mod tests {
             evidence: &evidence,
             instances: &none,
             span: (1, 2),
+            by: BTreeMap::new(),
         };
         assert_eq!(sentence(&clauses, &f), None);
     }

@@ -6,9 +6,11 @@
 //! - **Cleared**: every other axis with an ordinary P0/P1 leaf (the
 //!   strong-consistency path, `rules/README.md`) whose leaves were all checked
 //!   and clear in the window. For each, the deciding signal that came nearest
-//!   to its threshold at the same time (value over the absolute threshold, or
-//!   over factor × baseline): "etcd: the apiserver's etcd p99 24 ms (threshold
-//!   > 500 ms, baseline 22 ms)" is what rules etcd out under an APF verdict.
+//!   to its threshold at the same time without crossing it (value over the
+//!   absolute threshold, or over factor × baseline; a signal lit there is
+//!   skipped, since a compound question is clear by its unlit part): "etcd:
+//!   the apiserver's etcd p99 24 ms (threshold > 500 ms, baseline 22 ms)" is
+//!   what rules etcd out under an APF verdict.
 //! - The statement and the ADR sentence quote them, then the leaf's falsifier.
 
 use std::collections::BTreeMap;
@@ -135,6 +137,18 @@ pub(super) fn falsification(
         let mut first: Option<Measure> = None;
         for e in leaves.iter().flat_map(|a| a.evidence.iter()) {
             if e.context || e.availability != Availability::Evaluated {
+                continue;
+            }
+            // A signal over its threshold cleared nothing: the axis is clear
+            // because another part of its question (`all:`) is not lit.
+            let lit_here = match ref_i {
+                Some(i) => e
+                    .instance_lit
+                    .values()
+                    .any(|l| l.get(i).copied().flatten() == Some(true)),
+                None => e.lit == Some(true),
+            };
+            if lit_here {
                 continue;
             }
             let m = measure(axis, e, ref_i, steps);

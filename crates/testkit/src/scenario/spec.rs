@@ -147,6 +147,7 @@ pub const AXES: &[&str] = &[
     "stale-reads",
     "duplicate-events",
     "node-status",
+    "expensive-reads",
 ];
 
 /// What a validated move does.
