@@ -303,6 +303,17 @@ fn url_path(url: &str) -> &str {
         .unwrap_or("/")
 }
 
+/// What the rounds remember about each target (by index) from one scrape to
+/// the next.
+#[derive(Default)]
+struct Tracking {
+    versions: HashMap<usize, Option<String>>,
+    last_id: HashMap<usize, Identity>,
+    /// Per split target: the processes seen, in order of first appearance.
+    processes: HashMap<usize, Vec<Identity>>,
+    extra: Vec<(usize, ManifestTarget)>,
+}
+
 /// Scrapes every target `cfg.rounds` times, `cfg.interval` apart. Never fails:
 /// a target that cannot be reached (or whose client cannot be set up) is a
 /// failure in the result, and the others go on.
@@ -310,11 +321,7 @@ pub fn scrape_rounds(cfg: &LiveConfig, on_event: &mut dyn FnMut(LiveEvent<'_>)) 
     let mut res = LiveResult::default();
     let rounds = cfg.rounds.clamp(1, super::MAX_ROUNDS);
     let clients: Vec<Result<Client, String>> = cfg.targets.iter().map(|t| client::build(&t.client)).collect();
-    let mut versions: HashMap<usize, Option<String>> = HashMap::new();
-    let mut last_id: HashMap<usize, Identity> = HashMap::new();
-    // Per split target: the processes seen, in order of first appearance.
-    let mut processes: HashMap<usize, Vec<Identity>> = HashMap::new();
-    let mut extra: Vec<(usize, ManifestTarget)> = Vec::new();
+    let mut track = Tracking::default();
     for t in &cfg.targets {
         if t.tls_skipped() {
             res.unverified_tls.push(t.name.clone());
@@ -326,19 +333,7 @@ pub fn scrape_rounds(cfg: &LiveConfig, on_event: &mut dyn FnMut(LiveEvent<'_>)) 
             .ok()
             .and_then(|r| cfg.interval.checked_mul(r))
             .and_then(|d| start.checked_add(d));
-        let stopped = || {
-            cfg.stop
-                .as_ref()
-                .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
-        };
-        // Wait for the round's time in short naps, so that a stop is quick.
-        while let Some(due) = due.filter(|d| *d > Instant::now()) {
-            if stopped() {
-                break;
-            }
-            std::thread::sleep((due - Instant::now()).min(Duration::from_millis(100)));
-        }
-        if stopped() {
+        if wait_for_round(cfg, due) {
             break;
         }
         let round_start = Instant::now();
@@ -348,136 +343,7 @@ pub fn scrape_rounds(cfg: &LiveConfig, on_event: &mut dyn FnMut(LiveEvent<'_>)) 
             rounds,
             targets: cfg.targets.len(),
         });
-        let (tx, rx) = mpsc::channel::<JobResult>();
-        std::thread::scope(|s| {
-            for (i, t) in cfg.targets.iter().enumerate() {
-                let c = match &clients[i] {
-                    Ok(c) => c,
-                    Err(e) => {
-                        let _ = tx.send(JobResult::Metrics {
-                            target: i,
-                            time: started,
-                            result: Err(FetchError {
-                                kind: FailureKind::Other,
-                                message: e.clone(),
-                            }),
-                        });
-                        continue;
-                    }
-                };
-                let txm = tx.clone();
-                s.spawn(move || {
-                    let result = scrape_metrics(t, c, cfg);
-                    let _ = txm.send(JobResult::Metrics {
-                        target: i,
-                        time: now_ms(),
-                        result,
-                    });
-                });
-                for url in &t.health_urls {
-                    let txh = tx.clone();
-                    s.spawn(move || {
-                        let _ = txh.send(JobResult::Health(check_health(t, c, url, round, cfg)));
-                    });
-                }
-            }
-            drop(tx);
-            for jr in rx {
-                match jr {
-                    JobResult::Health(h) => res.health.push(h),
-                    JobResult::Metrics { target, time, result } => {
-                        let t = &cfg.targets[target];
-                        match result {
-                            Ok((bytes, id)) => {
-                                res.scraped += 1;
-                                if let Some(prev) = last_id.get(&target) {
-                                    let changed = (prev.process_start.is_some()
-                                        && id.process_start.is_some()
-                                        && prev.process_start != id.process_start)
-                                        || (prev.version.is_some()
-                                            && id.version.is_some()
-                                            && prev.version != id.version);
-                                    if changed {
-                                        let sw = ReplicaSwitch {
-                                            target: t.name.clone(),
-                                            time,
-                                            round,
-                                            before: prev.describe(),
-                                            after: id.describe(),
-                                        };
-                                        on_event(LiveEvent::Switch(&sw));
-                                        res.switches.push(sw);
-                                    }
-                                }
-                                if id.version.is_some() {
-                                    versions.insert(target, id.version.clone());
-                                }
-                                // Behind a load balancer, each process gets its own
-                                // series (`NAME`, `NAME.p2`, …): no rate spans two processes.
-                                let name = if t.split_by_process && id.process_start.is_some() {
-                                    let seen = processes.entry(target).or_default();
-                                    let k = match seen.iter().position(|p| *p == id) {
-                                        Some(k) => k,
-                                        None => {
-                                            seen.push(id.clone());
-                                            seen.len() - 1
-                                        }
-                                    };
-                                    if k == 0 {
-                                        t.name.clone()
-                                    } else {
-                                        let n = format!("{}.p{}", t.name, k + 1);
-                                        if !extra.iter().any(|(_, m): &(usize, ManifestTarget)| m.name == n) {
-                                            extra.push((
-                                                target,
-                                                ManifestTarget {
-                                                    name: n.clone(),
-                                                    role: t.role,
-                                                    url: Some(t.display_url.clone()),
-                                                    version: id.version.clone(),
-                                                },
-                                            ));
-                                        }
-                                        n
-                                    }
-                                } else {
-                                    t.name.clone()
-                                };
-                                last_id.insert(target, id);
-                                let snap = MemorySnapshot {
-                                    target: name,
-                                    role: Some(t.role),
-                                    role_reason: t.role_reason.clone(),
-                                    time,
-                                    origin: t.display_url.clone(),
-                                    bytes: Arc::new(bytes),
-                                };
-                                on_event(LiveEvent::Snapshot(&snap));
-                                if cfg.retain_snapshots {
-                                    res.snapshots.push(snap);
-                                }
-                            }
-                            Err(e) => {
-                                let f = TargetFailure {
-                                    target: t.name.clone(),
-                                    round,
-                                    time,
-                                    kind: e.kind,
-                                    error: e.message,
-                                };
-                                on_event(LiveEvent::Failed(&f));
-                                res.failures.push(ScrapeFailure {
-                                    target: f.target.clone(),
-                                    time: f.time,
-                                    error: f.error.clone(),
-                                });
-                                res.failure_details.push(f);
-                            }
-                        }
-                    }
-                }
-            }
-        });
+        run_round(cfg, &clients, round, started, &mut track, &mut res, on_event);
         let stat = RoundStat {
             round,
             started,
@@ -492,15 +358,208 @@ pub fn scrape_rounds(cfg: &LiveConfig, on_event: &mut dyn FnMut(LiveEvent<'_>)) 
             }
         }
     }
+    finish(cfg, &track, &mut res);
+    res
+}
+
+/// Waits for the round's time (`due`) in short naps, so that a stop is quick;
+/// true when the rounds were stopped.
+fn wait_for_round(cfg: &LiveConfig, due: Option<Instant>) -> bool {
+    let stopped = || {
+        cfg.stop
+            .as_ref()
+            .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+    };
+    while let Some(due) = due.filter(|d| *d > Instant::now()) {
+        if stopped() {
+            break;
+        }
+        std::thread::sleep((due - Instant::now()).min(Duration::from_millis(100)));
+    }
+    stopped()
+}
+
+/// One round: every target's metrics and health endpoints in their own
+/// threads; the results are recorded as they arrive.
+fn run_round(
+    cfg: &LiveConfig,
+    clients: &[Result<Client, String>],
+    round: usize,
+    started: Millis,
+    track: &mut Tracking,
+    res: &mut LiveResult,
+    on_event: &mut dyn FnMut(LiveEvent<'_>),
+) {
+    let (tx, rx) = mpsc::channel::<JobResult>();
+    std::thread::scope(|s| {
+        for (i, t) in cfg.targets.iter().enumerate() {
+            let c = match &clients[i] {
+                Ok(c) => c,
+                Err(e) => {
+                    let _ = tx.send(JobResult::Metrics {
+                        target: i,
+                        time: started,
+                        result: Err(FetchError {
+                            kind: FailureKind::Other,
+                            message: e.clone(),
+                        }),
+                    });
+                    continue;
+                }
+            };
+            let txm = tx.clone();
+            s.spawn(move || {
+                let result = scrape_metrics(t, c, cfg);
+                let _ = txm.send(JobResult::Metrics {
+                    target: i,
+                    time: now_ms(),
+                    result,
+                });
+            });
+            for url in &t.health_urls {
+                let txh = tx.clone();
+                s.spawn(move || {
+                    let _ = txh.send(JobResult::Health(check_health(t, c, url, round, cfg)));
+                });
+            }
+        }
+        drop(tx);
+        for jr in rx {
+            match jr {
+                JobResult::Health(h) => res.health.push(h),
+                JobResult::Metrics { target, time, result } => match result {
+                    Ok((bytes, id)) => {
+                        record_scrape(cfg, target, time, round, bytes, id, track, res, on_event);
+                    }
+                    Err(e) => record_failure(&cfg.targets[target], time, round, e, res, on_event),
+                },
+            }
+        }
+    });
+}
+
+/// A target's metrics arrived: notes a replica switch, names the series (one
+/// per process behind a load balancer) and keeps the snapshot.
+#[allow(clippy::too_many_arguments)]
+fn record_scrape(
+    cfg: &LiveConfig,
+    target: usize,
+    time: Millis,
+    round: usize,
+    bytes: Vec<u8>,
+    id: Identity,
+    track: &mut Tracking,
+    res: &mut LiveResult,
+    on_event: &mut dyn FnMut(LiveEvent<'_>),
+) {
+    let t = &cfg.targets[target];
+    res.scraped += 1;
+    if let Some(prev) = track.last_id.get(&target) {
+        let changed = (prev.process_start.is_some()
+            && id.process_start.is_some()
+            && prev.process_start != id.process_start)
+            || (prev.version.is_some() && id.version.is_some() && prev.version != id.version);
+        if changed {
+            let sw = ReplicaSwitch {
+                target: t.name.clone(),
+                time,
+                round,
+                before: prev.describe(),
+                after: id.describe(),
+            };
+            on_event(LiveEvent::Switch(&sw));
+            res.switches.push(sw);
+        }
+    }
+    if id.version.is_some() {
+        track.versions.insert(target, id.version.clone());
+    }
+    let name = series_name(t, target, &id, track);
+    track.last_id.insert(target, id);
+    let snap = MemorySnapshot {
+        target: name,
+        role: Some(t.role),
+        role_reason: t.role_reason.clone(),
+        time,
+        origin: t.display_url.clone(),
+        bytes: Arc::new(bytes),
+    };
+    on_event(LiveEvent::Snapshot(&snap));
+    if cfg.retain_snapshots {
+        res.snapshots.push(snap);
+    }
+}
+
+/// The series name of a scrape. Behind a load balancer, each process gets its
+/// own series (`NAME`, `NAME.p2`, …): no rate spans two processes.
+fn series_name(t: &TargetSpec, target: usize, id: &Identity, track: &mut Tracking) -> String {
+    if !(t.split_by_process && id.process_start.is_some()) {
+        return t.name.clone();
+    }
+    let seen = track.processes.entry(target).or_default();
+    let k = match seen.iter().position(|p| p == id) {
+        Some(k) => k,
+        None => {
+            seen.push(id.clone());
+            seen.len() - 1
+        }
+    };
+    if k == 0 {
+        return t.name.clone();
+    }
+    let n = format!("{}.p{}", t.name, k + 1);
+    if !track.extra.iter().any(|(_, m)| m.name == n) {
+        track.extra.push((
+            target,
+            ManifestTarget {
+                name: n.clone(),
+                role: t.role,
+                url: Some(t.display_url.clone()),
+                version: id.version.clone(),
+            },
+        ));
+    }
+    n
+}
+
+/// A target's scrape failed: reported and kept (as a manifest failure and in
+/// detail).
+fn record_failure(
+    t: &TargetSpec,
+    time: Millis,
+    round: usize,
+    e: FetchError,
+    res: &mut LiveResult,
+    on_event: &mut dyn FnMut(LiveEvent<'_>),
+) {
+    let f = TargetFailure {
+        target: t.name.clone(),
+        round,
+        time,
+        kind: e.kind,
+        error: e.message,
+    };
+    on_event(LiveEvent::Failed(&f));
+    res.failures.push(ScrapeFailure {
+        target: f.target.clone(),
+        time: f.time,
+        error: f.error.clone(),
+    });
+    res.failure_details.push(f);
+}
+
+/// After the rounds: snapshots and health results in a stable order, and the
+/// manifest's targets (each split target followed by its extra processes).
+fn finish(cfg: &LiveConfig, track: &Tracking, res: &mut LiveResult) {
     res.snapshots
         .sort_by(|a, b| (a.time, &a.target).cmp(&(b.time, &b.target)));
     res.health
         .sort_by(|a, b| (&a.target, a.round, &a.endpoint).cmp(&(&b.target, b.round, &b.endpoint)));
     for (i, t) in cfg.targets.iter().enumerate() {
         // The first process of a split target keeps the name (and its version).
-        let version = match processes.get(&i).and_then(|p| p.first()) {
+        let version = match track.processes.get(&i).and_then(|p| p.first()) {
             Some(first) => first.version.clone(),
-            None => versions.get(&i).cloned().flatten(),
+            None => track.versions.get(&i).cloned().flatten(),
         };
         res.targets.push(ManifestTarget {
             name: t.name.clone(),
@@ -508,10 +567,14 @@ pub fn scrape_rounds(cfg: &LiveConfig, on_event: &mut dyn FnMut(LiveEvent<'_>)) 
             url: Some(t.display_url.clone()),
             version,
         });
-        res.targets
-            .extend(extra.iter().filter(|(k, _)| *k == i).map(|(_, m)| m.clone()));
+        res.targets.extend(
+            track
+                .extra
+                .iter()
+                .filter(|(k, _)| *k == i)
+                .map(|(_, m)| m.clone()),
+        );
     }
-    res
 }
 
 /// After the first round: when every target failed in a way that waiting
