@@ -471,6 +471,12 @@ pub struct DiagnoseArgs {
         default_value_t = crate::source::prometheus::fleet::DEFAULT_MAX_SAMPLES
     )]
     pub prometheus_max_samples: u64,
+    /// With `--prometheus`: read the signals that `rules export` records
+    /// (`cptriage:<signal>` series of compatible rules, docs/prometheus.md)
+    /// instead of their raw expressions (`auto`), or always evaluate the raw
+    /// expressions (`off`).
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t = RecordedMode::Auto, requires = "prometheus")]
+    pub prometheus_recorded: RecordedMode,
     /// With `--live`: also write the rounds as a capture directory (as `record`
     /// does), to diagnose the same rounds again later with `--dump DIR`.
     #[arg(long, value_name = "DIR", requires = "live")]
@@ -681,6 +687,15 @@ pub struct PromArgs {
         help_heading = "Prometheus"
     )]
     pub prometheus_max_points: u32,
+}
+
+/// Whether a Prometheus diagnosis reads recorded signals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RecordedMode {
+    /// When the server holds compatible recordings.
+    Auto,
+    /// Never: every signal from its raw expression.
+    Off,
 }
 
 /// Output formats of `diagnose`.

@@ -140,6 +140,9 @@ pub struct Live {
 #[derive(Debug, Clone)]
 pub struct PromSource {
     pub config: PromConfig,
+    /// Read recorded signals when the server holds compatible ones
+    /// (`--prometheus-recorded auto`).
+    pub recorded: bool,
 }
 
 /// Fleet mode: every value of `label` judged as its own control plane.
@@ -283,6 +286,8 @@ impl Plan {
             step: w.step,
             baseline: self.baseline_spec(baseline_ds),
             debounce: self.debounce,
+            window: None,
+            lazy_breakdowns: false,
         })
     }
 
@@ -306,6 +311,8 @@ impl Plan {
             step: w.step,
             baseline: self.baseline_spec(None),
             debounce: self.debounce,
+            window: None,
+            lazy_breakdowns: false,
         })
     }
 
@@ -324,6 +331,7 @@ impl Plan {
 fn metrics(a: &DiagnoseArgs) -> Result<Metrics, CliError> {
     if a.prom.prometheus.is_some() {
         let mut source = PromSource::from_args(&a.prom)?;
+        source.recorded = a.prometheus_recorded == crate::cli::RecordedMode::Auto;
         let Some(label) = &a.by else {
             return Ok(Metrics::Prometheus(Box::new(source)));
         };
@@ -458,7 +466,10 @@ impl PromSource {
         if config.instance_label.is_empty() {
             return Err(CliError::Usage("`--instance-label` must not be empty".into()));
         }
-        Ok(PromSource { config })
+        Ok(PromSource {
+            config,
+            recorded: true,
+        })
     }
 
     /// Adds a matcher to every selector, in place of the extra selector's

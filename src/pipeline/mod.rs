@@ -159,9 +159,12 @@ pub fn run(plan: &Plan, rules: &RuleSet, progress: &mut dyn Progress) -> Result<
             let mut ds = remote::read(&prom, &opts, progress)?;
             add_evidence(plan, &mut ds, progress)?;
             let insecure = remote::insecure_warning(source, &prom);
-            Ok(Outcome::One(remote::judge(
-                rules, &ds, &prom, insecure, &opts, progress,
-            )?))
+            let remote = remote::Remote {
+                prom: &prom,
+                insecure,
+                recorded: source.recorded,
+            };
+            Ok(Outcome::One(remote::judge(rules, &ds, remote, &opts, progress)?))
         }
         Metrics::Fleet(f) => Ok(Outcome::Fleet(remote::fleet(plan, f, rules, progress)?)),
         Metrics::Live(l) if l.watch => live::watch(plan, l, rules, &keep, progress),

@@ -2,6 +2,7 @@
 //! with the remote PromQL engine (audit signals in memory), and a fleet
 //! judged shard by shard from shared queries.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -12,10 +13,13 @@ use crate::eval::seam::LocalRole;
 use crate::plan::{Fleet, Plan, PromSource};
 use crate::report::fleet::{Body, Entry};
 use crate::rules::engine::{self, Options};
+use crate::rules::recorded::{self, Choice, Expected, Found, RecordedEval};
 use crate::rules::report::{GapKind, Report};
 use crate::rules::RuleSet;
 use crate::source::prometheus::Prometheus;
 use crate::source::{Dataset, Role};
+use crate::store::Millis;
+use crate::timefmt::format_duration;
 use crate::timefmt::format_time;
 
 /// Connects the source, warning when the server's identity is not checked.
@@ -57,14 +61,27 @@ fn bounds(opts: &Options) -> (i64, i64) {
 /// Judges a dataset read from Prometheus: the signals are evaluated by the
 /// remote engine (audit signals in memory); signals that could not be
 /// queried become gaps, and nothing answered at all is unusable data (exit 3).
+/// The connected source of one diagnosis.
+pub(super) struct Remote<'a> {
+    pub prom: &'a Prometheus,
+    /// The warning that TLS verification is off, when it is.
+    pub insecure: Option<String>,
+    /// Whether recorded signals are read (`--prometheus-recorded auto`).
+    pub recorded: bool,
+}
+
 pub(super) fn judge(
     rules: &RuleSet,
     ds: &Dataset,
-    prom: &Prometheus,
-    insecure: Option<String>,
+    remote: Remote<'_>,
     opts: &Options,
     progress: &mut dyn Progress,
 ) -> Result<Report, CliError> {
+    let Remote {
+        prom,
+        insecure,
+        recorded: read_recorded,
+    } = remote;
     let (from, to) = bounds(opts);
     if ds.targets.is_empty() {
         return Err(CliError::data(format!(
@@ -75,10 +92,34 @@ pub(super) fn judge(
         )));
     }
     let routed = LocalRole::new(prom, Role::Audit);
+    let mut notes = Vec::new();
+    let by = single_by(prom);
+    let rec = read_recorded
+        .then(|| Recorded::detect(rules, prom, &by, (from, to), ds.typical_interval(), &mut notes))
+        .flatten();
+    let choice = rec.as_ref().map(|r| r.choose(ds, "", prom.extra_matchers()));
+    let mut opts = opts.clone();
+    let recorded_eval = match (&rec, &choice) {
+        (Some(r), Some(c)) if c.any() => {
+            opts.window = Some(r.expected.window());
+            opts.lazy_breakdowns = true;
+            Some(RecordedEval::new(&routed, prom, c))
+        }
+        _ => None,
+    };
+    let eval: &dyn crate::eval::seam::SignalEvaluator = match &recorded_eval {
+        Some(e) => e,
+        None => &routed,
+    };
     let mut report = with_query_progress(prom, None, progress.bars(), || {
-        engine::diagnose_with(rules, ds, &routed, opts)
+        engine::diagnose_with(rules, ds, eval, &opts)
     })?;
     let failed = prom_outcome(prom)?;
+    report.warnings.extend(notes);
+    if let Some(c) = choice {
+        report.warnings.push(c.paths.line());
+        report.recorded = Some(c.paths);
+    }
     report.warnings.extend(insecure);
     report.warnings.extend(prom.take_warnings());
     if failed > 0 {
@@ -94,6 +135,85 @@ pub(super) fn judge(
         ));
     }
     Ok(report)
+}
+
+/// The fleet labels recordings of a single diagnosis may be kept by: none,
+/// or the label of an equality `--selector` (`{cluster="prod"}` reads the
+/// recordings exported with `--by cluster`).
+fn single_by(prom: &Prometheus) -> Vec<Option<String>> {
+    let mut by = vec![None];
+    by.extend(
+        prom.extra_matchers()
+            .iter()
+            .filter(|m| matches!(m.op, promql_parser::label::MatchOp::Equal))
+            .map(|m| Some(m.name.clone())),
+    );
+    by
+}
+
+/// Recorded signals found in the source (`crate::rules::recorded`).
+struct Recorded {
+    found: Found,
+    expected: Expected,
+}
+
+impl Recorded {
+    /// Detects the recorded signals over `[from, to]` (per value of the
+    /// fleet label when `by` names one); `None` when there are none or they
+    /// cannot be used, with a note saying why in the second case.
+    fn detect(
+        rules: &RuleSet,
+        prom: &Prometheus,
+        by: &[Option<String>],
+        (from, to): (Millis, Millis),
+        interval: Option<Millis>,
+        notes: &mut Vec<String>,
+    ) -> Option<Recorded> {
+        let fleet = by.first().and_then(|b| b.as_deref());
+        let found = match recorded::detect(prom, fleet, from, to) {
+            Ok(f) => f,
+            Err(e) => {
+                notes.push(format!(
+                    "recorded signals could not be looked up ({e}): every signal is read from its raw expression"
+                ));
+                return None;
+            }
+        };
+        let window = found.window()?;
+        let others = found.other_windows(window);
+        if !others.is_empty() {
+            let list: Vec<String> = others.iter().map(|w| format_duration(*w)).collect();
+            notes.push(format!(
+                "recorded signals over {} are not read: the diagnosis reads those over {}",
+                list.join(", "),
+                format_duration(window)
+            ));
+        }
+        if let Some(iv) = interval.filter(|iv| window < 2 * iv) {
+            notes.push(format!(
+                "recorded signals over {} are not read: the window holds fewer than two scrapes of {}",
+                format_duration(window),
+                format_duration(iv)
+            ));
+            return None;
+        }
+        match Expected::new(rules, prom, window, by) {
+            Ok(expected) => Some(Recorded { found, expected }),
+            Err(e) => {
+                notes.push(format!("recorded signals are not read: {e}"));
+                None
+            }
+        }
+    }
+
+    /// What `cluster` (`""` without a fleet label) reads from recordings:
+    /// those that cover its data from one recorded window after it begins.
+    fn choose(&self, ds: &Dataset, cluster: &str, own: &[promql_parser::label::Matcher]) -> Choice {
+        let start = ds.window().map_or(Millis::MIN / 4, |(a, _)| a);
+        let since = start + 2 * self.expected.window();
+        let roles = ds.targets.iter().map(|t| t.role).collect();
+        self.expected.choose(&self.found, cluster, (since, &roles), own)
+    }
 }
 
 /// What each cluster's report is kept as: the fleet's output format.
@@ -197,8 +317,25 @@ pub(super) fn fleet(
         points.min(f.source.config.max_points),
         f.max_samples,
     );
+    let rec = f
+        .source
+        .recorded
+        .then(|| fleet_recorded(rules, &prom, label, (from, to), &datasets, progress))
+        .flatten();
+    if let Some((r, choices)) = &rec {
+        if choices.values().any(Choice::any) {
+            opts.window = Some(r.expected.window());
+            opts.lazy_breakdowns = true;
+        }
+    }
+    // Recorded signals are one query set for the whole fleet.
+    let whole = crate::source::prometheus::fleet::Fleet::new(&prom, label, &[]).ok();
     let insecure = insecure_warning(&f.source, &prom);
     let judge = FleetJudge {
+        recorded: match (&rec, &whole) {
+            (Some((_, choices)), Some(w)) => Some((w, choices)),
+            _ => None,
+        },
         rules,
         prom: &prom,
         label,
@@ -248,8 +385,44 @@ pub(super) fn fleet(
     })
 }
 
+/// The recorded signals of a fleet and what each cluster reads from them;
+/// `None` when there are none or they cannot be used (a warning says why).
+fn fleet_recorded(
+    rules: &RuleSet,
+    prom: &Prometheus,
+    label: &str,
+    window: (Millis, Millis),
+    datasets: &std::collections::BTreeMap<String, Dataset>,
+    progress: &mut dyn Progress,
+) -> Option<(Recorded, HashMap<String, Choice>)> {
+    use promql_parser::label::{MatchOp, Matcher};
+    let mut notes = Vec::new();
+    let interval = datasets.values().find_map(|d| d.typical_interval());
+    let by = [Some(label.to_string())];
+    let rec = Recorded::detect(rules, prom, &by, window, interval, &mut notes);
+    for n in notes {
+        progress.line(&format!("warning: {n}"));
+    }
+    let rec = rec?;
+    let choices = datasets
+        .iter()
+        .map(|(c, ds)| {
+            let mut own = prom.extra_matchers().to_vec();
+            own.push(Matcher::new(MatchOp::Equal, label, c));
+            (c.clone(), rec.choose(ds, c, &own))
+        })
+        .collect();
+    Some((rec, choices))
+}
+
 /// What judging each shard of a fleet needs.
 struct FleetJudge<'a> {
+    /// The fleet-wide answers of recorded signals, and what each cluster
+    /// reads from them.
+    recorded: Option<(
+        &'a crate::source::prometheus::fleet::Fleet<'a>,
+        &'a HashMap<String, Choice>,
+    )>,
     rules: &'a RuleSet,
     prom: &'a Prometheus,
     label: &'a str,
@@ -304,11 +477,25 @@ impl FleetJudge<'_> {
         };
         let shared = Shared::new(self.prom, self.label, &members);
         let judge_one = |cluster: &str, ds: &Dataset| -> Report {
-            let why = match shared
-                .as_ref()
-                .map(|s| engine::diagnose_with(self.rules, ds, &s.cluster(cluster), self.opts))
-            {
-                Ok(Ok(r)) => return r,
+            let choice = self.recorded.and_then(|(w, cs)| cs.get(cluster).map(|c| (w, c)));
+            let why = match shared.as_ref().map(|s| {
+                let view = s.cluster(cluster);
+                match choice {
+                    Some((whole, c)) if c.any() => {
+                        let rec = whole.cluster(cluster);
+                        let eval = RecordedEval::new(&view, &rec, c);
+                        engine::diagnose_with(self.rules, ds, &eval, self.opts)
+                    }
+                    _ => engine::diagnose_with(self.rules, ds, &view, self.opts),
+                }
+            }) {
+                Ok(Ok(mut r)) => {
+                    if let Some((_, c)) = choice {
+                        r.warnings.push(c.paths.line());
+                        r.recorded = Some(c.paths.clone());
+                    }
+                    return r;
+                }
                 Ok(Err(engine::EngineError::NoData)) => "no snapshots in the window".to_string(),
                 Ok(Err(e)) => format!("this cluster could not be judged: {e}"),
                 Err(e) => format!("this cluster could not be judged: {e}"),

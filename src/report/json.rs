@@ -78,6 +78,8 @@ struct Verdict<'a> {
     corroboration: Vec<J>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     advisories: Vec<J>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recorded_signals: Option<J>,
 }
 
 /// The audit-log summary (`--audit`): counts, bad lines, the layer split of
@@ -309,6 +311,12 @@ pub fn document(r: &Report) -> J {
         audit: r.audit.as_ref().map(audit_json),
         logs: r.logs.as_ref().map(logs_json),
         advisories: r.advisories.iter().map(advisory_json).collect(),
+        recorded_signals: r.recorded.as_ref().map(|p| {
+            serde_json::json!({
+                "window": crate::timefmt::format_duration(p.window),
+                "recorded": p.recorded, "raw": p.raw,
+            })
+        }),
         corroboration: v.corroboration.iter().map(corroboration_json).collect(),
     };
     to_json(&doc)

@@ -13,7 +13,8 @@
 //! range (so `rate` survives one missed scrape); two steps make consecutive
 //! steps overlap so no sample falls between windows. The instant-selector
 //! lookback is the same range, so a target that stopped answering drops out
-//! after one window instead of five minutes.
+//! after one window instead of five minutes. Recorded signals
+//! ([`super::recorded`]) give `$window` instead: the export's `--window`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -57,6 +58,13 @@ pub struct Options<'a> {
     pub baseline: BaselineSpec<'a>,
     /// Consecutive lit steps that make an onset (default 2).
     pub debounce: usize,
+    /// `$window` as given (the window of recorded signals) instead of the one
+    /// resolved from the data.
+    pub window: Option<Millis>,
+    /// Contributor breakdowns of the lit signals only (queried after the
+    /// full window is judged, as the short windows are), instead of every
+    /// evaluated signal's: recorded signals read no raw series otherwise.
+    pub lazy_breakdowns: bool,
 }
 
 impl Default for Options<'_> {
@@ -68,6 +76,8 @@ impl Default for Options<'_> {
             step: None,
             baseline: BaselineSpec::WindowStart,
             debounce: DEFAULT_DEBOUNCE,
+            window: None,
+            lazy_breakdowns: false,
         }
     }
 }
@@ -145,8 +155,10 @@ pub fn grid(data: &Dataset, opts: &Options) -> Result<(Grid, Vec<String>), Engin
     }
     steps.reverse();
     let base = interval.unwrap_or(step);
-    let range = (4 * base).max(2 * step);
-    let range = (range + 999) / 1000 * 1000;
+    let range = match opts.window {
+        Some(w) if w > 0 => w,
+        _ => ((4 * base).max(2 * step) + 999) / 1000 * 1000,
+    };
     let at_index = steps.len().saturating_sub(1);
     Ok((
         Grid {
@@ -677,12 +689,15 @@ fn eval_batch(rules: &RuleSet, ks: &[usize], ctx: &Ctx, shorts_only: bool) -> Ve
 /// the first expression whose metrics the role's targets expose, summed over
 /// instances per label set of `by`. Labels no series carries are reported as
 /// absent in this version instead of naming an empty contributor.
-fn eval_breakdowns(rules: &RuleSet, signals: &mut [SignalInput], ctx: &Ctx) {
+fn eval_breakdowns(rules: &RuleSet, signals: &mut [SignalInput], ctx: &Ctx, only: Option<&[usize]>) {
     let (Some(&start), Some(&end)) = (ctx.steps.first(), ctx.steps.last()) else {
         return;
     };
     let mut planned: Vec<(usize, Expr)> = Vec::new();
     for (k, sig) in rules.signals.iter().enumerate() {
+        if only.is_some_and(|ks| !ks.contains(&k)) {
+            continue;
+        }
         let Some(b) = &sig.breakdown else { continue };
         let Some(input) = signals.get_mut(k) else { continue };
         if input.availability != Availability::Evaluated {
@@ -861,7 +876,9 @@ pub fn diagnose_with(
     };
     let all: Vec<usize> = (0..rules.signals.len()).collect();
     let mut signals: Vec<SignalInput> = eval_signals(rules, &all, &ctx);
-    eval_breakdowns(rules, &mut signals, &ctx);
+    if !opts.lazy_breakdowns {
+        eval_breakdowns(rules, &mut signals, &ctx, None);
+    }
     for (s, sig) in signals.iter_mut().zip(&rules.signals) {
         if sig.on_mean && s.availability == Availability::Evaluated {
             let note = "judged on the mean (no buckets): rate of _sum / rate of _count, against its baseline and an absolute floor";
@@ -1012,11 +1029,15 @@ pub fn diagnose_with(
         warnings,
         gaps,
     };
-    // Short windows for the signals the full window lit, and only those.
-    if ctx.short.is_some() {
+    // Short windows (and lazy breakdowns) for the signals the full window
+    // lit, and only those.
+    if ctx.short.is_some() || opts.lazy_breakdowns {
         let lit = verdict::lit_signals(rules, &input);
-        if !lit.is_empty() {
+        if !lit.is_empty() && ctx.short.is_some() {
             eval_shorts(rules, &lit, &ctx, &mut input.signals);
+        }
+        if !lit.is_empty() && opts.lazy_breakdowns {
+            eval_breakdowns(rules, &mut input.signals, &ctx, Some(&lit));
         }
     }
     let mut report = verdict::assess(rules, &input);

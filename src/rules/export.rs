@@ -5,7 +5,11 @@
 //! sequentially, each reading what the earlier ones recorded at the same time):
 //!
 //! 1. `cptriage:<signal>`: one recording rule per signal, its value per
-//!    instance. `$window` is the export window; the `role="…"` matcher the
+//!    instance (and `cptriage:observations:<signal>`, its observation count,
+//!    for signals that have one), labelled with the digest of the expression
+//!    ([`DIGEST_LABEL`]) and the window ([`WINDOW_LABEL`]), so that
+//!    `cptriage diagnose --prometheus` can read it instead of the raw
+//!    expression ([`super::recorded`]). `$window` is the export window; the `role="…"` matcher the
 //!    engine injects is replaced by the role's selector (`{job="apiserver"}`,
 //!    `{job=~".*etcd.*"}`, `{job=~".*controller-manager.*"}` by default). The
 //!    expression and its alternatives are joined with `or`, so each instance
@@ -218,6 +222,70 @@ pub fn signal_record(id: &str) -> String {
     format!("{PREFIX}:{}", snake(id))
 }
 
+/// The recording rule of a signal's observation count:
+/// `cptriage:observations:<signal>`.
+pub fn observations_record(id: &str) -> String {
+    format!("{PREFIX}:observations:{}", snake(id))
+}
+
+/// The label every recorded signal series carries: the [`digest`] of the
+/// expression it records, so a reader can tell a compatible recording from
+/// one of other rules (`docs/export.md`).
+pub const DIGEST_LABEL: &str = "cptriage_digest";
+/// The label every recorded signal series carries: the export's `--window`.
+pub const WINDOW_LABEL: &str = "cptriage_window";
+
+/// The digest of an exported expression: 16 hex digits of its XXH3-64.
+pub fn digest(expr: &str) -> String {
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(expr.as_bytes()))
+}
+
+/// What the recording rules of one signal record: the exported expression
+/// of its values and of its observation count (with the `--by` label kept),
+/// each with its [`digest`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recording {
+    pub values: (String, String),
+    pub observations: Option<(String, String)>,
+}
+
+/// The recordings of a signal under `opts`: the expressions its recording
+/// rules evaluate and their digests. `cptriage diagnose` computes the same to
+/// tell whether recorded series are its own.
+pub fn recording(sig: &Signal, opts: &ExportOptions) -> Result<Recording, ExportError> {
+    let by = |e: String, what: &str| -> Result<(String, String), ExportError> {
+        let e = match &opts.by {
+            Some(by) => keep_label(&e, by).map_err(|message| {
+                ExportError::Option(format!("`{what}` cannot keep the label `{by}`: {message}"))
+            })?,
+            None => e,
+        };
+        let d = digest(&e);
+        Ok((e, d))
+    };
+    let values = by(signal_expr(sig, opts)?, &signal_record(&sig.def.id))?;
+    let observations = match &sig.observations {
+        None => None,
+        Some(o) => {
+            let sel = opts.selector(sig.def.role);
+            let e = export_expr(&o.expr, opts.window, sel).map_err(|message| ExportError::Expr {
+                signal: sig.def.id.clone(),
+                index: 0,
+                message: format!("observations: {message}"),
+            })?;
+            Some(by(e, &observations_record(&sig.def.id))?)
+        }
+    };
+    Ok(Recording { values, observations })
+}
+
+/// A signal's recording rule reads as its series without the recording
+/// labels ([`DIGEST_LABEL`], [`WINDOW_LABEL`]), so that the questions' rules
+/// compare and join the signals on the instance (and `--by` label) alone.
+fn plain(e: &str) -> String {
+    format!("max without ({DIGEST_LABEL}, {WINDOW_LABEL}) ({e})")
+}
+
 /// The recording rule of a tree question: `cptriage:node:<node>`.
 pub fn node_record(id: &str) -> String {
     format!("{PREFIX}:node:{}", snake(id))
@@ -304,18 +372,19 @@ fn num(v: f64) -> String {
 
 /// The instances on which a signal is lit, as PromQL over its recording rule.
 pub fn lit_expr(id: &str, t: &Threshold, opts: &ExportOptions) -> Result<String, ExportError> {
-    let r = signal_record(id);
+    let r = plain(&signal_record(id));
     let abs = match (t.above, t.below) {
         (Some(a), _) => Some(format!("{r} > {}", num(a))),
         (None, Some(b)) => Some(format!("{r} < {}", num(b))),
         (None, None) => None,
     };
     let rel = t.relative.as_ref().map(|rel| {
-        let base = format!(
-            "quantile_over_time(0.5, {r}[{}] offset {})",
+        let base = plain(&format!(
+            "quantile_over_time(0.5, {}[{}] offset {})",
+            signal_record(id),
             format_duration(opts.baseline_window),
             format_duration(opts.baseline_offset)
-        );
+        ));
         match rel.direction {
             Direction::Above => format!(
                 "({r} > {} * {base}) and ({r} > {})",
@@ -501,17 +570,39 @@ pub fn export(rules: &RuleSet, opts: &ExportOptions) -> Result<PromRuleFile, Exp
         }
         Ok(name)
     };
-    let mut out = Vec::new();
+    // The signals' rules keep the `--by` label already (`recording`).
+    let mut signals = Vec::new();
     for s in &rules.signals {
-        out.push(PromRule {
+        let rec = recording(s, opts)?;
+        let labels = |digest: &str| {
+            BTreeMap::from([
+                (DIGEST_LABEL.to_string(), digest.to_string()),
+                (WINDOW_LABEL.to_string(), format_duration(opts.window)),
+            ])
+        };
+        signals.push(PromRule {
             record: Some(claim(signal_record(&s.def.id), format!("signal {}", s.def.id))?),
             alert: None,
-            expr: signal_expr(s, opts)?,
+            labels: labels(&rec.values.1),
+            expr: rec.values.0,
             for_: None,
-            labels: BTreeMap::new(),
             annotations: BTreeMap::new(),
         });
+        if let Some((expr, d)) = rec.observations {
+            signals.push(PromRule {
+                record: Some(claim(
+                    observations_record(&s.def.id),
+                    format!("observations of {}", s.def.id),
+                )?),
+                alert: None,
+                labels: labels(&d),
+                expr,
+                for_: None,
+                annotations: BTreeMap::new(),
+            });
+        }
     }
+    let mut out = Vec::new();
     for n in &rules.nodes {
         out.push(PromRule {
             record: Some(claim(node_record(&n.def.id), format!("node {}", n.def.id))?),
@@ -579,10 +670,11 @@ pub fn export(rules: &RuleSet, opts: &ExportOptions) -> Result<PromRuleFile, Exp
             })?;
         }
     }
+    signals.extend(out);
     Ok(PromRuleFile {
         groups: vec![PromGroup {
             name: opts.group.clone(),
-            rules: out,
+            rules: signals,
         }],
     })
 }
@@ -1086,9 +1178,12 @@ mod tests {
             }),
             combine: Combine::Any,
         };
+        // The signals are read without their recording labels.
+        let x = "max without (cptriage_digest, cptriage_window) (cptriage:x)";
+        let base = "max without (cptriage_digest, cptriage_window) (quantile_over_time(0.5, cptriage:x[10m] offset 30m))";
         assert_eq!(
             lit_expr("x", &t, &o).unwrap(),
-            "(cptriage:x > 0.5) or ((cptriage:x > 4 * quantile_over_time(0.5, cptriage:x[10m] offset 30m)) and (cptriage:x > 0.05))"
+            format!("({x} > 0.5) or (({x} > 4 * {base}) and ({x} > 0.05))")
         );
         let below = Threshold {
             above: None,
@@ -1100,9 +1195,11 @@ mod tests {
             }),
             combine: Combine::Any,
         };
+        let w = "max without (cptriage_digest, cptriage_window) (cptriage:w_r)";
+        let base = "max without (cptriage_digest, cptriage_window) (quantile_over_time(0.5, cptriage:w_r[10m] offset 30m))";
         assert_eq!(
             lit_expr("w-r", &below, &o).unwrap(),
-            "(cptriage:w_r < 0.2 * quantile_over_time(0.5, cptriage:w_r[10m] offset 30m)) and (quantile_over_time(0.5, cptriage:w_r[10m] offset 30m) > 1)"
+            format!("({w} < 0.2 * {base}) and ({base} > 1)")
         );
         let all = Threshold {
             combine: Combine::All,
@@ -1110,7 +1207,7 @@ mod tests {
         };
         assert!(lit_expr("x", &all, &o)
             .unwrap()
-            .starts_with("(cptriage:x > 0.5) and ("));
+            .starts_with(&format!("({x} > 0.5) and (")));
     }
 
     fn one_series(times: &[Millis]) -> Dataset {

@@ -12,6 +12,7 @@ pub mod export;
 pub mod lint;
 pub mod load;
 pub mod model;
+pub mod recorded;
 pub mod report;
 pub mod tree;
 pub mod unittest;

@@ -85,6 +85,48 @@ pub struct Report {
     /// Advisories that hold in the window (`advisories:` of the rules).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub advisories: Vec<AdvisoryReport>,
+    /// Which signals were read from recorded series (`cptriage:<signal>`,
+    /// `diagnose --prometheus`) and which from their raw expressions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<RecordedSignals>,
+}
+
+/// The paths the signals of a Prometheus diagnosis took when recorded
+/// signals were found (`docs/prometheus.md`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecordedSignals {
+    /// The recorded window (the export's `--window`): the diagnosis's
+    /// `$window`.
+    pub window: Millis,
+    /// Signals read from their recorded series.
+    pub recorded: Vec<String>,
+    /// Signals read from their raw expressions, with why.
+    pub raw: BTreeMap<String, String>,
+}
+
+impl RecordedSignals {
+    /// One line for the warnings: how many signals took which path.
+    pub fn line(&self) -> String {
+        let mut by_reason: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (s, why) in &self.raw {
+            by_reason.entry(why.as_str()).or_default().push(s.as_str());
+        }
+        let raw: Vec<String> = by_reason
+            .iter()
+            .map(|(why, ss)| format!("{why}: {}", ss.join(", ")))
+            .collect();
+        let total = self.recorded.len() + self.raw.len();
+        format!(
+            "recorded signals ($window {}): {} of {total} read from cptriage:* series{}",
+            crate::timefmt::format_duration(self.window),
+            self.recorded.len(),
+            if raw.is_empty() {
+                String::new()
+            } else {
+                format!("; raw expressions for {} ({})", self.raw.len(), raw.join("; "))
+            }
+        )
+    }
 }
 
 /// An advisory that holds: a property of the control plane, not a failing axis.
@@ -790,6 +832,7 @@ impl Report {
             audit: None,
             logs: None,
             advisories: Vec::new(),
+            recorded: None,
         }
     }
 }

@@ -48,6 +48,7 @@ mod profile_matrix;
 mod prom_crosscheck;
 mod prom_etcd;
 mod prom_fleet;
+mod prom_recorded;
 mod prom_source;
 mod prom_tls;
 mod promqltest;

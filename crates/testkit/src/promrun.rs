@@ -35,6 +35,65 @@ pub fn create_blocks(openmetrics: &Path, dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Runs `promtool tsdb create-blocks-from rules` over `[from, to]` (unix
+/// ms, whole seconds) against the Prometheus at `port`, evaluating the rules
+/// of `rules` every `interval` into blocks in `out`.
+pub fn create_blocks_from_rules(
+    port: u16,
+    rules: &Path,
+    (from, to): (i64, i64),
+    interval: &str,
+    out: &Path,
+) -> Result<(), String> {
+    let o = Command::new(PROMTOOL)
+        .args(["tsdb", "create-blocks-from", "rules"])
+        .arg(format!("--start={}", from / 1000))
+        .arg(format!("--end={}", to / 1000))
+        .arg(format!("--url=http://127.0.0.1:{port}"))
+        .arg(format!("--eval-interval={interval}"))
+        .arg(format!("--output-dir={}", out.display()))
+        .arg(rules)
+        .output()
+        .map_err(|e| format!("run promtool: {e}"))?;
+    if !o.status.success() {
+        return Err(format!(
+            "promtool create-blocks-from rules failed: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ));
+    }
+    Ok(())
+}
+
+/// Moves every block of `from` (a promtool output directory) into the TSDB
+/// `tsdb`.
+pub fn move_blocks(from: &Path, tsdb: &Path) -> Result<usize, String> {
+    let mut n = 0;
+    for e in std::fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))? {
+        let e = e.map_err(|e| e.to_string())?;
+        std::fs::rename(e.path(), tsdb.join(e.file_name())).map_err(|e| format!("move block: {e}"))?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Keeps the recording rules of signals and observation counts of a rule
+/// file `cptriage rules export` wrote (what `diagnose --prometheus` reads):
+/// promtool backfills each rule alone, so the questions' rules, which read
+/// the signals' records, cannot be backfilled with them.
+pub fn signal_rules(export_yaml: &str) -> Result<String, String> {
+    let mut file: serde_yaml::Value = serde_yaml::from_str(export_yaml).map_err(|e| e.to_string())?;
+    let rules = file["groups"][0]["rules"]
+        .as_sequence_mut()
+        .ok_or("no rules in the first group")?;
+    rules.retain(|r| {
+        r["record"]
+            .as_str()
+            .is_some_and(|n| !n.starts_with("cptriage:node:") && !n.starts_with("cptriage:leaf:"))
+    });
+    serde_yaml::to_string(&file).map_err(|e| e.to_string())
+}
+
 /// One series of a range-query result: sorted labels, points (unix ms, value).
 pub type RangeSeries = (Vec<(String, String)>, Vec<(i64, f64)>);
 
@@ -50,6 +109,11 @@ impl Prometheus {
     /// Starts Prometheus on the blocks in `data` (a TSDB directory) with the
     /// given lookback delta, and waits (at most 30 s) until `/-/ready` answers 200.
     pub fn start(data: &Path, lookback: &str) -> Result<Prometheus, String> {
+        Prometheus::start_with(data, lookback, &[])
+    }
+
+    /// [`Prometheus::start`] with more flags (e.g. `--query.max-samples=…`).
+    pub fn start_with(data: &Path, lookback: &str, more: &[String]) -> Result<Prometheus, String> {
         let port = free_port();
         let config = data.join("cptriage-prometheus.yml");
         std::fs::write(&config, "global:\n  evaluation_interval: 1h\n").map_err(|e| e.to_string())?;
@@ -62,6 +126,7 @@ impl Prometheus {
             .arg(format!("--query.lookback-delta={lookback}"))
             // The blocks hold old samples: keep them (the default is 15 days).
             .arg("--storage.tsdb.retention.time=100y")
+            .args(more)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(logf))

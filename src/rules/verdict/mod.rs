@@ -585,6 +585,7 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         audit: None,
         logs: None,
         advisories,
+        recorded: None,
     }
 }
 

@@ -137,6 +137,16 @@ impl Prometheus {
         &self.cfg.extra
     }
 
+    /// The selector of `role`, as configured.
+    pub fn role_selector(&self, role: Role) -> Option<&RoleSelector> {
+        self.cfg.roles.iter().find(|r| r.role == role)
+    }
+
+    /// The label that tells instances apart (`instance`, `pod`).
+    pub fn instance_label(&self) -> &str {
+        &self.cfg.instance_label
+    }
+
     /// Warnings the API returned with answers so far (partial responses).
     pub fn take_warnings(&self) -> Vec<String> {
         std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|e| e.into_inner()))

@@ -88,6 +88,15 @@ struct Args {
     /// `--prometheus-max-samples` of the fleet run (default: cptriage's).
     #[arg(long)]
     max_samples: Option<u64>,
+    /// Also backfill the signal rules of `rules export --by cluster --window
+    /// 1m` into the TSDB (`promtool tsdb create-blocks-from rules`, every 15
+    /// s, once per working directory) and time the fleet from recorded
+    /// signals beside the raw fleet (`--prometheus-recorded off`).
+    #[arg(long)]
+    recorded: bool,
+    /// Fleet runs of each path, alternating (recorded, raw, recorded, …).
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
 }
 
 /// A TCP proxy on 127.0.0.1 that forwards to `port`, holding each chunk the
@@ -247,6 +256,146 @@ fn verdict(v: &serde_json::Value) -> (String, Option<String>) {
     )
 }
 
+/// One fleet run and what it judged.
+struct FleetRun {
+    run: Run,
+    requests: usize,
+    judged: usize,
+    wrong: Vec<String>,
+    /// What stderr says of the queries (`N signal queries (…)`).
+    queries: String,
+}
+
+fn fleet_run(
+    bin: &Path,
+    url: &str,
+    port: u16,
+    (from, to): (i64, i64),
+    a: &Args,
+    recorded: bool,
+    expected: &[(String, Option<String>)],
+) -> anyhow::Result<FleetRun> {
+    let before = requests(port)?;
+    let mut args = diagnose_args(url, from, to, a.concurrency);
+    args.extend(["--by".into(), "cluster".into()]);
+    if let Some(n) = a.max_samples {
+        args.extend(["--prometheus-max-samples".into(), n.to_string()]);
+    }
+    if !recorded && a.recorded {
+        args.extend(["--prometheus-recorded".into(), "off".into()]);
+    }
+    let run = run(bin, &args)?;
+    let requests = delta(&before, &requests(port)?);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout)
+        .with_context(|| format!("fleet JSON (exit {:?}): {}", run.code, run.stderr))?;
+    let arr = v.as_array().context("array")?;
+    let mut wrong = Vec::new();
+    for x in arr {
+        let c = x["cluster"].as_str().unwrap_or_default();
+        let i: usize = c[1..].parse().unwrap_or(0);
+        if verdict(x) != expected[i % expected.len()] {
+            wrong.push(format!(
+                "{c}: {:?}, want {:?}",
+                verdict(x),
+                expected[i % expected.len()]
+            ));
+        }
+        if recorded
+            && x["recorded_signals"]["recorded"]
+                .as_array()
+                .is_none_or(Vec::is_empty)
+        {
+            wrong.push(format!("{c}: no recorded signal read: {}", x["recorded_signals"]));
+        }
+    }
+    let queries = run
+        .stderr
+        .lines()
+        .find_map(|l| l.split_once(" clusters judged from ").map(|(_, r)| r.to_string()))
+        .unwrap_or_default();
+    Ok(FleetRun {
+        judged: arr.len(),
+        run,
+        requests,
+        wrong,
+        queries,
+    })
+}
+
+/// The load average of the machine (1, 5, 15 minutes).
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// Backfills the signal rules of `rules export --by cluster --window 1m`
+/// over `[from, to]` into `tsdb`, evaluated every 15 s by a Prometheus on
+/// the TSDB (once: a marker file in `work` remembers it).
+fn backfill_recorded(bin: &Path, work: &Path, tsdb: &Path, span: (i64, i64)) -> anyhow::Result<()> {
+    let marker = work.join("recorded");
+    let mut args: Vec<String> = [
+        "rules",
+        "export",
+        "--format",
+        "prometheus",
+        "--by",
+        "cluster",
+        "--window",
+        "1m",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(
+        [
+            "--apiserver-selector",
+            r#"{role="apiserver"}"#,
+            "--etcd-selector",
+            r#"{role="etcd"}"#,
+            "--controller-selector",
+            r#"{role="controller"}"#,
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    let out = Command::new(bin).args(&args).output()?;
+    if !out.status.success() {
+        bail!("rules export: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let rules = promrun::signal_rules(&String::from_utf8_lossy(&out.stdout)).map_err(anyhow::Error::msg)?;
+    if std::fs::read_to_string(&marker).ok().as_deref() == Some(rules.as_str()) {
+        return Ok(());
+    }
+    let path = work.join("signals.rules.yaml");
+    std::fs::write(&path, &rules)?;
+    let blocks = work.join("recorded-blocks");
+    let _ = std::fs::remove_dir_all(&blocks);
+    let t = Instant::now();
+    {
+        // One rule over the whole fleet selects far more than the default
+        // 50,000,000 samples.
+        let prom = promrun::Prometheus::start_with(
+            tsdb,
+            "5m",
+            &[
+                "--query.max-samples=2000000000".into(),
+                "--query.timeout=30m".into(),
+            ],
+        )
+        .map_err(anyhow::Error::msg)?;
+        promrun::create_blocks_from_rules(prom.port, &path, span, "15s", &blocks)
+            .map_err(anyhow::Error::msg)?;
+    }
+    let n = promrun::move_blocks(&blocks, tsdb).map_err(anyhow::Error::msg)?;
+    std::fs::write(&marker, &rules)?;
+    eprintln!(
+        "backfilled the signal rules ({n} blocks) in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let a = Args::parse();
     if !promrun::available() {
@@ -305,6 +454,9 @@ fn main() -> anyhow::Result<()> {
     let expected: Vec<(String, Option<String>)> =
         gens.iter().map(|g| (g.status.clone(), g.axis.clone())).collect();
     drop(gens);
+    if a.recorded {
+        backfill_recorded(&bin, &a.work, &tsdb, (from, to))?;
+    }
     let prom = promrun::Prometheus::start(&tsdb, "5m").map_err(anyhow::Error::msg)?;
     let url = if a.latency_ms > 0 {
         let port = delay_proxy(prom.port, Duration::from_millis(a.latency_ms))?;
@@ -314,35 +466,31 @@ fn main() -> anyhow::Result<()> {
         format!("http://127.0.0.1:{}", prom.port)
     };
 
-    // The fleet, from the queries of one diagnosis.
-    let before = requests(prom.port)?;
-    let mut args = diagnose_args(&url, from, to, a.concurrency);
-    args.extend(["--by".into(), "cluster".into()]);
-    if let Some(n) = a.max_samples {
-        args.extend(["--prometheus-max-samples".into(), n.to_string()]);
-    }
-    let fleet = run(&bin, &args)?;
-    let fleet_requests = delta(&before, &requests(prom.port)?);
-    let v: serde_json::Value = serde_json::from_str(&fleet.stdout)
-        .with_context(|| format!("fleet JSON (exit {:?}): {}", fleet.code, fleet.stderr))?;
-    let arr = v.as_array().context("array")?;
-    let mut wrong = Vec::new();
-    for x in arr {
-        let c = x["cluster"].as_str().unwrap_or_default();
-        let i: usize = c[1..].parse().unwrap_or(0);
-        if verdict(x) != expected[i % expected.len()] {
-            wrong.push(format!(
-                "{c}: {:?}, want {:?}",
-                verdict(x),
-                expected[i % expected.len()]
-            ));
+    // The fleet, from the queries of one diagnosis: recorded and raw
+    // alternating.
+    let paths: Vec<bool> = if a.recorded {
+        vec![true, false]
+    } else {
+        vec![false]
+    };
+    let mut fleets: Vec<(bool, FleetRun)> = Vec::new();
+    for _ in 0..a.repeat.max(1) {
+        for &recorded in &paths {
+            let f = fleet_run(&bin, &url, prom.port, (from, to), &a, recorded, &expected)?;
+            eprintln!(
+                "fleet ({}): {:.1} s, {} requests, {:.0} MiB, {} wrong; load {}",
+                if recorded { "recorded" } else { "raw" },
+                f.run.wall.as_secs_f64(),
+                f.requests,
+                f.run.rss_mib,
+                f.wrong.len(),
+                loadavg()
+            );
+            fleets.push((recorded, f));
         }
     }
-    let signal_queries = fleet
-        .stderr
-        .lines()
-        .find_map(|l| l.split_once(" clusters judged from ").map(|(_, r)| r.to_string()))
-        .unwrap_or_default();
+    let fleet = &fleets[0].1;
+    let wrong = fleet.wrong.clone();
 
     // The same fleet one cluster at a time.
     let single_n = a.single.unwrap_or(a.clusters).min(a.clusters);
@@ -356,6 +504,9 @@ fn main() -> anyhow::Result<()> {
             "--selector".into(),
             format!("{{cluster=\"{}\"}}", cluster_name(i)),
         ]);
+        if a.recorded {
+            args.extend(["--prometheus-recorded".into(), "off".into()]);
+        }
         let r = run(&bin, &args)?;
         single_wall += r.wall;
         single_rss = single_rss.max(r.rss_mib);
@@ -386,14 +537,26 @@ fn main() -> anyhow::Result<()> {
     println!();
     println!("| run | wall | Prometheus requests | peak RSS | verdicts right |");
     println!("|---|---|---|---|---|");
-    println!(
-        "| fleet (`--by cluster`): {} | {:.1} s | {fleet_requests} | {:.0} MiB | {}/{} |",
-        signal_queries,
-        fleet.wall.as_secs_f64(),
-        fleet.rss_mib,
-        arr.len() - wrong.len(),
-        a.clusters
-    );
+    for (recorded, f) in &fleets {
+        println!(
+            "| fleet (`--by cluster`{}): {} | {:.1} s | {} | {:.0} MiB | {}/{} |",
+            if *recorded {
+                ", recorded signals"
+            } else if a.recorded {
+                ", `--prometheus-recorded off`"
+            } else {
+                ""
+            },
+            f.queries,
+            f.run.wall.as_secs_f64(),
+            f.requests,
+            f.run.rss_mib,
+            f.judged - f.wrong.len(),
+            a.clusters
+        );
+    }
+    let fleet_requests = fleet.requests;
+    let fleet = &fleet.run;
     if single_n > 0 {
         let scale = a.clusters as f64 / single_n as f64;
         println!(
