@@ -465,11 +465,11 @@ mod tests {
             grid: vec![0, 10, 20, 30],
             ..Found::default()
         };
-        f.points.insert(("".into(), "d".into()), vec![10, 20, 30]);
+        f.points.insert((String::new(), "d".into()), vec![10, 20, 30]);
         assert_eq!(f.covers("", "d", 5), Ok(()));
         assert_eq!(f.covers("", "d", 0), Err("stale"));
         assert_eq!(f.covers("", "x", 0), Err("absent"));
-        f.points.insert(("".into(), "e".into()), vec![0, 10, 20]);
+        f.points.insert((String::new(), "e".into()), vec![0, 10, 20]);
         assert_eq!(f.covers("", "e", 0), Err("stale"));
     }
 }

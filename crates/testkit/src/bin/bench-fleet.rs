@@ -27,6 +27,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -35,7 +36,7 @@ use clap::Parser;
 use cptriage::rules::load::RuleSet;
 use cptriage::source::Dataset;
 use cptriage::timefmt::parse_duration;
-use cptriage_testkit::bench::{rfc3339, run, stretched, Generated};
+use cptriage_testkit::bench::{rfc3339, run, stretched, Generated, Run};
 use cptriage_testkit::{openmetrics, promrun};
 
 const SCENARIOS: [&str; 5] = [
