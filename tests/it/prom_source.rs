@@ -249,12 +249,14 @@ fn a_healthy_member_is_diagnosed_from_range_queries() {
     assert_eq!(v["sources"][0]["snapshots"], 9);
     assert_ne!(v["status"], "degraded", "{}", v["summary"]);
     assert_ne!(code, Some(1));
-    // The window and step are sent as asked, the role as the etcd selector.
-    let ranges: Vec<Seen> = api
+    // The window and step are sent as asked, the role as the etcd selector;
+    // one more range query looks for recorded signals (docs/prometheus.md).
+    let (detect, ranges): (Vec<Seen>, Vec<Seen>) = api
         .seen()
         .into_iter()
         .filter(|s| s.path == "/api/v1/query_range")
-        .collect();
+        .partition(|s| s.param("query").is_some_and(|q| q.contains("cptriage_digest")));
+    assert_eq!(detect.len(), 1, "one detection query");
     assert!(ranges.len() >= 8, "{} range queries", ranges.len());
     for r in &ranges {
         assert_eq!(r.param("start"), Some(&*T0.to_string()));
