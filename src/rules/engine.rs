@@ -368,6 +368,8 @@ struct Planned {
     /// The expression and its observation count over the short window, for
     /// signals with a range.
     short: Option<(Expr, Option<Expr>)>,
+    /// Judged in warm-up too ([`SignalDef::judge_warmup`]).
+    judge_warmup: bool,
 }
 
 /// The shortest window that still holds two scrapes (twice the typical
@@ -509,6 +511,7 @@ fn plan_signal(rules: &RuleSet, k: usize, ctx: &Ctx) -> Result<Planned, Box<Sign
         },
     };
     Ok(Planned {
+        judge_warmup: sig.def.judge_warmup,
         alternative: i,
         expr,
         text,
@@ -539,7 +542,9 @@ fn short_input(
         return None;
     };
     let mut short = SignalInput::evaluated(per_instance(&sv, ctx.steps, p.below));
-    mark_warmup(&mut short, ctx.data, role, ctx.steps, ctx.range);
+    if !p.judge_warmup {
+        mark_warmup(&mut short, ctx.data, role, ctx.steps, ctx.range);
+    }
     if let Some((_, min)) = &p.observations {
         let counts = match results.remove(&(j, Part::ShortCount)) {
             Some(Ok(c)) => per_instance(&c, ctx.steps, false),
@@ -662,7 +667,9 @@ fn eval_batch(rules: &RuleSet, ks: &[usize], ctx: &Ctx, shorts_only: bool) -> Ve
                 }),
                 ..SignalInput::evaluated(per_instance(&series, ctx.steps, p.below))
             };
-            mark_warmup(&mut input, ctx.data, role_of(k), ctx.steps, ctx.range);
+            if !p.judge_warmup {
+                mark_warmup(&mut input, ctx.data, role_of(k), ctx.steps, ctx.range);
+            }
             if let Some((_, min)) = &p.observations {
                 match results.remove(&(j, Part::Count)) {
                     Some(Ok(c)) => {

@@ -413,6 +413,25 @@ pub fn lit_expr(id: &str, t: &Threshold, opts: &ExportOptions) -> Result<String,
     }
 }
 
+/// A node's recording rule: its condition, and with `while:` its own
+/// previous result kept while that condition holds (a recording rule reads
+/// its own last sample).
+fn node_expr(
+    n: &crate::rules::load::Node,
+    rules: &RuleSet,
+    opts: &ExportOptions,
+) -> Result<String, ExportError> {
+    let when = cond_expr(&n.def.when, rules, opts, &n.def.id)?;
+    match &n.def.sustain {
+        None => Ok(when),
+        Some(w) => Ok(format!(
+            "({when}) or (({}) and on () {})",
+            cond_expr(w, rules, opts, &n.def.id)?,
+            node_record(&n.def.id)
+        )),
+    }
+}
+
 fn cond_expr(
     c: &Condition,
     rules: &RuleSet,
@@ -607,7 +626,7 @@ pub fn export(rules: &RuleSet, opts: &ExportOptions) -> Result<PromRuleFile, Exp
         out.push(PromRule {
             record: Some(claim(node_record(&n.def.id), format!("node {}", n.def.id))?),
             alert: None,
-            expr: cond_expr(&n.def.when, rules, opts, &n.def.id)?,
+            expr: node_expr(n, rules, opts)?,
             for_: None,
             labels: BTreeMap::new(),
             annotations: BTreeMap::new(),

@@ -438,7 +438,8 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
     let mut nodes = Vec::new();
     let mut used_signals = BTreeSet::new();
     for n in &file.nodes {
-        for s in n.when.signals() {
+        let held = n.sustain.iter().flat_map(|c| c.signals());
+        for s in n.when.signals().into_iter().chain(held) {
             used_signals.insert(s.to_string());
             if !signal_index.contains_key(s) {
                 d.push(loc.token(
@@ -449,8 +450,8 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
                 ));
             }
         }
-        if matches!(&n.when, super::model::Condition::Any { any: v } | super::model::Condition::All { all: v } if v.is_empty())
-        {
+        let empty = |c: &super::model::Condition| matches!(c, super::model::Condition::Any { any: v } | super::model::Condition::All { all: v } if v.is_empty());
+        if empty(&n.when) || n.sustain.as_ref().is_some_and(empty) {
             d.push(loc.key(
                 Some(("nodes", &n.id)),
                 "when",
@@ -505,6 +506,19 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
                 ));
             }
         }
+        if let Some(c) = &l.cause_instances {
+            if !signal_index.contains_key(c.as_str()) {
+                d.push(loc.token(
+                    ("leaves", &l.id),
+                    c,
+                    Level::Error,
+                    format!(
+                        "leaf `{}` takes its cause members from unknown signal `{c}`",
+                        l.id
+                    ),
+                ));
+            }
+        }
         if let Some(r) = &l.refines {
             match file.leaves.iter().find(|o| &o.id == r) {
                 None => d.push(loc.token(
@@ -531,6 +545,8 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
                 let sig = ph
                     .strip_suffix(".baseline")
                     .or(top)
+                    .or_else(|| ph.strip_suffix(".since"))
+                    .or_else(|| ph.strip_suffix(".others"))
                     .or_else(|| ph.strip_prefix("if:"))
                     .unwrap_or(ph);
                 if ph == "instance" || ph == "others" {
@@ -557,7 +573,7 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
                         ph,
                         Level::Error,
                         format!(
-                            "leaf `{}` says its cause with `{{{ph}}}`, which is neither `instance`, `others` nor a signal (`ID`, `ID.baseline`, `ID.top` or `if:ID`)",
+                            "leaf `{}` says its cause with `{{{ph}}}`, which is neither `instance`, `others` nor a signal (`ID`, `ID.baseline`, `ID.top`, `ID.since`, `ID.others` or `if:ID`)",
                             l.id
                         ),
                     ));

@@ -265,6 +265,11 @@ pub struct SignalDef {
     /// priority level, resource and verb), shown with the evidence.
     #[serde(default)]
     pub breakdown: Option<BreakdownDef>,
+    /// Judged in the warm-up after a process start too: for signals about the
+    /// start itself (a replica that restarted, caches initialising), which the
+    /// warm-up would otherwise hide.
+    #[serde(default)]
+    pub judge_warmup: bool,
 }
 
 /// The contributors to a signal (see [`SignalDef::breakdown`]): an expression
@@ -538,6 +543,11 @@ pub struct NodeDef {
     #[serde(default)]
     pub gate: bool,
     pub when: Condition,
+    /// Once `when` holds, the node stays lit at the following steps for as
+    /// long as this condition holds: an effect that outlasts its trigger (the
+    /// clients a restart affected, after the restart itself).
+    #[serde(default, rename = "while")]
+    pub sustain: Option<Condition>,
     /// Signals that must be read for the answer to be `no`: when one of them
     /// cannot be evaluated, an unlit condition is unknown instead (the answer
     /// "no" is never given from signals that were not read).
@@ -611,6 +621,11 @@ pub struct LeafDef {
     /// the earlier onset.
     #[serde(default)]
     pub refines: Option<String>,
+    /// The signal whose lit instances in the episode are the cause members
+    /// (the replica that restarted, not the replicas whose clients felt it),
+    /// when it lit on any; otherwise they come from the leaf's own question.
+    #[serde(default)]
+    pub cause_instances: Option<String>,
 }
 
 /// The `{…}` placeholders of a cause clause, in order.

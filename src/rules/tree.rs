@@ -74,6 +74,9 @@ fn text_children(rules: &RuleSet, n: usize, prefix: &str, out: &mut String, visi
                     c.def.id, c.def.question
                 );
                 let _ = writeln!(out, "{prefix}{cont}   when {}", c.def.when);
+                if let Some(w) = &c.def.sustain {
+                    let _ = writeln!(out, "{prefix}{cont}   then held while {w}");
+                }
                 if visiting[m] {
                     continue;
                 }

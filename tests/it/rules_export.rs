@@ -140,7 +140,7 @@ fn export_of_the_shipped_tree_passes_promtool_check() {
         let joint = by("record", "cptriage:leaf:joint");
         let j = joint["expr"].as_str().expect("expr");
         assert!(
-            j.starts_with("cptriage:node:symptom unless on () (cptriage:leaf:auth or "),
+            j.starts_with("cptriage:node:symptom unless on () (cptriage:leaf:apiserver_restart or cptriage:leaf:auth or "),
             "{j}"
         );
     }
@@ -238,7 +238,11 @@ fn lit_instances(rules: &RuleSet, report: &Report, leaf: &str, i: usize) -> Vec<
     let deciding = *logic.required.last().expect("required node");
     let axis = report.axes.iter().find(|a| a.leaf == leaf).expect("axis");
     let mut out = Vec::new();
-    for s in deciding_signals(&rules.nodes[deciding].def.when) {
+    let node = &rules.nodes[deciding].def;
+    // A held node (`while:`) fires on its trigger's series, then on those of
+    // the condition that holds it.
+    let held = node.sustain.iter().flat_map(deciding_signals);
+    for s in deciding_signals(&node.when).into_iter().chain(held) {
         let Some(ev) = axis.evidence.iter().find(|e| e.signal == s) else {
             continue;
         };

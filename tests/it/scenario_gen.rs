@@ -584,6 +584,8 @@ scenario_tests! {
     list_storm => "list-storm",
     list_busy_healthy_client => "list-busy-healthy-client",
     consistent_reads_wait_etcd_lag => "consistent-reads-wait-etcd-lag",
+    apiserver_restart_relists => "apiserver-restart-relists",
+    apiserver_rolling_restart_planned => "apiserver-rolling-restart-planned",
 }
 
 // ---------------------------------------------------------------------------

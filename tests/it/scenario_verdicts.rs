@@ -220,3 +220,26 @@ fn the_raft_evidence_says_which_member_led_when() {
         )
     );
 }
+
+/// A restart that clients felt is the story of the verdict: which replica,
+/// when, and what followed (LISTs answered 429 while its caches filled, the
+/// other replicas' slow LISTs as its watchers relisted there), not
+/// "unexplained" with the restart in a warning.
+#[test]
+fn a_restart_clients_felt_names_the_replica_when_and_what_followed() {
+    let rules = RuleSet::default_rules().expect("shipped rules load");
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scenarios/apiserver-restart-relists.yaml");
+    let (_, r) = diagnose(&p, &rules);
+    let rc = r.verdict.root_cause.as_ref().expect("root cause");
+    assert_eq!(rc.leaf, "apiserver-restart");
+    let loc = rc.localisation.as_deref().unwrap_or("");
+    assert!(loc.starts_with("apiserver-1 restarted at 00:04:00Z: "), "{loc}");
+    assert!(
+        loc.contains("of its requests got 429 while its caches filled"),
+        "{loc}"
+    );
+    assert!(loc.contains("; others' LIST p99 "), "{loc}");
+    assert!(r.verdict.summary.contains(loc), "{}", r.verdict.summary);
+    let joint = r.axes.iter().find(|a| a.leaf == "joint").expect("joint");
+    assert_ne!(joint.state, cptriage::rules::report::AxisState::Lit);
+}

@@ -181,8 +181,15 @@ pub(super) fn leaf_reports(
         // Instances: those lit on the leaf's own question when it names any
         // (etcd-2 for the disk leaf, not the apiserver that saw slow etcd),
         // else those of every required question.
-        let mut instances =
-            both_lit(rules, l, judged, &lit_steps).unwrap_or_else(|| lit_instances(judged, &own, &lit_steps));
+        let named = leaf
+            .cause_instances
+            .as_deref()
+            .and_then(|s| rules.signal(s))
+            .map(|k| lit_instances(judged, &[k], &lit_steps))
+            .filter(|c| !c.is_empty());
+        let mut instances = named
+            .or_else(|| both_lit(rules, l, judged, &lit_steps))
+            .unwrap_or_else(|| lit_instances(judged, &own, &lit_steps));
         if instances.is_empty() {
             instances = lit_instances(judged, &sigs, &lit_steps);
         }
@@ -245,6 +252,7 @@ pub(super) fn leaf_reports(
                             Some((e.signal.as_str(), b.by.as_slice()))
                         })
                         .collect(),
+                    steps: &input.steps,
                 },
             ),
             _ => None,

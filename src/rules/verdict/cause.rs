@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::rules::model::cause_placeholders;
 use crate::rules::report::Evidence;
+use crate::store::Millis;
 
 /// What a cause sentence is filled from.
 pub(super) struct Facts<'a> {
@@ -20,6 +21,8 @@ pub(super) struct Facts<'a> {
     pub span: (usize, usize),
     /// Signal id → the labels of its breakdown (`by`), in order.
     pub by: BTreeMap<&'a str, &'a [String]>,
+    /// The time of every step.
+    pub steps: &'a [Millis],
 }
 
 impl Facts<'_> {
@@ -80,6 +83,54 @@ impl Facts<'_> {
         (!parts.is_empty()).then(|| parts.join(" "))
     }
 
+    /// When the signal's lit run on a cause member that reaches into the
+    /// episode began (the restart before the clients felt it): a clock time,
+    /// with the date when the window spans days.
+    fn since(&self, id: &str) -> Option<String> {
+        let e = self.signal(id)?;
+        let (a, b) = self.span;
+        let start = self
+            .instances
+            .iter()
+            .filter_map(|inst| {
+                let l = e.instance_lit.get(inst)?;
+                let lit = |i: usize| l.get(i).copied().flatten() == Some(true);
+                let mut s = (a..=b).find(|&i| lit(i))?;
+                while s > 0 && lit(s - 1) {
+                    s -= 1;
+                }
+                Some(s)
+            })
+            .min()?;
+        let t = *self.steps.get(start)?;
+        let last = self.steps.last().copied().unwrap_or(t);
+        Some(crate::timefmt::format_clock(
+            t,
+            !crate::timefmt::same_day(t, last),
+        ))
+    }
+
+    /// The signal's worst value on the members that are not the cause and
+    /// were lit on it in the episode (each at its last lit step): what the
+    /// others felt. `None` when none of them was lit.
+    fn on_others(&self, id: &str) -> Option<String> {
+        let e = self.signal(id)?;
+        let (a, b) = self.span;
+        let below = super::evidence::is_below(&e.threshold);
+        let vals = e
+            .instance_lit
+            .iter()
+            .filter(|(inst, _)| !self.instances.contains(*inst))
+            .filter_map(|(inst, l)| {
+                let i = (a..=b)
+                    .rev()
+                    .find(|&i| l.get(i).copied().flatten() == Some(true))?;
+                e.instance_series.get(inst)?.get(i).copied().flatten()
+            });
+        let v = super::evidence::worst(below, vals)?;
+        Some(e.threshold.format_value(e.unit, v))
+    }
+
     fn baseline(&self, id: &str) -> Option<String> {
         let e = self.signal(id)?;
         let inst = self.instances.iter().next()?;
@@ -127,6 +178,10 @@ pub(super) fn sentence(clauses: &[String], f: &Facts) -> Option<String> {
                         f.baseline(id)
                     } else if let Some(id) = ph.strip_suffix(".top") {
                         f.top(id)
+                    } else if let Some(id) = ph.strip_suffix(".since") {
+                        f.since(id)
+                    } else if let Some(id) = ph.strip_suffix(".others") {
+                        f.on_others(id)
                     } else {
                         f.value(ph).filter(|_| f.lit(ph))
                     }
@@ -242,6 +297,7 @@ mod tests {
             instances: &inst,
             span: (1, 2),
             by: BTreeMap::new(),
+            steps: &[0, 15_000, 30_000],
         };
         let clauses: Vec<String> = vec![
             "{if:rtt}{instance} slow to reach".into(),
@@ -254,12 +310,54 @@ mod tests {
             sentence(&clauses, &f).unwrap(),
             "m2 starved of CPU: its CPU use 0.03/s (baseline 0.08/s); unlike m0"
         );
+        // When the cause member's lit run began (before the episode), and
+        // what the others lit on a signal felt.
+        let f = Facts {
+            evidence: &evidence,
+            instances: &inst,
+            span: (2, 2),
+            steps: &[0, 15_000, 30_000],
+            by: BTreeMap::new(),
+        };
+        let clauses: Vec<String> = vec![
+            "{instance} from {cpu.since}".into(),
+            "{cpu.others} on the others".into(),
+        ];
+        assert_eq!(sentence(&clauses, &f).unwrap(), "m2 from 00:00:15Z");
+        let m0_lit = ev(
+            "cpu",
+            Unit::PerSecond,
+            &[
+                ("m2", vec![Some(0.08); 3], vec![Some(false); 3]),
+                (
+                    "m0",
+                    vec![Some(0.05), Some(0.5), Some(0.7)],
+                    vec![Some(false), Some(true), Some(true)],
+                ),
+            ],
+        );
+        let f = Facts {
+            evidence: std::slice::from_ref(&m0_lit),
+            instances: &inst,
+            span: (1, 2),
+            steps: &[0, 15_000, 30_000],
+            by: BTreeMap::new(),
+        };
+        assert_eq!(
+            sentence(
+                &["{instance} restarted".into(), "{cpu.others} on the others".into()],
+                &f
+            )
+            .unwrap(),
+            "m2 restarted: 0.7/s on the others"
+        );
         let none: BTreeSet<String> = BTreeSet::new();
         let f = Facts {
             evidence: &evidence,
             instances: &none,
             span: (1, 2),
             by: BTreeMap::new(),
+            steps: &[0, 15_000, 30_000],
         };
         assert_eq!(sentence(&clauses, &f), None);
     }

@@ -75,16 +75,30 @@ pub(super) fn node_states(rules: &RuleSet, judged: &[Judged], n: usize) -> Vec<S
         .iter()
         .map(|node| {
             let needs: Vec<usize> = node.def.needs.iter().filter_map(|s| rules.signal(s)).collect();
-            (0..n)
+            let mut states: States = (0..n)
                 .map(|i| match eval_condition(&node.def.when, rules, judged, i) {
                     StepState::Unlit if needs.iter().any(|&k| judged[k].states[i] == StepState::Unknown) => {
                         StepState::Unknown
                     }
                     s => s,
                 })
-                .collect()
+                .collect();
+            if let Some(c) = &node.def.sustain {
+                sustain(&mut states, |i| eval_condition(c, rules, judged, i));
+            }
+            states
         })
         .collect()
+}
+
+/// A node with `while:` stays lit after its `when` held, at every following
+/// step where the `while` condition is lit.
+fn sustain(states: &mut States, holds: impl Fn(usize) -> StepState) {
+    for i in 1..states.len() {
+        if states[i] != StepState::Lit && states[i - 1] == StepState::Lit && holds(i) == StepState::Lit {
+            states[i] = StepState::Lit;
+        }
+    }
 }
 
 /// Every leaf's timeline: an ordinary leaf is lit when all the questions it
@@ -175,4 +189,20 @@ pub(super) fn episodes(
     }
     out.retain(|r| r.lit_steps >= min_steps.max(1));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use StepState::{Lit, Unknown, Unlit};
+
+    #[test]
+    fn a_held_node_stays_lit_while_its_condition_holds_after_the_trigger() {
+        // Triggered at 1, held at 2–3 while `while` is lit, not at 5 (the
+        // hold broke at 4), and `while` alone never lights it.
+        let mut s = vec![Unlit, Lit, Unlit, Unknown, Unlit, Unlit, Unlit];
+        let hold = [Lit, Lit, Lit, Lit, Unlit, Lit, Lit];
+        sustain(&mut s, |i| hold[i]);
+        assert_eq!(s, vec![Unlit, Lit, Lit, Lit, Unlit, Unlit, Unlit]);
+    }
 }

@@ -89,7 +89,10 @@ pub(super) fn walk(
         path.push(PathStep {
             node: node.def.id.clone(),
             question: node.def.question.clone(),
-            condition: node.def.when.to_string(),
+            condition: match &node.def.sustain {
+                Some(w) => format!("{}, then held while {w}", node.def.when),
+                None => node.def.when.to_string(),
+            },
             answer,
             note,
             signals,

@@ -148,6 +148,7 @@ pub const AXES: &[&str] = &[
     "duplicate-events",
     "node-status",
     "expensive-reads",
+    "restart",
 ];
 
 /// What a validated move does.
