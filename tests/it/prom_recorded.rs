@@ -96,15 +96,6 @@ fn backfill(gens: &[Generated], scratch: &Path, tsdb: &Path) {
     }
 }
 
-const SELECTORS: [&str; 6] = [
-    "--apiserver-selector",
-    r#"{role="apiserver"}"#,
-    "--etcd-selector",
-    r#"{role="etcd"}"#,
-    "--controller-selector",
-    r#"{role="controller"}"#,
-];
-
 fn cptriage(args: &[String]) -> (Option<i32>, String, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_cptriage"))
         .args(args)
@@ -134,7 +125,7 @@ fn diagnose(
 ) -> BTreeMap<String, serde_json::Value> {
     let mut args: Vec<String> = ["diagnose", "--prometheus", url]
         .iter()
-        .chain(SELECTORS.iter())
+        .chain(cptriage_testkit::bench::ROLE_SELECTORS.iter())
         .map(|s| s.to_string())
         .collect();
     args.extend(["--from".into(), rfc3339(from), "--to".into(), rfc3339(to)]);
@@ -239,7 +230,7 @@ fn signal_rules(dir: &Path) -> (std::path::PathBuf, String) {
         "1m",
     ]
     .iter()
-    .chain(SELECTORS.iter())
+    .chain(cptriage_testkit::bench::ROLE_SELECTORS.iter())
     .map(|s| s.to_string())
     .collect();
     args.push("--for".into());

@@ -145,3 +145,42 @@ pub fn rfc3339(ms: i64) -> String {
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
         .unwrap_or_default()
 }
+
+/// The role selectors of data the generators wrote (`role` label on every
+/// series), as cptriage's flags: `--apiserver-selector …` and the others.
+pub const ROLE_SELECTORS: [&str; 6] = [
+    "--apiserver-selector",
+    r#"{role="apiserver"}"#,
+    "--etcd-selector",
+    r#"{role="etcd"}"#,
+    "--controller-selector",
+    r#"{role="controller"}"#,
+];
+
+/// The cptriage binary a benchmark runs: `explicit`, or `cptriage` beside
+/// the benchmark; fails when it or the Prometheus binaries are missing.
+pub fn cptriage_binary(explicit: Option<&Path>) -> anyhow::Result<std::path::PathBuf> {
+    if !crate::promrun::available() {
+        anyhow::bail!("needs /usr/bin/prometheus and /usr/bin/promtool (Debian package prometheus)");
+    }
+    let bin = match explicit {
+        Some(p) => p.to_path_buf(),
+        None => std::env::current_exe()?.with_file_name("cptriage"),
+    };
+    if !bin.exists() {
+        anyhow::bail!("{}: not found (cargo build --release)", bin.display());
+    }
+    Ok(bin)
+}
+
+/// Status and root cause (`axis` or `axis/sub`) of a `cptriage/verdict/v1` document.
+pub fn verdict(v: &serde_json::Value) -> (String, Option<String>) {
+    let rc = &v["root_cause"];
+    (
+        v["status"].as_str().unwrap_or_default().to_string(),
+        rc["axis"].as_str().map(|a| match rc["sub_axis"].as_str() {
+            Some(s) => format!("{a}/{s}"),
+            None => a.to_string(),
+        }),
+    )
+}

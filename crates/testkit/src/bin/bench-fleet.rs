@@ -36,7 +36,9 @@ use clap::Parser;
 use cptriage::rules::load::RuleSet;
 use cptriage::source::Dataset;
 use cptriage::timefmt::parse_duration;
-use cptriage_testkit::bench::{rfc3339, run, stretched, Generated, Run};
+use cptriage_testkit::bench::{
+    cptriage_binary, rfc3339, run, stretched, verdict, Generated, Run, ROLE_SELECTORS,
+};
 use cptriage_testkit::{openmetrics, promrun};
 
 const SCENARIOS: [&str; 5] = [
@@ -224,12 +226,6 @@ fn diagnose_args(url: &str, from: i64, to: i64, concurrency: usize) -> Vec<Strin
         "diagnose",
         "--prometheus",
         url,
-        "--apiserver-selector",
-        r#"{role="apiserver"}"#,
-        "--etcd-selector",
-        r#"{role="etcd"}"#,
-        "--controller-selector",
-        r#"{role="controller"}"#,
         "--from",
         &rfc3339(from),
         "--to",
@@ -242,19 +238,9 @@ fn diagnose_args(url: &str, from: i64, to: i64, concurrency: usize) -> Vec<Strin
         "json",
     ]
     .iter()
+    .chain(ROLE_SELECTORS.iter())
     .map(|s| s.to_string())
     .collect()
-}
-
-fn verdict(v: &serde_json::Value) -> (String, Option<String>) {
-    let rc = &v["root_cause"];
-    (
-        v["status"].as_str().unwrap_or_default().to_string(),
-        rc["axis"].as_str().map(|a| match rc["sub_axis"].as_str() {
-            Some(s) => format!("{a}/{s}"),
-            None => a.to_string(),
-        }),
-    )
 }
 
 /// One fleet run and what it judged.
@@ -348,18 +334,7 @@ fn backfill_recorded(bin: &Path, work: &Path, tsdb: &Path, span: (i64, i64)) -> 
     .iter()
     .map(|s| s.to_string())
     .collect();
-    args.extend(
-        [
-            "--apiserver-selector",
-            r#"{role="apiserver"}"#,
-            "--etcd-selector",
-            r#"{role="etcd"}"#,
-            "--controller-selector",
-            r#"{role="controller"}"#,
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
+    args.extend(ROLE_SELECTORS.iter().map(|s| s.to_string()));
     let out = Command::new(bin).args(&args).output()?;
     if !out.status.success() {
         bail!("rules export: {}", String::from_utf8_lossy(&out.stderr));
@@ -399,16 +374,7 @@ fn backfill_recorded(bin: &Path, work: &Path, tsdb: &Path, span: (i64, i64)) -> 
 
 fn main() -> anyhow::Result<()> {
     let a = Args::parse();
-    if !promrun::available() {
-        bail!("needs /usr/bin/prometheus and /usr/bin/promtool (Debian package prometheus)");
-    }
-    let bin = match &a.cptriage {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()?.with_file_name("cptriage"),
-    };
-    if !bin.exists() {
-        bail!("{}: not found (cargo build --release)", bin.display());
-    }
+    let bin = cptriage_binary(a.cptriage.as_deref())?;
     let duration = parse_duration(&a.duration).map_err(|e| anyhow::anyhow!("--duration: {e}"))?;
     let rules = RuleSet::default_rules()?;
     let t0 = Instant::now();

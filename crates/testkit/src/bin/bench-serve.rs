@@ -31,7 +31,7 @@ use clap::Parser;
 
 use cptriage::rules::load::RuleSet;
 use cptriage::timefmt::{format_duration, parse_duration};
-use cptriage_testkit::bench::{rfc3339, run, stretched, Generated};
+use cptriage_testkit::bench::{cptriage_binary, rfc3339, run, stretched, verdict, Generated, ROLE_SELECTORS};
 use cptriage_testkit::{openmetrics, promrun};
 
 #[derive(Parser, Debug)]
@@ -59,14 +59,6 @@ const CLUSTER: &str = "bench";
 const FAULT_BEFORE_END_MS: i64 = 20 * 60_000;
 /// The data ends this long after now, so that every window up to now is inside it.
 const AFTER_NOW_MS: i64 = 3 * 60_000;
-const SELECTORS: [&str; 6] = [
-    "--apiserver-selector",
-    r#"{role="apiserver"}"#,
-    "--etcd-selector",
-    r#"{role="etcd"}"#,
-    "--controller-selector",
-    r#"{role="controller"}"#,
-];
 
 /// A running `cptriage serve`; killed on drop.
 struct Serve(Child);
@@ -111,7 +103,7 @@ fn start_serve(
     .iter()
     .map(|s| s.to_string())
     .collect();
-    args.extend(SELECTORS.iter().map(|s| s.to_string()));
+    args.extend(ROLE_SELECTORS.iter().map(|s| s.to_string()));
     let log = std::fs::File::create(work.join("serve.log"))?;
     let child = Command::new(bin)
         .args(&args)
@@ -192,33 +184,13 @@ fn one_triage(port: u16, k: usize, starts: i64) -> anyhow::Result<(f64, (String,
     bail!("triage {id} not ready within 120 s")
 }
 
-fn verdict(v: &serde_json::Value) -> (String, Option<String>) {
-    let rc = &v["root_cause"];
-    (
-        v["status"].as_str().unwrap_or_default().to_string(),
-        rc["axis"].as_str().map(|a| match rc["sub_axis"].as_str() {
-            Some(s) => format!("{a}/{s}"),
-            None => a.to_string(),
-        }),
-    )
-}
-
 fn show(v: &(String, Option<String>)) -> String {
     format!("{} {}", v.0, v.1.as_deref().unwrap_or("-"))
 }
 
 fn main() -> anyhow::Result<()> {
     let a = Args::parse();
-    if !promrun::available() {
-        bail!("needs /usr/bin/prometheus and /usr/bin/promtool (Debian package prometheus)");
-    }
-    let bin = match &a.cptriage {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()?.with_file_name("cptriage"),
-    };
-    if !bin.exists() {
-        bail!("{}: not found (cargo build --release)", bin.display());
-    }
+    let bin = cptriage_binary(a.cptriage.as_deref())?;
     let duration = parse_duration(&a.duration).map_err(|e| anyhow::anyhow!("--duration: {e}"))?;
     if duration <= FAULT_BEFORE_END_MS {
         bail!("--duration must be over 20m");
@@ -290,7 +262,7 @@ fn main() -> anyhow::Result<()> {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    args.extend(SELECTORS.iter().map(|s| s.to_string()));
+    args.extend(ROLE_SELECTORS.iter().map(|s| s.to_string()));
     let d = run(&bin, &args)?;
     let v: serde_json::Value =
         serde_json::from_str(&d.stdout).with_context(|| format!("diagnose JSON: {}", d.stderr))?;
