@@ -886,6 +886,32 @@ pub fn diagnose_with(
     if !opts.lazy_breakdowns {
         eval_breakdowns(rules, &mut signals, &ctx, None);
     }
+    note_means(rules, &mut signals);
+    let plan = baseline_plan(rules, data, evaluator, opts, &g, &mut signals, &mut warnings)?;
+    let sources = sources_of(data, &g, &mut warnings);
+    let gaps = availability_gaps(rules, &signals, data);
+    let mut input = AssessInput {
+        steps: g.steps.clone(),
+        step: g.step,
+        at_index: g.at_index,
+        range: g.range,
+        debounce: opts.debounce,
+        baseline: plan,
+        signals,
+        sources,
+        warnings,
+        gaps,
+    };
+    refine_lit(rules, &ctx, opts, &mut input);
+    let mut report = verdict::assess(rules, &input);
+    report.audit = data.audit.clone();
+    report.logs = data.logs.clone();
+    verdict::loglines::fill(rules, &mut report, g.range);
+    Ok(report)
+}
+
+/// Signals judged on a histogram's mean say so.
+fn note_means(rules: &RuleSet, signals: &mut [SignalInput]) {
     for (s, sig) in signals.iter_mut().zip(&rules.signals) {
         if sig.on_mean && s.availability == Availability::Evaluated {
             let note = "judged on the mean (no buckets): rate of _sum / rate of _count, against its baseline and an absolute floor";
@@ -895,9 +921,20 @@ pub fn diagnose_with(
             });
         }
     }
+}
 
-    // Baseline.
-    let plan = match opts.baseline {
+/// The baseline: the window's start, or medians evaluated over an explicit
+/// range or a separate capture (stored in `signals`).
+fn baseline_plan(
+    rules: &RuleSet,
+    data: &Dataset,
+    evaluator: &dyn SignalEvaluator,
+    opts: &Options,
+    g: &Grid,
+    signals: &mut [SignalInput],
+    warnings: &mut Vec<String>,
+) -> Result<BaselinePlan, EngineError> {
+    Ok(match opts.baseline {
         BaselineSpec::WindowStart => BaselinePlan::window_start(&g.steps),
         BaselineSpec::Range { from, to } => {
             let bdata = data;
@@ -912,8 +949,8 @@ pub fn diagnose_with(
                 bdata,
                 evaluator,
                 &bopts,
-                &mut signals,
-                &mut warnings,
+                signals,
+                warnings,
                 BaselineKind::Range,
                 "explicit range",
             )?
@@ -925,15 +962,18 @@ pub fn diagnose_with(
                 b,
                 &LocalStore,
                 &bopts,
-                &mut signals,
-                &mut warnings,
+                signals,
+                warnings,
                 BaselineKind::Dataset,
                 "separate capture",
             )?
         }
-    };
+    })
+}
 
-    // Sources and their evidence.
+/// Each target's sources info; restarts, missing snapshots and the data's own
+/// warnings become warnings.
+fn sources_of(data: &Dataset, g: &Grid, warnings: &mut Vec<String>) -> Vec<SourceInfo> {
     let interval = data.typical_interval();
     let (from, to) = (
         g.steps.first().copied().unwrap_or(0),
@@ -966,8 +1006,12 @@ pub fn diagnose_with(
     for w in &data.warnings {
         warnings.push(format!("{}: {}", w.origin, w.message));
     }
+    sources
+}
 
-    // Gaps.
+/// What could not be evaluated: signals not exposed or failing, roles absent,
+/// rates that need a time series, and what the audit logs lacked.
+fn availability_gaps(rules: &RuleSet, signals: &[SignalInput], data: &Dataset) -> Vec<Gap> {
     let mut gaps = Vec::new();
     let mut roles_absent = BTreeSet::new();
     let mut needs_series = Vec::new();
@@ -1023,35 +1067,21 @@ pub fn diagnose_with(
             });
         }
     }
+    gaps
+}
 
-    let mut input = AssessInput {
-        steps: g.steps.clone(),
-        step: g.step,
-        at_index: g.at_index,
-        range: g.range,
-        debounce: opts.debounce,
-        baseline: plan,
-        signals,
-        sources,
-        warnings,
-        gaps,
-    };
-    // Short windows (and lazy breakdowns) for the signals the full window
-    // lit, and only those.
+/// Short windows (and lazy breakdowns) for the signals the full window lit,
+/// and only those.
+fn refine_lit(rules: &RuleSet, ctx: &Ctx, opts: &Options, input: &mut AssessInput) {
     if ctx.short.is_some() || opts.lazy_breakdowns {
-        let lit = verdict::lit_signals(rules, &input);
+        let lit = verdict::lit_signals(rules, input);
         if !lit.is_empty() && ctx.short.is_some() {
-            eval_shorts(rules, &lit, &ctx, &mut input.signals);
+            eval_shorts(rules, &lit, ctx, &mut input.signals);
         }
         if !lit.is_empty() && opts.lazy_breakdowns {
-            eval_breakdowns(rules, &mut input.signals, &ctx, Some(&lit));
+            eval_breakdowns(rules, &mut input.signals, ctx, Some(&lit));
         }
     }
-    let mut report = verdict::assess(rules, &input);
-    report.audit = data.audit.clone();
-    report.logs = data.logs.clone();
-    verdict::loglines::fill(rules, &mut report, g.range);
-    Ok(report)
 }
 
 /// Evaluates the chosen expressions over a baseline range or dataset and stores

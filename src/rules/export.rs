@@ -323,8 +323,8 @@ pub fn severity_label(s: Severity) -> &'static str {
 
 /// One expression of a signal as exported: `$window` resolved, the role
 /// selector injected.
-pub fn export_expr(text: &str, window: Millis, sel: &RoleSelector) -> Result<String, String> {
-    let mut e = crate::eval::parse(&substitute_window(text, window)).map_err(|e| e.to_string())?;
+pub fn export_expr(text: &str, window: Millis, sel: &RoleSelector) -> Result<String, crate::eval::EvalError> {
+    let mut e = crate::eval::parse(&substitute_window(text, window))?;
     crate::eval::template::inject_matchers(&mut e, &sel.matchers);
     Ok(e.to_string())
 }
@@ -334,10 +334,10 @@ pub fn signal_expr(sig: &Signal, opts: &ExportOptions) -> Result<String, ExportE
     let sel = opts.selector(sig.def.role);
     let mut parts = Vec::new();
     for (i, text) in sig.exprs.iter().enumerate() {
-        let e = export_expr(text, opts.window, sel).map_err(|message| ExportError::Expr {
+        let e = export_expr(text, opts.window, sel).map_err(|e| ExportError::Expr {
             signal: sig.def.id.clone(),
             index: i,
-            message,
+            message: e.to_string(),
         })?;
         parts.push(e);
     }
@@ -354,8 +354,8 @@ pub fn signal_expr(sig: &Signal, opts: &ExportOptions) -> Result<String, ExportE
 
 /// `expr` with `label` kept through every aggregation and vector match
 /// ([`crate::eval::select::add_grouping_label`]).
-fn keep_label(expr: &str, label: &str) -> Result<String, String> {
-    let mut e = crate::eval::parse(expr).map_err(|e| e.to_string())?;
+fn keep_label(expr: &str, label: &str) -> Result<String, crate::eval::EvalError> {
+    let mut e = crate::eval::parse(expr)?;
     crate::eval::select::add_grouping_label(&mut e, label);
     Ok(e.to_string())
 }

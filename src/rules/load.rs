@@ -304,6 +304,56 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
         Err(e) => return (None, vec![loc.at(e.line, e.column, Level::Error, e.message)]),
     };
     let mut d = Vec::new();
+    check_version(&file, &loc, &mut d);
+    let ix = index_ids(&file, &loc, &mut d);
+    let signals = file
+        .signals
+        .iter()
+        .map(|s| check_signal(&loc, s, &mut d))
+        .collect();
+    let mut used_signals = BTreeSet::new();
+    let nodes = build_nodes(&file, &loc, &ix, &mut used_signals, &mut d);
+    check_node_needs(&file, &loc, &ix, &mut used_signals, &mut d);
+    for l in &file.leaves {
+        check_leaf_refs(&file, l, &loc, &ix, &mut used_signals, &mut d);
+    }
+    check_advisories(&file, &loc, &ix, &mut used_signals, &mut d);
+    let scopes = build_scopes(&file, &loc, &ix, &mut d);
+    let causes = check_causes(&file, &loc, &ix.signal, &ix.leaf, &mut used_signals, &mut d);
+    warn_unused(&file, &loc, &used_signals, &mut d);
+    let (root, leaf_order) = check_reach(&file, &loc, &ix, &nodes, &mut d);
+
+    let ok = !d.iter().any(|x| x.level == Level::Error);
+    let set = match (ok, root) {
+        (true, Some(root)) => Some(RuleSet {
+            origin: origin.to_string(),
+            description: file.description.clone(),
+            root,
+            logic: leaf_logic_of(&nodes, root, &file.leaves),
+            scopes,
+            signals,
+            nodes,
+            leaves: file.leaves.clone(),
+            advisories: file.advisories.clone(),
+            causes,
+            leaf_order,
+            signal_index: ix.signal,
+            leaf_index: ix.leaf,
+            node_index: ix.node,
+        }),
+        _ => None,
+    };
+    (set, d)
+}
+
+/// Position of every signal, node and leaf in the file, by id.
+struct Indices {
+    signal: HashMap<String, usize>,
+    node: HashMap<String, usize>,
+    leaf: HashMap<String, usize>,
+}
+
+fn check_version(file: &RuleFile, loc: &Locator, d: &mut Vec<Diagnostic>) {
     if file.version != FORMAT_VERSION {
         d.push(loc.key(
             None,
@@ -315,38 +365,16 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
             ),
         ));
     }
+}
 
-    // Ids.
-    let mut signal_index = HashMap::new();
-    for (i, s) in file.signals.iter().enumerate() {
-        check_id(&loc, "signals", &s.id, &mut d);
-        if signal_index.insert(s.id.clone(), i).is_some() {
-            d.push(loc.entity(
-                "signals",
-                &s.id,
-                2,
-                Level::Error,
-                format!("duplicate signal id `{}`", s.id),
-            ));
-        }
-    }
-    let mut node_index = HashMap::new();
-    for (i, n) in file.nodes.iter().enumerate() {
-        check_id(&loc, "nodes", &n.id, &mut d);
-        if node_index.insert(n.id.clone(), i).is_some() {
-            d.push(loc.entity(
-                "nodes",
-                &n.id,
-                2,
-                Level::Error,
-                format!("duplicate node id `{}`", n.id),
-            ));
-        }
-    }
-    let mut leaf_index = HashMap::new();
+/// Indexes the ids of every section: well formed, unique, and not reserved.
+fn index_ids(file: &RuleFile, loc: &Locator, d: &mut Vec<Diagnostic>) -> Indices {
+    let signal = unique_ids(loc, "signals", "signal", file.signals.iter().map(|s| &s.id), d);
+    let node = unique_ids(loc, "nodes", "node", file.nodes.iter().map(|n| &n.id), d);
+    let mut leaf = HashMap::new();
     for (i, l) in file.leaves.iter().enumerate() {
-        check_id(&loc, "leaves", &l.id, &mut d);
-        if leaf_index.insert(l.id.clone(), i).is_some() {
+        check_id(loc, "leaves", &l.id, d);
+        if leaf.insert(l.id.clone(), i).is_some() {
             d.push(loc.entity(
                 "leaves",
                 &l.id,
@@ -355,7 +383,7 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
                 format!("duplicate leaf id `{}`", l.id),
             ));
         }
-        if node_index.contains_key(&l.id) {
+        if node.contains_key(&l.id) {
             d.push(loc.entity(
                 "leaves",
                 &l.id,
@@ -367,44 +395,11 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
                 ),
             ));
         }
-        if !is_kebab(&l.axis) {
-            d.push(loc.key(
-                Some(("leaves", &l.id)),
-                "axis",
-                Level::Error,
-                format!("axis `{}` must be lowercase kebab-case", l.axis),
-            ));
-        }
-        if let Some(sa) = &l.sub_axis {
-            if !is_kebab(sa) {
-                d.push(loc.key(
-                    Some(("leaves", &l.id)),
-                    "sub_axis",
-                    Level::Error,
-                    format!("sub-axis `{sa}` must be lowercase kebab-case"),
-                ));
-            }
-        }
-        if l.falsifier.trim().is_empty() {
-            d.push(loc.key(
-                Some(("leaves", &l.id)),
-                "falsifier",
-                Level::Error,
-                format!("leaf `{}` has an empty falsifier", l.id),
-            ));
-        }
-        if l.runbook.is_empty() {
-            d.push(loc.key(
-                Some(("leaves", &l.id)),
-                "runbook",
-                Level::Error,
-                format!("leaf `{}` has no runbook steps", l.id),
-            ));
-        }
+        check_leaf_shape(l, loc, d);
     }
     for reserved in [HEALTHY] {
-        if node_index.contains_key(reserved) || leaf_index.contains_key(reserved) {
-            let section = if node_index.contains_key(reserved) {
+        if node.contains_key(reserved) || leaf.contains_key(reserved) {
+            let section = if node.contains_key(reserved) {
                 "nodes"
             } else {
                 "leaves"
@@ -418,30 +413,94 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
             ));
         }
     }
+    Indices { signal, node, leaf }
+}
 
-    // Signals.
-    let mut signals = Vec::new();
-    for s in &file.signals {
-        signals.push(check_signal(&loc, s, &mut d));
+/// The index of one section's ids, with an error for each duplicate.
+fn unique_ids<'a>(
+    loc: &Locator,
+    section: &str,
+    kind: &str,
+    ids: impl Iterator<Item = &'a String>,
+    d: &mut Vec<Diagnostic>,
+) -> HashMap<String, usize> {
+    let mut index = HashMap::new();
+    for (i, id) in ids.enumerate() {
+        check_id(loc, section, id, d);
+        if index.insert(id.clone(), i).is_some() {
+            d.push(loc.entity(
+                section,
+                id,
+                2,
+                Level::Error,
+                format!("duplicate {kind} id `{id}`"),
+            ));
+        }
     }
+    index
+}
 
-    // Nodes.
+/// A leaf's own fields: axis names in kebab-case, a falsifier, runbook steps.
+fn check_leaf_shape(l: &LeafDef, loc: &Locator, d: &mut Vec<Diagnostic>) {
+    if !is_kebab(&l.axis) {
+        d.push(loc.key(
+            Some(("leaves", &l.id)),
+            "axis",
+            Level::Error,
+            format!("axis `{}` must be lowercase kebab-case", l.axis),
+        ));
+    }
+    if let Some(sa) = &l.sub_axis {
+        if !is_kebab(sa) {
+            d.push(loc.key(
+                Some(("leaves", &l.id)),
+                "sub_axis",
+                Level::Error,
+                format!("sub-axis `{sa}` must be lowercase kebab-case"),
+            ));
+        }
+    }
+    if l.falsifier.trim().is_empty() {
+        d.push(loc.key(
+            Some(("leaves", &l.id)),
+            "falsifier",
+            Level::Error,
+            format!("leaf `{}` has an empty falsifier", l.id),
+        ));
+    }
+    if l.runbook.is_empty() {
+        d.push(loc.key(
+            Some(("leaves", &l.id)),
+            "runbook",
+            Level::Error,
+            format!("leaf `{}` has no runbook steps", l.id),
+        ));
+    }
+}
+
+/// Resolves each node's children and checks the signals its conditions read.
+fn build_nodes(
+    file: &RuleFile,
+    loc: &Locator,
+    ix: &Indices,
+    used_signals: &mut BTreeSet<String>,
+    d: &mut Vec<Diagnostic>,
+) -> Vec<Node> {
     let resolve = |id: &str| -> Option<Child> {
         if id == HEALTHY {
             Some(Child::Healthy)
-        } else if let Some(&i) = node_index.get(id) {
+        } else if let Some(&i) = ix.node.get(id) {
             Some(Child::Node(i))
         } else {
-            leaf_index.get(id).map(|&i| Child::Leaf(i))
+            ix.leaf.get(id).map(|&i| Child::Leaf(i))
         }
     };
     let mut nodes = Vec::new();
-    let mut used_signals = BTreeSet::new();
     for n in &file.nodes {
         let held = n.sustain.iter().flat_map(|c| c.signals());
         for s in n.when.signals().into_iter().chain(held) {
             used_signals.insert(s.to_string());
-            if !signal_index.contains_key(s) {
+            if !ix.signal.contains_key(s) {
                 d.push(loc.token(
                     ("nodes", &n.id),
                     s,
@@ -481,10 +540,21 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
             no,
         });
     }
+    nodes
+}
+
+/// The signals a node `needs` must exist.
+fn check_node_needs(
+    file: &RuleFile,
+    loc: &Locator,
+    ix: &Indices,
+    used_signals: &mut BTreeSet<String>,
+    d: &mut Vec<Diagnostic>,
+) {
     for n in &file.nodes {
         for s in &n.needs {
             used_signals.insert(s.clone());
-            if !signal_index.contains_key(s) {
+            if !ix.signal.contains_key(s) {
                 d.push(loc.token(
                     ("nodes", &n.id),
                     s,
@@ -494,93 +564,128 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
             }
         }
     }
-    for l in &file.leaves {
-        for s in &l.evidence {
-            used_signals.insert(s.clone());
-            if !signal_index.contains_key(s) {
-                d.push(loc.token(
-                    ("leaves", &l.id),
-                    s,
-                    Level::Error,
-                    format!("leaf `{}` shows unknown signal `{s}` as evidence", l.id),
-                ));
-            }
-        }
-        if let Some(c) = &l.cause_instances {
-            if !signal_index.contains_key(c.as_str()) {
-                d.push(loc.token(
-                    ("leaves", &l.id),
-                    c,
-                    Level::Error,
-                    format!(
-                        "leaf `{}` takes its cause members from unknown signal `{c}`",
-                        l.id
-                    ),
-                ));
-            }
-        }
-        if let Some(r) = &l.refines {
-            match file.leaves.iter().find(|o| &o.id == r) {
-                None => d.push(loc.token(
-                    ("leaves", &l.id),
-                    r,
-                    Level::Error,
-                    format!("leaf `{}` refines unknown leaf `{r}`", l.id),
-                )),
-                Some(o) if o.id == l.id || o.fallback || l.fallback => d.push(loc.token(
-                    ("leaves", &l.id),
-                    r,
-                    Level::Error,
-                    format!(
-                        "leaf `{}` refines `{r}`: a leaf refines another ordinary leaf, not itself or a fallback",
-                        l.id
-                    ),
-                )),
-                Some(_) => {}
-            }
-        }
-        for clause in &l.cause {
-            for ph in crate::rules::model::cause_placeholders(clause) {
-                let top = ph.strip_suffix(".top");
-                let sig = ph
-                    .strip_suffix(".baseline")
-                    .or(top)
-                    .or_else(|| ph.strip_suffix(".since"))
-                    .or_else(|| ph.strip_suffix(".others"))
-                    .or_else(|| ph.strip_prefix("if:"))
-                    .unwrap_or(ph);
-                if ph == "instance" || ph == "others" {
-                    continue;
-                }
-                let no_breakdown = top.is_some()
-                    && signal_index
-                        .get(sig)
-                        .is_some_and(|&k| file.signals[k].breakdown.is_none());
-                if no_breakdown {
-                    d.push(loc.token(
-                        ("leaves", &l.id),
-                        ph,
-                        Level::Error,
-                        format!(
-                            "leaf `{}` says its cause with `{{{ph}}}`, but signal `{sig}` has no `breakdown` to name a contributor",
-                            l.id
-                        ),
-                    ));
-                }
-                if !signal_index.contains_key(sig) {
-                    d.push(loc.token(
-                        ("leaves", &l.id),
-                        ph,
-                        Level::Error,
-                        format!(
-                            "leaf `{}` says its cause with `{{{ph}}}`, which is neither `instance`, `others` nor a signal (`ID`, `ID.baseline`, `ID.top`, `ID.since`, `ID.others` or `if:ID`)",
-                            l.id
-                        ),
-                    ));
-                }
-            }
+}
+
+/// What a leaf refers to: evidence signals, cause members, the leaf it refines,
+/// and the placeholders of its cause sentence.
+fn check_leaf_refs(
+    file: &RuleFile,
+    l: &LeafDef,
+    loc: &Locator,
+    ix: &Indices,
+    used_signals: &mut BTreeSet<String>,
+    d: &mut Vec<Diagnostic>,
+) {
+    for s in &l.evidence {
+        used_signals.insert(s.clone());
+        if !ix.signal.contains_key(s) {
+            d.push(loc.token(
+                ("leaves", &l.id),
+                s,
+                Level::Error,
+                format!("leaf `{}` shows unknown signal `{s}` as evidence", l.id),
+            ));
         }
     }
+    if let Some(c) = &l.cause_instances {
+        if !ix.signal.contains_key(c.as_str()) {
+            d.push(loc.token(
+                ("leaves", &l.id),
+                c,
+                Level::Error,
+                format!(
+                    "leaf `{}` takes its cause members from unknown signal `{c}`",
+                    l.id
+                ),
+            ));
+        }
+    }
+    if let Some(r) = &l.refines {
+        match file.leaves.iter().find(|o| &o.id == r) {
+            None => d.push(loc.token(
+                ("leaves", &l.id),
+                r,
+                Level::Error,
+                format!("leaf `{}` refines unknown leaf `{r}`", l.id),
+            )),
+            Some(o) if o.id == l.id || o.fallback || l.fallback => d.push(loc.token(
+                ("leaves", &l.id),
+                r,
+                Level::Error,
+                format!(
+                    "leaf `{}` refines `{r}`: a leaf refines another ordinary leaf, not itself or a fallback",
+                    l.id
+                ),
+            )),
+            Some(_) => {}
+        }
+    }
+    for clause in &l.cause {
+        for ph in crate::rules::model::cause_placeholders(clause) {
+            check_placeholder(file, l, ph, loc, ix, d);
+        }
+    }
+}
+
+/// One `{placeholder}` of a leaf's cause sentence names `instance`, `others`
+/// or a signal (with a breakdown when it asks for the top contributor).
+fn check_placeholder(
+    file: &RuleFile,
+    l: &LeafDef,
+    ph: &str,
+    loc: &Locator,
+    ix: &Indices,
+    d: &mut Vec<Diagnostic>,
+) {
+    let top = ph.strip_suffix(".top");
+    let sig = ph
+        .strip_suffix(".baseline")
+        .or(top)
+        .or_else(|| ph.strip_suffix(".since"))
+        .or_else(|| ph.strip_suffix(".others"))
+        .or_else(|| ph.strip_prefix("if:"))
+        .unwrap_or(ph);
+    if ph == "instance" || ph == "others" {
+        return;
+    }
+    let no_breakdown = top.is_some()
+        && ix
+            .signal
+            .get(sig)
+            .is_some_and(|&k| file.signals[k].breakdown.is_none());
+    if no_breakdown {
+        d.push(loc.token(
+            ("leaves", &l.id),
+            ph,
+            Level::Error,
+            format!(
+                "leaf `{}` says its cause with `{{{ph}}}`, but signal `{sig}` has no `breakdown` to name a contributor",
+                l.id
+            ),
+        ));
+    }
+    if !ix.signal.contains_key(sig) {
+        d.push(loc.token(
+            ("leaves", &l.id),
+            ph,
+            Level::Error,
+            format!(
+                "leaf `{}` says its cause with `{{{ph}}}`, which is neither `instance`, `others` nor a signal (`ID`, `ID.baseline`, `ID.top`, `ID.since`, `ID.others` or `if:ID`)",
+                l.id
+            ),
+        ));
+    }
+}
+
+/// Advisories: unique ids, known signals and leaves, a reason for what they
+/// mark not applicable.
+fn check_advisories(
+    file: &RuleFile,
+    loc: &Locator,
+    ix: &Indices,
+    used_signals: &mut BTreeSet<String>,
+    d: &mut Vec<Diagnostic>,
+) {
     let mut advisory_ids = BTreeSet::new();
     for a in &file.advisories {
         if !advisory_ids.insert(a.id.clone()) {
@@ -598,7 +703,7 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
         sigs.extend(a.evidence.iter().cloned());
         for s in &sigs {
             used_signals.insert(s.clone());
-            if !signal_index.contains_key(s) {
+            if !ix.signal.contains_key(s) {
                 d.push(loc.token(
                     ("advisories", &a.id),
                     s,
@@ -608,7 +713,7 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
             }
         }
         for l in &a.not_applicable {
-            if !leaf_index.contains_key(l) {
+            if !ix.leaf.contains_key(l) {
                 d.push(loc.token(
                     ("advisories", &a.id),
                     l,
@@ -629,6 +734,10 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
             ));
         }
     }
+}
+
+/// One scope per role, each starting at a known node.
+fn build_scopes(file: &RuleFile, loc: &Locator, ix: &Indices, d: &mut Vec<Diagnostic>) -> Vec<Scope> {
     let mut scopes = Vec::new();
     let mut scoped_roles = BTreeSet::new();
     for sc in &file.scopes {
@@ -640,7 +749,7 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
                 format!("role `{}` has two scopes", sc.role.as_str()),
             ));
         }
-        match node_index.get(&sc.node) {
+        match ix.node.get(&sc.node) {
             Some(&n) => scopes.push(Scope {
                 role: sc.role.role(),
                 node: n,
@@ -658,7 +767,11 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
             )),
         }
     }
-    let causes = check_causes(&file, &loc, &signal_index, &leaf_index, &mut used_signals, &mut d);
+    scopes
+}
+
+/// A warning for each signal that nothing reads.
+fn warn_unused(file: &RuleFile, loc: &Locator, used_signals: &BTreeSet<String>, d: &mut Vec<Diagnostic>) {
     for s in &file.signals {
         if !used_signals.contains(&s.id) {
             d.push(loc.entity(
@@ -670,84 +783,65 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
             ));
         }
     }
+}
 
-    // Root, cycles, reachability.
-    let root = match node_index.get(&file.root) {
-        Some(&r) => Some(r),
-        None => {
-            d.push(loc.key(
-                None,
-                "root",
-                Level::Error,
-                format!("root `{}` is not a node id", file.root),
-            ));
-            None
-        }
+/// The root exists, the tree has no cycle, and every node and leaf is
+/// reachable from the root; returns the root and the leaves in walk order.
+fn check_reach(
+    file: &RuleFile,
+    loc: &Locator,
+    ix: &Indices,
+    nodes: &[Node],
+    d: &mut Vec<Diagnostic>,
+) -> (Option<usize>, Vec<usize>) {
+    let Some(&root) = ix.node.get(&file.root) else {
+        d.push(loc.key(
+            None,
+            "root",
+            Level::Error,
+            format!("root `{}` is not a node id", file.root),
+        ));
+        return (None, Vec::new());
     };
     let mut leaf_order = Vec::new();
-    if let Some(root) = root {
-        if let Some(cycle) = find_cycle(&nodes) {
-            let names: Vec<&str> = cycle.iter().map(|&i| nodes[i].def.id.as_str()).collect();
-            let first = &nodes[cycle[0]].def.id;
-            d.push(loc.entity(
-                "nodes",
-                first,
-                1,
-                Level::Error,
-                format!("the tree has a cycle: {} → {}", names.join(" → "), names[0]),
-            ));
-        } else {
-            let mut seen_nodes = vec![false; nodes.len()];
-            let mut seen_leaves = vec![false; file.leaves.len()];
-            walk_order(&nodes, root, &mut seen_nodes, &mut seen_leaves, &mut leaf_order);
-            for (i, seen) in seen_nodes.iter().enumerate() {
-                if !seen {
-                    let id = &nodes[i].def.id;
-                    d.push(loc.entity(
-                        "nodes",
-                        id,
-                        1,
-                        Level::Error,
-                        format!("node `{id}` is unreachable from root `{}`", file.root),
-                    ));
-                }
-            }
-            for (i, seen) in seen_leaves.iter().enumerate() {
-                if !seen {
-                    let id = &file.leaves[i].id;
-                    d.push(loc.entity(
-                        "leaves",
-                        id,
-                        1,
-                        Level::Error,
-                        format!("leaf `{id}` is unreachable from root `{}`", file.root),
-                    ));
-                }
-            }
-        }
+    if let Some(cycle) = find_cycle(nodes) {
+        let names: Vec<&str> = cycle.iter().map(|&i| nodes[i].def.id.as_str()).collect();
+        let first = &nodes[cycle[0]].def.id;
+        d.push(loc.entity(
+            "nodes",
+            first,
+            1,
+            Level::Error,
+            format!("the tree has a cycle: {} → {}", names.join(" → "), names[0]),
+        ));
+        return (Some(root), leaf_order);
     }
-
-    let ok = !d.iter().any(|x| x.level == Level::Error);
-    let set = match (ok, root) {
-        (true, Some(root)) => Some(RuleSet {
-            origin: origin.to_string(),
-            description: file.description.clone(),
-            root,
-            logic: leaf_logic_of(&nodes, root, &file.leaves),
-            scopes,
-            signals,
-            nodes,
-            leaves: file.leaves.clone(),
-            advisories: file.advisories.clone(),
-            causes,
-            leaf_order,
-            signal_index,
-            leaf_index,
-            node_index,
-        }),
-        _ => None,
-    };
-    (set, d)
+    let mut seen_nodes = vec![false; nodes.len()];
+    let mut seen_leaves = vec![false; file.leaves.len()];
+    walk_order(nodes, root, &mut seen_nodes, &mut seen_leaves, &mut leaf_order);
+    let unseen_nodes = seen_nodes.iter().enumerate().filter(|(_, s)| !**s);
+    for (i, _) in unseen_nodes {
+        let id = &nodes[i].def.id;
+        d.push(loc.entity(
+            "nodes",
+            id,
+            1,
+            Level::Error,
+            format!("node `{id}` is unreachable from root `{}`", file.root),
+        ));
+    }
+    let unseen_leaves = seen_leaves.iter().enumerate().filter(|(_, s)| !**s);
+    for (i, _) in unseen_leaves {
+        let id = &file.leaves[i].id;
+        d.push(loc.entity(
+            "leaves",
+            id,
+            1,
+            Level::Error,
+            format!("leaf `{id}` is unreachable from root `{}`", file.root),
+        ));
+    }
+    (Some(root), leaf_order)
 }
 
 /// Checks `causes:`: ids unique, every signal and leaf known.
@@ -818,9 +912,31 @@ fn check_causes(
 }
 
 fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal {
-    let at = Some(("signals", s.id.as_str()));
     let mut exprs = vec![s.expr.clone()];
     exprs.extend(s.alternatives.iter().cloned());
+    let reads = check_exprs(loc, s, &exprs, d);
+    check_optional_metrics(loc, s, &reads, d);
+    check_threshold(loc, s, d);
+    let observations = s.observations.as_ref().map(|o| check_observations(loc, s, o, d));
+    let snapshot = s.snapshot.as_ref().map(|sn| check_snapshot(loc, s, sn, d));
+    let breakdown = s.breakdown.as_ref().map(|b| check_breakdown(loc, s, b, d));
+    let mean = s.mean.as_ref().map(|mn| check_mean(loc, s, mn, d));
+    Signal {
+        def: s.clone(),
+        exprs,
+        reads,
+        snapshot,
+        mean,
+        on_mean: false,
+        since_start: false,
+        observations,
+        breakdown,
+    }
+}
+
+/// Parses the expression and its alternatives; what each reads.
+fn check_exprs(loc: &Locator, s: &SignalDef, exprs: &[String], d: &mut Vec<Diagnostic>) -> Vec<Reads> {
+    let at = Some(("signals", s.id.as_str()));
     let mut reads = Vec::new();
     for (i, text) in exprs.iter().enumerate() {
         let key = if i == 0 { "expr" } else { "alternatives" };
@@ -872,6 +988,11 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
             }
         }
     }
+    reads
+}
+
+/// Each optional metric is read by some expression.
+fn check_optional_metrics(loc: &Locator, s: &SignalDef, reads: &[Reads], d: &mut Vec<Diagnostic>) {
     for m in &s.optional_metrics {
         if !reads
             .iter()
@@ -888,6 +1009,11 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
             ));
         }
     }
+}
+
+/// The threshold: one direction, finite numbers, a sensible relative factor.
+fn check_threshold(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) {
+    let at = Some(("signals", s.id.as_str()));
     let t = &s.threshold;
     let finite = |v: Option<f64>| v.is_none_or(|x| x.is_finite());
     if t.above.is_none() && t.below.is_none() && t.relative.is_none() {
@@ -965,159 +1091,179 @@ fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal
             ));
         }
     }
-    let observations = s.observations.as_ref().map(|o| {
-        let reads = match template::parse_template(&o.expr) {
-            Ok(e) => template::reads(&e),
+}
+
+/// The observation count that says whether a signal had enough data.
+fn check_observations(
+    loc: &Locator,
+    s: &SignalDef,
+    o: &super::model::ObservationsDef,
+    d: &mut Vec<Diagnostic>,
+) -> Observations {
+    let at = Some(("signals", s.id.as_str()));
+    let reads = match template::parse_template(&o.expr) {
+        Ok(e) => template::reads(&e),
+        Err(e) => {
+            d.push(loc.text_or_key(
+                at,
+                &o.expr,
+                "observations",
+                Level::Error,
+                format!("signal `{}` observations: {e}", s.id),
+            ));
+            Reads::default()
+        }
+    };
+    if !(o.min.is_finite() && o.min >= 0.0) {
+        d.push(loc.key(
+            at,
+            "observations",
+            Level::Error,
+            format!("signal `{}` observations `min` must be a finite number ≥ 0", s.id),
+        ));
+    }
+    if o.proportion && s.unit != super::model::Unit::Ratio {
+        d.push(loc.key(
+            at,
+            "observations",
+            Level::Error,
+            format!(
+                "signal `{}` is judged as a proportion but its unit is not `ratio`",
+                s.id
+            ),
+        ));
+    }
+    Observations {
+        expr: o.expr.clone(),
+        reads,
+        min: o.min,
+        proportion: o.proportion,
+    }
+}
+
+/// The since-process-start form for a single snapshot: no range functions.
+fn check_snapshot(
+    loc: &Locator,
+    s: &SignalDef,
+    sn: &super::model::SnapshotDef,
+    d: &mut Vec<Diagnostic>,
+) -> Box<Signal> {
+    let at = Some(("signals", s.id.as_str()));
+    let def = SignalDef {
+        description: sn.description.clone(),
+        expr: sn.expr.clone(),
+        alternatives: sn.alternatives.clone(),
+        optional_metrics: sn.optional_metrics.clone(),
+        threshold: sn.threshold.clone(),
+        unit: sn.unit.unwrap_or(s.unit),
+        observations: sn.observations.clone(),
+        persistence: None,
+        snapshot: None,
+        mean: None,
+        breakdown: None,
+        ..s.clone()
+    };
+    let mut sig = check_signal(loc, &def, d);
+    sig.since_start = true;
+    if sig.observations.as_ref().is_some_and(|o| o.reads.needs_series) {
+        d.push(loc.key(
+            at,
+            "snapshot",
+            Level::Error,
+            format!(
+                "signal `{}` snapshot observations use a range function; a single snapshot has no time series",
+                s.id
+            ),
+        ));
+    }
+    if sig.reads.iter().any(|r| r.needs_series) {
+        d.push(loc.key(
+            at,
+            "snapshot",
+            Level::Error,
+            format!(
+                "signal `{}` snapshot form uses a range function; a single snapshot has no time series",
+                s.id
+            ),
+        ));
+    }
+    Box::new(sig)
+}
+
+/// The breakdown that names a signal's top contributors.
+fn check_breakdown(
+    loc: &Locator,
+    s: &SignalDef,
+    b: &super::model::BreakdownDef,
+    d: &mut Vec<Diagnostic>,
+) -> Breakdown {
+    let at = Some(("signals", s.id.as_str()));
+    if b.by.is_empty() {
+        d.push(loc.key(
+            at,
+            "breakdown",
+            Level::Error,
+            format!("signal `{}` breakdown needs at least one label in `by`", s.id),
+        ));
+    }
+    let mut exprs = vec![b.expr.clone()];
+    exprs.extend(b.alternatives.iter().cloned());
+    let reads = exprs
+        .iter()
+        .map(|text| match template::parse_template(text) {
+            Ok(e) => {
+                let r = template::reads(&e);
+                if r.matcher_labels.contains(ROLE_LABEL) {
+                    d.push(loc.text_or_key(at, text, "breakdown", Level::Error, format!(
+                        "signal `{}` breakdown matches on `{ROLE_LABEL}`; the engine injects the role from `role:`", s.id
+                    )));
+                }
+                r
+            }
             Err(e) => {
                 d.push(loc.text_or_key(
                     at,
-                    &o.expr,
-                    "observations",
+                    text,
+                    "breakdown",
                     Level::Error,
-                    format!("signal `{}` observations: {e}", s.id),
+                    format!("signal `{}` breakdown: {e}", s.id),
                 ));
                 Reads::default()
             }
-        };
-        if !(o.min.is_finite() && o.min >= 0.0) {
-            d.push(loc.key(
-                at,
-                "observations",
-                Level::Error,
-                format!("signal `{}` observations `min` must be a finite number ≥ 0", s.id),
-            ));
-        }
-        if o.proportion && s.unit != super::model::Unit::Ratio {
-            d.push(loc.key(
-                at,
-                "observations",
-                Level::Error,
-                format!(
-                    "signal `{}` is judged as a proportion but its unit is not `ratio`",
-                    s.id
-                ),
-            ));
-        }
-        Observations {
-            expr: o.expr.clone(),
-            reads,
-            min: o.min,
-            proportion: o.proportion,
-        }
-    });
-    let snapshot = s.snapshot.as_ref().map(|sn| {
-        let def = SignalDef {
-            description: sn.description.clone(),
-            expr: sn.expr.clone(),
-            alternatives: sn.alternatives.clone(),
-            optional_metrics: sn.optional_metrics.clone(),
-            threshold: sn.threshold.clone(),
-            unit: sn.unit.unwrap_or(s.unit),
-            observations: sn.observations.clone(),
-            persistence: None,
-            snapshot: None,
-            mean: None,
-            breakdown: None,
-            ..s.clone()
-        };
-        let mut sig = check_signal(loc, &def, d);
-        sig.since_start = true;
-        if sig.observations.as_ref().is_some_and(|o| o.reads.needs_series) {
-            d.push(loc.key(
-                at,
-                "snapshot",
-                Level::Error,
-                format!(
-                    "signal `{}` snapshot observations use a range function; a single snapshot has no time series",
-                    s.id
-                ),
-            ));
-        }
-        if sig.reads.iter().any(|r| r.needs_series) {
-            d.push(loc.key(
-                at,
-                "snapshot",
-                Level::Error,
-                format!(
-                    "signal `{}` snapshot form uses a range function; a single snapshot has no time series",
-                    s.id
-                ),
-            ));
-        }
-        Box::new(sig)
-    });
-    let breakdown = s.breakdown.as_ref().map(|b| {
-        if b.by.is_empty() {
-            d.push(loc.key(
-                at,
-                "breakdown",
-                Level::Error,
-                format!("signal `{}` breakdown needs at least one label in `by`", s.id),
-            ));
-        }
-        let mut exprs = vec![b.expr.clone()];
-        exprs.extend(b.alternatives.iter().cloned());
-        let reads = exprs
-            .iter()
-            .map(|text| match template::parse_template(text) {
-                Ok(e) => {
-                    let r = template::reads(&e);
-                    if r.matcher_labels.contains(ROLE_LABEL) {
-                        d.push(loc.text_or_key(at, text, "breakdown", Level::Error, format!(
-                            "signal `{}` breakdown matches on `{ROLE_LABEL}`; the engine injects the role from `role:`", s.id
-                        )));
-                    }
-                    r
-                }
-                Err(e) => {
-                    d.push(loc.text_or_key(
-                        at,
-                        text,
-                        "breakdown",
-                        Level::Error,
-                        format!("signal `{}` breakdown: {e}", s.id),
-                    ));
-                    Reads::default()
-                }
-            })
-            .collect();
-        Breakdown {
-            by: b.by.clone(),
-            unit: b.unit,
-            across: b.across,
-            exprs,
-            reads,
-        }
-    });
-    let mean = s.mean.as_ref().map(|mn| {
-        let def = SignalDef {
-            description: mn.description.clone(),
-            expr: mn.expr.clone(),
-            alternatives: mn.alternatives.clone(),
-            optional_metrics: mn.optional_metrics.clone(),
-            threshold: mn.threshold.clone(),
-            unit: mn.unit.unwrap_or(s.unit),
-            observations: mn.observations.clone(),
-            snapshot: None,
-            mean: None,
-            breakdown: None,
-            ..s.clone()
-        };
-        let mut sig = check_signal(loc, &def, d);
-        sig.on_mean = true;
-        Box::new(sig)
-    });
-    Signal {
-        def: s.clone(),
+        })
+        .collect();
+    Breakdown {
+        by: b.by.clone(),
+        unit: b.unit,
+        across: b.across,
         exprs,
         reads,
-        snapshot,
-        mean,
-        on_mean: false,
-        since_start: false,
-        observations,
-        breakdown,
     }
+}
+
+/// The form judged on the mean when a histogram's buckets are gone.
+fn check_mean(
+    loc: &Locator,
+    s: &SignalDef,
+    mn: &super::model::SnapshotDef,
+    d: &mut Vec<Diagnostic>,
+) -> Box<Signal> {
+    let def = SignalDef {
+        description: mn.description.clone(),
+        expr: mn.expr.clone(),
+        alternatives: mn.alternatives.clone(),
+        optional_metrics: mn.optional_metrics.clone(),
+        threshold: mn.threshold.clone(),
+        unit: mn.unit.unwrap_or(s.unit),
+        observations: mn.observations.clone(),
+        snapshot: None,
+        mean: None,
+        breakdown: None,
+        ..s.clone()
+    };
+    let mut sig = check_signal(loc, &def, d);
+    sig.on_mean = true;
+    Box::new(sig)
 }
 
 fn check_id(loc: &Locator, section: &str, id: &str, d: &mut Vec<Diagnostic>) {

@@ -72,6 +72,43 @@ pub enum DumpError {
     NoData(Vec<SourceWarning>),
 }
 
+/// Why one snapshot could not be read; the load reports it and goes on
+/// with the other snapshots.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("cannot read: {0}")]
+    Read(std::io::Error),
+    /// Larger than the cap after decompression.
+    #[error("{0}")]
+    TooLarge(crate::limits::TooLarge),
+    #[error("corrupt gzip data: {0}")]
+    CorruptGzip(std::io::Error),
+    /// Not an exposition at all (the parser's error names the line).
+    #[error("{0}")]
+    Parse(expfmt::ParseError),
+    #[error("empty file")]
+    Empty,
+    /// The parsing thread stopped (a bug): the file is skipped.
+    #[error("parser failed")]
+    ParserFailed,
+}
+
+impl SnapshotError {
+    /// The error of a read that failed: the cap, corrupt gzip (when `gzip`),
+    /// or the file itself.
+    fn of_read(e: std::io::Error, gzip: bool) -> SnapshotError {
+        use std::io::ErrorKind::{InvalidData, InvalidInput, UnexpectedEof};
+        if let Some(t) = crate::limits::TooLarge::of(&e) {
+            return SnapshotError::TooLarge(crate::limits::TooLarge(t.0));
+        }
+        if gzip && matches!(e.kind(), InvalidData | InvalidInput | UnexpectedEof) {
+            SnapshotError::CorruptGzip(e)
+        } else {
+            SnapshotError::Read(e)
+        }
+    }
+}
+
 /// A scrape that failed (evidence: a member that stopped answering). Live
 /// runs collect them; a capture keeps them in its manifest.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize, PartialEq)]
@@ -167,8 +204,8 @@ impl Plan {
 
 /// Reads a file, transparently decompressing gzip (detected by magic bytes),
 /// at most [`crate::limits::DEFAULT_MAX_BODY`] after decompression.
-pub fn read_maybe_gzip(path: &Path) -> Result<Vec<u8>, String> {
-    let raw = fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+pub fn read_maybe_gzip(path: &Path) -> Result<Vec<u8>, SnapshotError> {
+    let raw = fs::read(path).map_err(SnapshotError::Read)?;
     if raw.len() >= 2 && raw[0] == 0x1f && raw[1] == 0x8b {
         let mut out = Vec::with_capacity(gzip_size_hint(&raw));
         gunzip_capped(&raw, crate::limits::DEFAULT_MAX_BODY, &mut out)?;
@@ -180,12 +217,12 @@ pub fn read_maybe_gzip(path: &Path) -> Result<Vec<u8>, String> {
 
 /// Decompresses gzip `raw` into `out`, at most `max` bytes; returns the
 /// number of bytes after the last gzip member that were ignored.
-fn gunzip_capped(raw: &[u8], max: u64, out: &mut Vec<u8>) -> Result<u64, String> {
+fn gunzip_capped(raw: &[u8], max: u64, out: &mut Vec<u8>) -> Result<u64, SnapshotError> {
     let mut r = crate::limits::Capped::new(GzMembers::new(raw), max);
     r.read_to_end(out)
         .map_err(|e| match crate::limits::TooLarge::of(&e) {
-            Some(t) => t.to_string(),
-            None => format!("corrupt gzip data: {e}"),
+            Some(t) => SnapshotError::TooLarge(crate::limits::TooLarge(t.0)),
+            None => SnapshotError::CorruptGzip(e),
         })?;
     Ok(r.inner_mut().trailing)
 }
@@ -364,10 +401,10 @@ enum Input {
 }
 
 impl Input {
-    fn open(path: &Path, max: u64) -> Result<Input, String> {
-        let f = fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    fn open(path: &Path, max: u64) -> Result<Input, SnapshotError> {
+        let f = fs::File::open(path).map_err(SnapshotError::Read)?;
         let mut r = std::io::BufReader::with_capacity(64 * 1024, f);
-        let magic = r.fill_buf().map_err(|e| format!("cannot read: {e}"))?;
+        let magic = r.fill_buf().map_err(SnapshotError::Read)?;
         Ok(if magic.starts_with(&[0x1f, 0x8b]) {
             Input::Gzip(Box::new(crate::limits::Capped::new(GzMembers::new(r), max)))
         } else {
@@ -390,18 +427,9 @@ impl Input {
         }
     }
 
-    /// The message for a read error, as for a file read whole.
-    fn read_error(&self, e: &std::io::Error) -> String {
-        use std::io::ErrorKind::{InvalidData, InvalidInput, UnexpectedEof};
-        if let Some(t) = crate::limits::TooLarge::of(e) {
-            return t.to_string();
-        }
-        match self {
-            Input::Gzip(_) if matches!(e.kind(), InvalidData | InvalidInput | UnexpectedEof) => {
-                format!("corrupt gzip data: {e}")
-            }
-            _ => format!("cannot read: {e}"),
-        }
+    /// The error of a read that failed, as for a file read whole.
+    fn read_error(&self, e: std::io::Error) -> SnapshotError {
+        SnapshotError::of_read(e, matches!(self, Input::Gzip(_)))
     }
 }
 
@@ -414,7 +442,7 @@ enum Source<'a> {
 
 /// Parses one snapshot. Files are streamed through the parser (a 20 MB
 /// snapshot is never held whole); in-memory snapshots are parsed in place.
-fn parse_file(pf: &Planned, keep: &Keep, known: &SeriesKeys, max: u64) -> Result<FileData, String> {
+fn parse_file(pf: &Planned, keep: &Keep, known: &SeriesKeys, max: u64) -> Result<FileData, SnapshotError> {
     let (mut input, mtime) = match &pf.bytes {
         Some(b) => (Source::Memory(b), None),
         None => (
@@ -486,13 +514,13 @@ fn parse_file(pf: &Planned, keep: &Keep, known: &SeriesKeys, max: u64) -> Result
     };
     let (report, total) = match &mut input {
         Source::Memory(b) => (
-            expfmt::parse(b, &mut keep_fn, &mut sink).map_err(|e| e.to_string())?,
+            expfmt::parse(b, &mut keep_fn, &mut sink).map_err(SnapshotError::Parse)?,
             b.len() as u64,
         ),
         Source::File(inp) => match expfmt::parse_reader(inp.reader(), &mut keep_fn, &mut sink) {
             Ok(r) => r,
-            Err(expfmt::StreamError::Read(e)) => return Err(inp.read_error(&e)),
-            Err(expfmt::StreamError::Parse(e)) => return Err(e.to_string()),
+            Err(expfmt::StreamError::Read(e)) => return Err(inp.read_error(e)),
+            Err(expfmt::StreamError::Parse(e)) => return Err(SnapshotError::Parse(e)),
         },
     };
     drop(guard);
@@ -526,7 +554,7 @@ fn parse_file(pf: &Planned, keep: &Keep, known: &SeriesKeys, max: u64) -> Result
         ));
     }
     if total == 0 {
-        return Err("empty file".into());
+        return Err(SnapshotError::Empty);
     }
     if report.samples_kept + report.samples_skipped == 0 && data.issues.is_empty() {
         data.issues
@@ -579,14 +607,14 @@ fn parse_all(
     keep: &Keep,
     known: &SeriesKeys,
     max: u64,
-    mut f: impl FnMut(usize, Result<FileData, String>),
+    mut f: impl FnMut(usize, Result<FileData, SnapshotError>),
 ) {
     let workers = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .min(files.len().max(1));
     let window = workers * 2;
     struct Shared {
-        done: BTreeMap<usize, Result<FileData, String>>,
+        done: BTreeMap<usize, Result<FileData, SnapshotError>>,
         /// Files handed to `f` so far.
         consumed: usize,
     }
@@ -613,7 +641,7 @@ fn parse_all(
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     parse_file(&files[i], keep, known, max)
                 }))
-                .unwrap_or_else(|_| Err("parser failed".into()));
+                .unwrap_or(Err(SnapshotError::ParserFailed));
                 lock().done.insert(i, r);
                 changed.notify_all();
             });
@@ -1019,14 +1047,28 @@ fn ingest(
     });
     let instance = store.intern(&target.name);
     let role_s = store.intern(role.as_str());
+    if !st.warned_future {
+        if let Some(w) = bad_time(&origin, time, ts, &target.name) {
+            st.warned_future = true;
+            warnings.push(w);
+        }
+    }
+    let samples = &data.samples;
+    let ids = resolve_ids(store, known, &pf.target, samples, &instance, &role_s);
+    let pushed = push_samples(store, &ids, samples, time);
+    warnings.extend(pushed.warnings(&origin, time));
+    mark_stale(store, st, time, pushed.live);
+    st.last_time = Some(time);
+}
+
+/// A warning for a snapshot time in the future or at or before the epoch.
+fn bad_time(origin: &str, time: Millis, ts: TimeSource, target: &str) -> Option<SourceWarning> {
     let now = chrono::Utc::now().timestamp_millis();
     let future = time > now.saturating_add(FUTURE_TOLERANCE_MS);
     // Zero and negative times are unset or garbage timestamps (1970 or before).
     let epoch = time <= 0;
-    if (future || epoch) && !st.warned_future {
-        st.warned_future = true;
-        warnings.push(SourceWarning {
-            origin: origin.clone(),
+    (future || epoch).then(|| SourceWarning {
+            origin: origin.to_string(),
             message: format!(
                 "snapshot time {} (from {}) is {}: clock skew or a bad timestamp; onsets of `{}` cannot be compared with other targets",
                 crate::timefmt::format_time(time),
@@ -1042,12 +1084,51 @@ fn ingest(
                 } else {
                     "at or before the Unix epoch (1970-01-01)"
                 },
-                target.name
+                target
             ),
-        });
+        })
+}
+
+/// What pushing one snapshot's samples did: the series it holds, and the
+/// samples whose own timestamps were skewed or out of order.
+struct Pushed {
+    live: Vec<u32>,
+    skewed: usize,
+    worst_skew: Millis,
+    out_of_order: usize,
+}
+
+impl Pushed {
+    fn warnings(&self, origin: &str, time: Millis) -> Vec<SourceWarning> {
+        let mut out = Vec::new();
+        if self.skewed > 0 {
+            out.push(SourceWarning {
+                origin: origin.to_string(),
+                message: format!(
+                    "{} samples carry explicit timestamps more than {} s from the snapshot time {} (up to {} off): clock skew or bad timestamps; the snapshot time is used for them",
+                    self.skewed,
+                    SKEW_TOLERANCE_MS / 1000,
+                    crate::timefmt::format_time(time),
+                    describe_offset(self.worst_skew)
+                ),
+            });
+        }
+        if self.out_of_order > 0 {
+            out.push(SourceWarning {
+                origin: origin.to_string(),
+                message: format!(
+                    "{} samples have explicit timestamps older than the series' previous point (out of order); they were dropped",
+                    self.out_of_order
+                ),
+            });
+        }
+        out
     }
-    let samples = &data.samples;
-    let ids = resolve_ids(store, known, &pf.target, samples, &instance, &role_s);
+}
+
+/// Pushes a snapshot's samples at `time` (or their own timestamps, when close
+/// to it and in order).
+fn push_samples(store: &mut Store, ids: &[Option<usize>], samples: &Packed, time: Millis) -> Pushed {
     let mut live: Vec<u32> = Vec::with_capacity(samples.len());
     let (mut skewed, mut worst_skew, mut out_of_order) = (0usize, 0 as Millis, 0usize);
     let mut next_ts = 0usize;
@@ -1084,27 +1165,12 @@ fn ingest(
         store.push_id(id, t, samples.values[i]);
         live.push(id as u32);
     }
-    if skewed > 0 {
-        warnings.push(SourceWarning {
-            origin: origin.clone(),
-            message: format!(
-                "{skewed} samples carry explicit timestamps more than {} s from the snapshot time {} (up to {} off): clock skew or bad timestamps; the snapshot time is used for them",
-                SKEW_TOLERANCE_MS / 1000,
-                crate::timefmt::format_time(time),
-                describe_offset(worst_skew)
-            ),
-        });
+    Pushed {
+        live,
+        skewed,
+        worst_skew,
+        out_of_order,
     }
-    if out_of_order > 0 {
-        warnings.push(SourceWarning {
-            origin: origin.clone(),
-            message: format!(
-                "{out_of_order} samples have explicit timestamps older than the series' previous point (out of order); they were dropped"
-            ),
-        });
-    }
-    mark_stale(store, st, time, live);
-    st.last_time = Some(time);
 }
 
 /// `+90 s`, `-2 h` …

@@ -251,10 +251,7 @@ fn om_time(t: i64) -> String {
 /// the HTML page, inconclusive or with their axes unknown, never healthy.
 #[test]
 fn clusters_that_cannot_be_judged_stay_in_the_fleet() {
-    if !promrun::available() {
-        eprintln!("skipped: prometheus/promtool not installed");
-        return;
-    }
+    promrun::require();
     let dir = tempfile::tempdir().expect("tempdir");
     let om = dir.path().join("fleet.om.txt");
     let t0: i64 = 1_700_000_000_000;

@@ -204,14 +204,7 @@ fn crosscheck(name: &str) -> Tally {
 
 #[test]
 fn evaluator_agrees_with_prometheus_on_every_signal() {
-    if !promrun::available() {
-        eprintln!(
-            "skipped: {} or {} is not installed (scripts/test installs them)",
-            promrun::PROMETHEUS,
-            promrun::PROMTOOL
-        );
-        return;
-    }
+    promrun::require();
     let mut total = 0;
     for name in ["etcd-raft-member-down", "etcd-quota-nospace"] {
         let t = crosscheck(name);

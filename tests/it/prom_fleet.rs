@@ -204,12 +204,42 @@ fn verdict_of(v: &serde_json::Value) -> serde_json::Value {
     v
 }
 
+/// The fleet's time per cluster over one cluster's time alone, recorded on
+/// the 2-core machine of docs/performance.md ("Regression guard"): 1.0 (the
+/// raw path's cost is Prometheus's work per series, so 50 clusters cost about
+/// 50 single runs). The fleet path fails the guard when it becomes
+/// [`FLEET_SLOWDOWN`] times that.
+const FLEET_RATIO: f64 = 1.0;
+const FLEET_SLOWDOWN: f64 = 4.0;
+
+/// Regression guard of the fleet path (issue 28): the 50-cluster run
+/// (`t50`) against the fastest of two runs of one cluster, same Prometheus,
+/// same run: a ratio, never an absolute time.
+fn guard_fleet_ratio(url: &str, from: i64, to: i64, t50: std::time::Duration) {
+    let one = (0..2)
+        .map(|_| {
+            let t = std::time::Instant::now();
+            let (_, v, _) = fleet(url, from, to, Some("c00"));
+            assert_eq!(v.len(), 1);
+            t.elapsed()
+        })
+        .min()
+        .expect("runs");
+    let ratio = t50.as_secs_f64() / (CLUSTERS as f64 * one.as_secs_f64());
+    eprintln!(
+        "fleet of {CLUSTERS}: {:.2} s; one cluster: {:.2} s; per cluster {ratio:.2}× one alone (recorded {FLEET_RATIO})",
+        t50.as_secs_f64(),
+        one.as_secs_f64()
+    );
+    assert!(
+        ratio <= FLEET_RATIO * FLEET_SLOWDOWN,
+        "the fleet of {CLUSTERS} took {ratio:.2}× one cluster's time per cluster, more than {FLEET_SLOWDOWN}× the recorded {FLEET_RATIO}: the fleet path became several times slower"
+    );
+}
+
 #[test]
 fn fifty_clusters_are_judged_from_the_queries_of_one() {
-    if !promrun::available() {
-        eprintln!("skipped: prometheus/promtool not installed");
-        return;
-    }
+    promrun::require();
     let t0 = std::time::Instant::now();
     let rules = RuleSet::default_rules().expect("shipped rules");
     let gens: Vec<Generated> = SCENARIOS.iter().map(|n| generate(n, &rules)).collect();
@@ -226,7 +256,9 @@ fn fifty_clusters_are_judged_from_the_queries_of_one() {
     let prom = promrun::Prometheus::start(&tsdb, "1m").expect("start prometheus");
     let url = format!("http://127.0.0.1:{}", prom.port);
 
+    let t50 = std::time::Instant::now();
     let (code, verdicts, q50) = fleet(&url, from, to, None);
+    let t50 = t50.elapsed();
     assert_eq!(verdicts.len(), CLUSTERS);
     let mut failures = Vec::new();
     for v in &verdicts {
@@ -277,6 +309,8 @@ fn fifty_clusters_are_judged_from_the_queries_of_one() {
     assert_eq!(verdicts[0]["status"], "degraded");
     assert_eq!(verdicts[CLUSTERS - 1]["status"], "healthy");
     assert_eq!(code, Some(1));
+
+    guard_fleet_ratio(&url, from, to, t50);
 
     let (_, ten, q10) = fleet(&url, from, to, Some("c0[0-9]"));
     assert_eq!(ten.len(), 10);

@@ -36,12 +36,13 @@ fn promtool(args: &[&Path]) -> (bool, String) {
     )
 }
 
+/// promtool is there: a test that needs it fails without it, never skips.
 fn have_promtool() -> bool {
-    let ok = Path::new(PROMTOOL).exists();
-    if !ok {
-        eprintln!("skipped: {PROMTOOL} is not installed (scripts/test installs it)");
-    }
-    ok
+    assert!(
+        Path::new(PROMTOOL).exists(),
+        "{PROMTOOL} is not installed (scripts/test installs it)"
+    );
+    true
 }
 
 #[test]

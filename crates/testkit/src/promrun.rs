@@ -17,6 +17,15 @@ pub fn available() -> bool {
     Path::new(PROMETHEUS).exists() && Path::new(PROMTOOL).exists()
 }
 
+/// Fails the test when Prometheus or promtool is missing: a test that needs
+/// a real part never skips (`scripts/test` installs them).
+pub fn require() {
+    assert!(
+        available(),
+        "{PROMETHEUS} or {PROMTOOL} is not installed (scripts/test installs them)"
+    );
+}
+
 /// Runs `promtool tsdb create-blocks-from openmetrics FILE DIR`.
 pub fn create_blocks(openmetrics: &Path, dir: &Path) -> Result<(), String> {
     let out = Command::new(PROMTOOL)

@@ -95,13 +95,14 @@ pub(crate) fn run(a: ServeArgs) -> Result<ExitCode, CliError> {
     }
     crate::pipeline::remote::connect(&source, &mut crate::pipeline::Quiet)?;
     let reports = match &a.reports {
-        Some(d) => Some(Reports::open(d, keep).map_err(CliError::Usage)?),
+        Some(d) => Some(Reports::open(d, keep).map_err(|e| CliError::Usage(e.to_string()))?),
         None => None,
     };
     let metrics = Arc::new(Metrics::default());
     let (notifier, notify_thread) = match &a.notify_url {
         Some(u) => {
-            let (n, h) = Notifier::start(u.clone(), metrics.clone()).map_err(CliError::Usage)?;
+            let (n, h) =
+                Notifier::start(u.clone(), metrics.clone()).map_err(|e| CliError::Usage(e.to_string()))?;
             (Some(n), Some(h))
         }
         None => (None, None),
@@ -330,7 +331,11 @@ fn judge_one(sh: &Shared, job: &Job) {
         let doc = judge::document(&t, Some(&bodies.verdict));
         if let Err(e) = r.write(&job.id, &doc, &bodies.html) {
             sh.metrics.report_write_failed();
-            log::line("error", "report not written", &[("id", &job.id), ("error", &e)]);
+            log::line(
+                "error",
+                "report not written",
+                &[("id", &job.id), ("error", &e.to_string())],
+            );
         }
         r.prune(now);
     }

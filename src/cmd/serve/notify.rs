@@ -19,6 +19,17 @@ pub(crate) const ATTEMPTS: u32 = 3;
 /// Timeout of one attempt.
 const TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Why notifications cannot be sent.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NotifyError {
+    #[error("--notify-url: cannot build the HTTP client: {0}")]
+    Client(reqwest::Error),
+    #[error("--notify-url: not an http(s) URL")]
+    NotHttp,
+    #[error("cannot start the notification thread: {0}")]
+    Thread(std::io::Error),
+}
+
 /// The sending side.
 #[derive(Clone)]
 pub(crate) struct Notifier {
@@ -30,23 +41,23 @@ impl Notifier {
     pub(crate) fn start(
         url: String,
         metrics: Arc<Metrics>,
-    ) -> Result<(Notifier, std::thread::JoinHandle<()>), String> {
+    ) -> Result<(Notifier, std::thread::JoinHandle<()>), NotifyError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::blocking::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(TIMEOUT)
             .user_agent(concat!("cptriage/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| format!("--notify-url: cannot build the HTTP client: {}", e.without_url()))?;
+            .map_err(|e| NotifyError::Client(e.without_url()))?;
         reqwest::Url::parse(&url)
             .ok()
             .filter(|u| matches!(u.scheme(), "http" | "https"))
-            .ok_or("--notify-url: not an http(s) URL")?;
+            .ok_or(NotifyError::NotHttp)?;
         let (tx, rx) = sync_channel(BACKLOG);
         let h = std::thread::Builder::new()
             .name("notify".into())
             .spawn(move || send_all(&client, &url, &rx, &metrics))
-            .map_err(|e| format!("cannot start the notification thread: {e}"))?;
+            .map_err(NotifyError::Thread)?;
         Ok((Notifier { tx }, h))
     }
 

@@ -6,6 +6,17 @@ use std::path::{Path, PathBuf};
 
 use super::store::{is_id, Retention};
 
+/// Why the reports directory cannot be used, or a report not written.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ReportsError {
+    #[error("--reports {}: cannot create the directory: {source}", .dir.display())]
+    Create { dir: PathBuf, source: std::io::Error },
+    #[error("--reports {}: cannot write there: {source}", .dir.display())]
+    NotWritable { dir: PathBuf, source: std::io::Error },
+    #[error("{}: {source}", .path.display())]
+    Write { path: PathBuf, source: std::io::Error },
+}
+
 /// The reports directory.
 pub(crate) struct Reports {
     dir: PathBuf,
@@ -14,13 +25,13 @@ pub(crate) struct Reports {
 
 impl Reports {
     /// Opens (creates) the directory; an error names it.
-    pub(crate) fn open(dir: &Path, keep: Retention) -> Result<Reports, String> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("--reports {}: cannot create the directory: {e}", dir.display()))?;
+    pub(crate) fn open(dir: &Path, keep: Retention) -> Result<Reports, ReportsError> {
+        let at = |dir: &Path| dir.to_path_buf();
+        std::fs::create_dir_all(dir).map_err(|source| ReportsError::Create { dir: at(dir), source })?;
         let probe = dir.join(".cptriage-write-test");
         std::fs::write(&probe, b"")
             .and_then(|()| std::fs::remove_file(&probe))
-            .map_err(|e| format!("--reports {}: cannot write there: {e}", dir.display()))?;
+            .map_err(|source| ReportsError::NotWritable { dir: at(dir), source })?;
         Ok(Reports {
             dir: dir.to_path_buf(),
             keep,
@@ -29,17 +40,23 @@ impl Reports {
 
     /// Writes `ID.json` and `ID.html`; an existing file is left as it is
     /// (an error).
-    pub(crate) fn write(&self, id: &str, json: &str, html: &str) -> Result<(), String> {
+    pub(crate) fn write(&self, id: &str, json: &str, html: &str) -> Result<(), ReportsError> {
         for (ext, text) in [("json", json), ("html", html)] {
             let p = self.dir.join(format!("{id}.{ext}"));
             let mut f = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .open(&p)
-                .map_err(|e| format!("{}: {e}", p.display()))?;
+                .map_err(|source| ReportsError::Write {
+                    path: p.clone(),
+                    source,
+                })?;
             f.write_all(text.as_bytes())
                 .and_then(|()| f.sync_data())
-                .map_err(|e| format!("{}: {e}", p.display()))?;
+                .map_err(|source| ReportsError::Write {
+                    path: p.clone(),
+                    source,
+                })?;
         }
         Ok(())
     }

@@ -96,199 +96,285 @@ pub(super) fn leaf_reports(
     warnings: &mut Vec<String>,
     gaps: &mut Vec<Gap>,
 ) -> Vec<AxisReport> {
+    rules
+        .leaf_order
+        .iter()
+        .map(|&l| leaf_report(rules, input, f, l, warnings, gaps))
+        .collect()
+}
+
+/// One leaf's report: its state, the episode reported, its instances,
+/// evidence and the sentence that localises it.
+fn leaf_report(
+    rules: &RuleSet,
+    input: &AssessInput,
+    f: &Frame,
+    l: usize,
+    warnings: &mut Vec<String>,
+    gaps: &mut Vec<Gap>,
+) -> AxisReport {
     let (judged, at) = (f.judged, f.at);
-    let empty = SignalInput::unavailable(Availability::Error, "missing input");
-    let mut axes: Vec<AxisReport> = Vec::new();
-    for &l in &rules.leaf_order {
-        let leaf = &rules.leaves[l];
-        let name = axis_name(&leaf.axis, &leaf.sub_axis);
-        let states = &f.leaf_states[l];
-        let sigs = deciding_signals(rules, l);
-        let context: Vec<usize> = leaf
-            .evidence
-            .iter()
-            .filter_map(|s| rules.signal(s))
-            .filter(|k| !sigs.contains(k))
-            .collect();
-        let run = f.reported[l];
-        let lit_single = f.single && states.first() == Some(&StepState::Lit);
-        let lit = run.is_some() || lit_single;
-        // Not checked when the leaf's own question reads only signals of absent
-        // roles or unexposed metrics.
-        let own = own_signals(rules, l);
-        let unavailable = |k: &usize| {
-            matches!(
-                input.signals.get(*k).map(|s| s.availability),
-                Some(Availability::RoleAbsent | Availability::NotExposed) | None
-            )
-        };
-        let not_checked = !sigs.is_empty() && !own.is_empty() && own.iter().all(unavailable);
-        let state = if lit {
-            AxisState::Lit
-        } else if not_checked {
-            AxisState::NotChecked
-        } else if states.iter().take(at + 1).any(|s| *s != StepState::Unknown) {
-            AxisState::Clear
-        } else {
-            AxisState::Unknown
-        };
-        let mut note = None;
-        if state == AxisState::NotChecked {
-            let reasons: BTreeSet<String> = own
-                .iter()
-                .filter_map(|&k| input.signals.get(k).and_then(|s| s.note.clone()))
-                .collect();
-            let msg = format!(
-                "not checked: {}",
-                reasons.into_iter().collect::<Vec<_>>().join("; ")
-            );
-            gaps.push(Gap {
-                kind: GapKind::NotChecked,
-                subject: leaf.id.clone(),
-                message: format!("{} ({name}) {msg}", leaf.id),
-            });
-            note = Some(msg);
-        }
-        if !lit && !f.single && !leaf.fallback {
-            let pending: BTreeSet<&String> = own.iter().flat_map(|&k| judged[k].pending.keys()).collect();
-            if !pending.is_empty() {
-                warnings.push(format!(
-                    "{name} is lit at the end of the window on {} for less than its persistence: not yet confirmed",
-                    pending.into_iter().cloned().collect::<Vec<_>>().join(", ")
-                ));
-            }
-        }
-        if let Some(r) = run {
-            if r.start == 0 {
-                warnings.push(format!(
-                    "{name} is lit from the first step of the window: its real onset may be earlier"
-                ));
-            }
-        }
-        // Reference step for evidence: `at` if the episode lasts until then,
-        // else its last lit step.
-        let ref_i = match run {
-            Some(r) if r.recovered.is_none() && states.get(at) == Some(&StepState::Lit) => at,
-            Some(r) => r.end,
-            None if lit_single => 0,
-            None => at,
-        };
-        let span = run.map(|r| (r.start, r.end)).or(lit_single.then_some((0, 0)));
-        let lit_steps: Vec<usize> = match span {
-            Some((a, b)) => (a..=b).filter(|&i| states[i] == StepState::Lit).collect(),
-            None => Vec::new(),
-        };
-        // Instances: those lit on the leaf's own question when it names any
-        // (etcd-2 for the disk leaf, not the apiserver that saw slow etcd),
-        // else those of every required question.
-        let named = leaf
-            .cause_instances
-            .as_deref()
-            .and_then(|s| rules.signal(s))
-            .map(|k| lit_instances(judged, &[k], &lit_steps))
-            .filter(|c| !c.is_empty());
-        let mut instances = named
-            .or_else(|| both_lit(rules, l, judged, &lit_steps))
-            .unwrap_or_else(|| lit_instances(judged, &own, &lit_steps));
-        if instances.is_empty() {
-            instances = lit_instances(judged, &sigs, &lit_steps);
-        }
-        let show = |k: usize, context: bool| {
-            evidence(
-                rules,
-                k,
-                input.signals.get(k).unwrap_or(&empty),
-                &judged[k],
-                &Shown {
-                    ref_i,
-                    span,
-                    context,
-                    baseline_steps: input.baseline.steps,
-                },
-                &input.steps,
-            )
-        };
-        let evidence: Vec<Evidence> = sigs
-            .iter()
-            .map(|&k| show(k, false))
-            .chain(context.iter().map(|&k| show(k, true)))
-            .collect();
-        // Prefer a signal of the leaf's own question that singles out some
-        // instances ("only etcd-2 …").
-        let localisation = if lit {
-            let own_ids: BTreeSet<&str> = own.iter().map(|&k| rules.signals[k].def.id.as_str()).collect();
-            let lit_ev = || {
-                evidence
-                    .iter()
-                    .filter(|e| !e.context && e.localisation.is_some())
-                    .filter(|e| e.instances.iter().any(|i| instances.contains(&i.instance)))
-            };
-            lit_ev()
-                .filter(|e| own_ids.contains(e.signal.as_str()))
-                .filter_map(|e| e.localisation.clone())
-                .find(|l| l.starts_with("only "))
-                .or_else(|| {
-                    lit_ev()
-                        .filter_map(|e| e.localisation.clone())
-                        .find(|l| l.starts_with("only "))
-                })
-                .or_else(|| lit_ev().find_map(|e| e.localisation.clone()))
-        } else {
-            None
-        };
-        // A leaf that says why its member is the cause says so instead.
-        let why = match span {
-            Some(span) if lit => super::cause::sentence(
-                &leaf.cause,
-                &super::cause::Facts {
-                    evidence: &evidence,
-                    instances: &instances,
-                    span,
-                    by: evidence
-                        .iter()
-                        .filter_map(|e| {
-                            let k = rules.signal(&e.signal)?;
-                            let b = rules.signals[k].breakdown.as_ref()?;
-                            Some((e.signal.as_str(), b.by.as_slice()))
-                        })
-                        .collect(),
-                    steps: &input.steps,
-                },
-            ),
-            _ => None,
-        };
-        let says_why = why.is_some();
-        let localisation = why.or(localisation);
-        let episodes = f.runs[l]
-            .iter()
-            .map(|r| Episode {
-                leaf: leaf.id.clone(),
-                axis: leaf.axis.clone(),
-                sub_axis: leaf.sub_axis.clone(),
-                onset: input.steps[r.start],
-                recovered: r.recovered.map(|i| input.steps[i]),
-            })
-            .collect();
-        axes.push(AxisReport {
+    let leaf = &rules.leaves[l];
+    let states = &f.leaf_states[l];
+    let sigs = deciding_signals(rules, l);
+    let own = own_signals(rules, l);
+    let run = f.reported[l];
+    let lit_single = f.single && states.first() == Some(&StepState::Lit);
+    let lit = run.is_some() || lit_single;
+    let state = axis_state(input, states, &sigs, &own, lit, at);
+    let note = (state == AxisState::NotChecked).then(|| not_checked(rules, input, l, &own, gaps));
+    leaf_warnings(rules, f, l, &own, lit, warnings);
+    // Reference step for evidence: `at` if the episode lasts until then,
+    // else its last lit step.
+    let ref_i = match run {
+        Some(r) if r.recovered.is_none() && states.get(at) == Some(&StepState::Lit) => at,
+        Some(r) => r.end,
+        None if lit_single => 0,
+        None => at,
+    };
+    let span = run.map(|r| (r.start, r.end)).or(lit_single.then_some((0, 0)));
+    let lit_steps: Vec<usize> = match span {
+        Some((a, b)) => (a..=b).filter(|&i| states[i] == StepState::Lit).collect(),
+        None => Vec::new(),
+    };
+    let instances = cause_instances(rules, judged, l, &sigs, &own, &lit_steps);
+    let evidence = leaf_evidence(
+        rules,
+        input,
+        judged,
+        l,
+        &sigs,
+        &Shown {
+            ref_i,
+            span,
+            context: false,
+            baseline_steps: input.baseline.steps,
+        },
+    );
+    let localisation = lit
+        .then(|| localisation(rules, &own, &evidence, &instances))
+        .flatten();
+    // A leaf that says why its member is the cause says so instead.
+    let why = match span {
+        Some(span) if lit => why_sentence(rules, input, l, &evidence, &instances, span),
+        _ => None,
+    };
+    let says_why = why.is_some();
+    let localisation = why.or(localisation);
+    let episodes = f.runs[l]
+        .iter()
+        .map(|r| Episode {
             leaf: leaf.id.clone(),
             axis: leaf.axis.clone(),
             sub_axis: leaf.sub_axis.clone(),
-            severity: leaf.severity,
-            title: leaf.title.clone(),
-            state,
-            lit_at_end: states.get(at) == Some(&StepState::Lit),
-            onset: run.map(|r| input.steps[r.start]),
-            recovered: run.and_then(|r| r.recovered).map(|i| input.steps[i]),
-            episodes,
-            instances: instances.into_iter().collect(),
-            localisation,
-            says_why,
-            timeline: states.clone(),
-            evidence,
-            note,
-        });
+            onset: input.steps[r.start],
+            recovered: r.recovered.map(|i| input.steps[i]),
+        })
+        .collect();
+    AxisReport {
+        leaf: leaf.id.clone(),
+        axis: leaf.axis.clone(),
+        sub_axis: leaf.sub_axis.clone(),
+        severity: leaf.severity,
+        title: leaf.title.clone(),
+        state,
+        lit_at_end: states.get(at) == Some(&StepState::Lit),
+        onset: run.map(|r| input.steps[r.start]),
+        recovered: run.and_then(|r| r.recovered).map(|i| input.steps[i]),
+        episodes,
+        instances: instances.into_iter().collect(),
+        localisation,
+        says_why,
+        timeline: states.clone(),
+        evidence,
+        note,
     }
-    axes
+}
+
+/// Lit, not checked (the leaf's own question reads only signals of absent
+/// roles or unexposed metrics), clear, or unknown.
+fn axis_state(
+    input: &AssessInput,
+    states: &States,
+    sigs: &[usize],
+    own: &[usize],
+    lit: bool,
+    at: usize,
+) -> AxisState {
+    let unavailable = |k: &usize| {
+        matches!(
+            input.signals.get(*k).map(|s| s.availability),
+            Some(Availability::RoleAbsent | Availability::NotExposed) | None
+        )
+    };
+    let not_checked = !sigs.is_empty() && !own.is_empty() && own.iter().all(unavailable);
+    if lit {
+        AxisState::Lit
+    } else if not_checked {
+        AxisState::NotChecked
+    } else if states.iter().take(at + 1).any(|s| *s != StepState::Unknown) {
+        AxisState::Clear
+    } else {
+        AxisState::Unknown
+    }
+}
+
+/// Why a leaf was not checked, as its note and a gap.
+fn not_checked(rules: &RuleSet, input: &AssessInput, l: usize, own: &[usize], gaps: &mut Vec<Gap>) -> String {
+    let leaf = &rules.leaves[l];
+    let name = axis_name(&leaf.axis, &leaf.sub_axis);
+    let reasons: BTreeSet<String> = own
+        .iter()
+        .filter_map(|&k| input.signals.get(k).and_then(|s| s.note.clone()))
+        .collect();
+    let msg = format!(
+        "not checked: {}",
+        reasons.into_iter().collect::<Vec<_>>().join("; ")
+    );
+    gaps.push(Gap {
+        kind: GapKind::NotChecked,
+        subject: leaf.id.clone(),
+        message: format!("{} ({name}) {msg}", leaf.id),
+    });
+    msg
+}
+
+/// Warnings about a leaf's dating: lit at the end for less than its
+/// persistence, or lit from the window's first step.
+fn leaf_warnings(rules: &RuleSet, f: &Frame, l: usize, own: &[usize], lit: bool, warnings: &mut Vec<String>) {
+    let leaf = &rules.leaves[l];
+    let name = axis_name(&leaf.axis, &leaf.sub_axis);
+    if !lit && !f.single && !leaf.fallback {
+        let pending: BTreeSet<&String> = own.iter().flat_map(|&k| f.judged[k].pending.keys()).collect();
+        if !pending.is_empty() {
+            warnings.push(format!(
+                "{name} is lit at the end of the window on {} for less than its persistence: not yet confirmed",
+                pending.into_iter().cloned().collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    if let Some(r) = f.reported[l] {
+        if r.start == 0 {
+            warnings.push(format!(
+                "{name} is lit from the first step of the window: its real onset may be earlier"
+            ));
+        }
+    }
+}
+
+/// Instances: those of the leaf's `cause_instances` signal, else those lit on
+/// every part of its own question, else on its own question (etcd-2 for the
+/// disk leaf, not the apiserver that saw slow etcd), else on every required
+/// question.
+fn cause_instances(
+    rules: &RuleSet,
+    judged: &[Judged],
+    l: usize,
+    sigs: &[usize],
+    own: &[usize],
+    lit_steps: &[usize],
+) -> BTreeSet<String> {
+    let named = rules.leaves[l]
+        .cause_instances
+        .as_deref()
+        .and_then(|s| rules.signal(s))
+        .map(|k| lit_instances(judged, &[k], lit_steps))
+        .filter(|c| !c.is_empty());
+    let instances = named
+        .or_else(|| both_lit(rules, l, judged, lit_steps))
+        .unwrap_or_else(|| lit_instances(judged, own, lit_steps));
+    if instances.is_empty() {
+        lit_instances(judged, sigs, lit_steps)
+    } else {
+        instances
+    }
+}
+
+/// The deciding signals' evidence, then the leaf's context signals'.
+fn leaf_evidence(
+    rules: &RuleSet,
+    input: &AssessInput,
+    judged: &[Judged],
+    l: usize,
+    sigs: &[usize],
+    shown: &Shown,
+) -> Vec<Evidence> {
+    let empty = SignalInput::unavailable(Availability::Error, "missing input");
+    let context: Vec<usize> = rules.leaves[l]
+        .evidence
+        .iter()
+        .filter_map(|s| rules.signal(s))
+        .filter(|k| !sigs.contains(k))
+        .collect();
+    let show = |k: usize, context: bool| {
+        evidence(
+            rules,
+            k,
+            input.signals.get(k).unwrap_or(&empty),
+            &judged[k],
+            &Shown { context, ..*shown },
+            &input.steps,
+        )
+    };
+    sigs.iter()
+        .map(|&k| show(k, false))
+        .chain(context.iter().map(|&k| show(k, true)))
+        .collect()
+}
+
+/// The localisation sentence: prefer a signal of the leaf's own question that
+/// singles out some instances ("only etcd-2 …").
+fn localisation(
+    rules: &RuleSet,
+    own: &[usize],
+    evidence: &[Evidence],
+    instances: &BTreeSet<String>,
+) -> Option<String> {
+    let own_ids: BTreeSet<&str> = own.iter().map(|&k| rules.signals[k].def.id.as_str()).collect();
+    let lit_ev = || {
+        evidence
+            .iter()
+            .filter(|e| !e.context && e.localisation.is_some())
+            .filter(|e| e.instances.iter().any(|i| instances.contains(&i.instance)))
+    };
+    lit_ev()
+        .filter(|e| own_ids.contains(e.signal.as_str()))
+        .filter_map(|e| e.localisation.clone())
+        .find(|l| l.starts_with("only "))
+        .or_else(|| {
+            lit_ev()
+                .filter_map(|e| e.localisation.clone())
+                .find(|l| l.starts_with("only "))
+        })
+        .or_else(|| lit_ev().find_map(|e| e.localisation.clone()))
+}
+
+/// The leaf's `cause:` sentence, filled from its evidence.
+fn why_sentence(
+    rules: &RuleSet,
+    input: &AssessInput,
+    l: usize,
+    evidence: &[Evidence],
+    instances: &BTreeSet<String>,
+    span: (usize, usize),
+) -> Option<String> {
+    super::cause::sentence(
+        &rules.leaves[l].cause,
+        &super::cause::Facts {
+            evidence,
+            instances,
+            span,
+            by: evidence
+                .iter()
+                .filter_map(|e| {
+                    let k = rules.signal(&e.signal)?;
+                    let b = rules.signals[k].breakdown.as_ref()?;
+                    Some((e.signal.as_str(), b.by.as_slice()))
+                })
+                .collect(),
+            steps: &input.steps,
+        },
+    )
 }
 
 fn dedup_keep_order(v: Vec<usize>) -> Vec<usize> {

@@ -89,6 +89,7 @@ fn lit_on(judged: &[Judged], k: usize, a: usize, b: usize) -> Vec<String> {
         .collect()
 }
 
+/// What one evidence source (audit or logs) says about the root cause.
 fn by_source(
     rules: &RuleSet,
     input: &AssessInput,
@@ -97,7 +98,6 @@ fn by_source(
     at: usize,
     role: SignalRole,
 ) -> Vec<Corroboration> {
-    let who = source_name(role);
     let Some(rc) = root else { return Vec::new() };
     let Some(l) = rules.leaves.iter().position(|x| x.id == rc.leaf) else {
         return Vec::new();
@@ -124,136 +124,195 @@ fn by_source(
         .and_then(|r| input.steps.iter().position(|&t| t >= r))
         .unwrap_or(at)
         .min(at);
-    let (a, b) = (a.min(b), b);
-    let axis = axis_name(rules, l);
-    let sig_desc = |k: usize| rules.signals[k].def.description.clone();
-    let unit = |k: usize| rules.signals[k].def.unit;
-    if own.iter().all(|&k| avail(k) != Availability::Evaluated) {
-        let why = own
+    let r = Reading {
+        rules,
+        input,
+        judged,
+        role,
+        who: source_name(role),
+        l,
+        axis: axis_name(rules, l),
+        own,
+        a: a.min(b),
+        b,
+    };
+    if r.own.iter().all(|&k| avail(k) != Availability::Evaluated) {
+        let why = r
+            .own
             .iter()
             .filter_map(|&k| input.signals.get(k).and_then(|s| s.note.clone()))
             .next()
             .unwrap_or_default();
         return vec![Corroboration {
             kind: CorroborationKind::CannotTell,
-            axis,
-            signal: rules.signals[own[0]].def.id.clone(),
+            axis: r.axis.clone(),
+            signal: rules.signals[r.own[0]].def.id.clone(),
             other_axis: None,
             from: None,
             value: None,
-            text: format!("{who} cannot confirm or contradict it: {why}"),
+            text: format!("{} cannot confirm or contradict it: {why}", r.who),
         }];
     }
-    // Confirmed: an own audit signal lit during the episode.
-    for &k in &own {
-        if let Some((i, v)) = lit_in(judged, input, k, a, b) {
-            return vec![Corroboration {
-                kind: CorroborationKind::Confirms,
-                axis: axis.clone(),
-                signal: rules.signals[k].def.id.clone(),
-                other_axis: None,
-                from: Some(input.steps[i]),
-                value: v.is_finite().then_some(v),
-                text: {
-                    let on = lit_on(judged, k, a, b);
-                    format!(
-                        "{who} confirm {axis}: {} {}{} from {}",
-                        sig_desc(k),
-                        unit(k).format(v),
-                        if role == SignalRole::Logs && !on.is_empty() && on.iter().all(|i| i != "(all)") {
-                            format!(" on {}", on.join(", "))
-                        } else {
-                            String::new()
-                        },
-                        format_time(input.steps[i])
-                    )
-                },
-            }];
-        }
+    vec![r
+        .confirms()
+        .or_else(|| r.contradicts())
+        .unwrap_or_else(|| r.neither())]
+}
+
+/// One source's signals read over the root cause's episode `[a, b]`.
+struct Reading<'a> {
+    rules: &'a RuleSet,
+    input: &'a AssessInput,
+    judged: &'a [Judged],
+    role: SignalRole,
+    who: &'static str,
+    /// The root cause's leaf, its axis name, and the source's signals of it.
+    l: usize,
+    axis: String,
+    own: Vec<usize>,
+    a: usize,
+    b: usize,
+}
+
+impl Reading<'_> {
+    fn desc(&self, k: usize) -> &str {
+        &self.rules.signals[k].def.description
     }
-    // Contradicted: another axis's audit signal lit instead.
-    for &m in &rules.leaf_order {
-        if rules.leaves[m].axis == rules.leaves[l].axis {
-            continue;
-        }
-        for k in source_signals(rules, m, role) {
-            if own.contains(&k) {
-                continue;
-            }
-            if let Some((i, v)) = lit_in(judged, input, k, a, b) {
-                let mine = own
-                    .iter()
-                    .filter_map(|&o| max_value(input, o, a, b).map(|x| (o, x)))
-                    .next();
-                return vec![Corroboration {
-                    kind: CorroborationKind::Contradicts,
-                    axis: axis.clone(),
-                    signal: rules.signals[k].def.id.clone(),
-                    other_axis: Some(axis_name(rules, m)),
-                    from: Some(input.steps[i]),
-                    value: v.is_finite().then_some(v),
-                    text: format!(
-                        "{who} disagree with the metrics: they point at {} ({} {} from {}){}",
-                        axis_name(rules, m),
-                        sig_desc(k),
-                        unit(k).format(v),
-                        format_time(input.steps[i]),
-                        match mine {
-                            Some((o, x)) =>
-                                format!(", not at {axis} ({} at most {})", sig_desc(o), unit(o).format(x)),
-                            None => format!(", not at {axis}"),
-                        }
-                    ),
-                }];
-            }
-        }
+
+    fn unit(&self, k: usize) -> crate::rules::model::Unit {
+        self.rules.signals[k].def.unit
     }
-    // Read, and neither confirming nor pointing elsewhere.
-    let known = own
-        .iter()
-        .any(|&k| (a..=b).any(|i| judged[k].states.get(i).is_some_and(|s| *s != StepState::Unknown)));
-    // The largest value at the steps judged unlit (a share over too few slow
-    // requests is not judged, and not quoted).
-    let mine = own
-        .iter()
-        .filter_map(|&o| {
-            (a..=b)
-                .filter(|&i| judged[o].states.get(i) == Some(&StepState::Unlit))
-                .filter_map(|i| max_value(input, o, i, i))
-                .reduce(f64::max)
-                .map(|x| (o, x))
-        })
-        .next();
-    vec![Corroboration {
-        kind: if known {
-            CorroborationKind::DoesNotConfirm
+
+    /// Confirmed: an own signal lit during the episode.
+    fn confirms(&self) -> Option<Corroboration> {
+        let (judged, input, (a, b)) = (self.judged, self.input, (self.a, self.b));
+        let (k, (i, v)) = self
+            .own
+            .iter()
+            .find_map(|&k| lit_in(judged, input, k, a, b).map(|x| (k, x)))?;
+        let on = lit_on(judged, k, a, b);
+        let members = if self.role == SignalRole::Logs && !on.is_empty() && on.iter().all(|i| i != "(all)") {
+            format!(" on {}", on.join(", "))
         } else {
-            CorroborationKind::CannotTell
-        },
-        axis: axis.clone(),
-        signal: rules.signals[own[0]].def.id.clone(),
-        other_axis: None,
-        from: None,
-        value: mine.map(|(_, x)| x),
-        text: match (known, mine) {
-            (true, Some((o, x))) => format!(
-                "{who} do not confirm {axis}: {} at most {} during its episode ({})",
-                sig_desc(o),
-                unit(o).format(x),
-                rules.signals[o].def.threshold.text(unit(o))
+            String::new()
+        };
+        Some(Corroboration {
+            kind: CorroborationKind::Confirms,
+            axis: self.axis.clone(),
+            signal: self.rules.signals[k].def.id.clone(),
+            other_axis: None,
+            from: Some(input.steps[i]),
+            value: v.is_finite().then_some(v),
+            text: format!(
+                "{} confirm {}: {} {}{members} from {}",
+                self.who,
+                self.axis,
+                self.desc(k),
+                self.unit(k).format(v),
+                format_time(input.steps[i])
             ),
-            (true, None) if role == SignalRole::Logs => format!(
-                "{who} do not confirm {axis}: nothing of it was logged during its episode (a quiet log is not proof either way)"
+        })
+    }
+
+    /// Contradicted: another axis's signal of this source lit instead.
+    fn contradicts(&self) -> Option<Corroboration> {
+        let (rules, judged, input, (a, b)) = (self.rules, self.judged, self.input, (self.a, self.b));
+        let other = rules
+            .leaf_order
+            .iter()
+            .filter(|&&m| rules.leaves[m].axis != rules.leaves[self.l].axis)
+            .flat_map(|&m| {
+                source_signals(rules, m, self.role)
+                    .into_iter()
+                    .map(move |k| (m, k))
+            })
+            .filter(|(_, k)| !self.own.contains(k))
+            .find_map(|(m, k)| lit_in(judged, input, k, a, b).map(|x| (m, k, x)));
+        let (m, k, (i, v)) = other?;
+        let mine = self
+            .own
+            .iter()
+            .filter_map(|&o| max_value(input, o, a, b).map(|x| (o, x)))
+            .next();
+        let axis = &self.axis;
+        Some(Corroboration {
+            kind: CorroborationKind::Contradicts,
+            axis: axis.clone(),
+            signal: rules.signals[k].def.id.clone(),
+            other_axis: Some(axis_name(rules, m)),
+            from: Some(input.steps[i]),
+            value: v.is_finite().then_some(v),
+            text: format!(
+                "{} disagree with the metrics: they point at {} ({} {} from {}){}",
+                self.who,
+                axis_name(rules, m),
+                self.desc(k),
+                self.unit(k).format(v),
+                format_time(input.steps[i]),
+                match mine {
+                    Some((o, x)) => format!(
+                        ", not at {axis} ({} at most {})",
+                        self.desc(o),
+                        self.unit(o).format(x)
+                    ),
+                    None => format!(", not at {axis}"),
+                }
             ),
-            (true, None) => format!(
-                "the audit logs do not confirm {axis}: no request slower than 500 ms with latency annotations during its episode"
-            ),
-            (false, _) if role == SignalRole::Logs => format!(
-                "{who} cannot confirm or contradict {axis}: they do not cover its episode"
-            ),
-            (false, _) => format!(
-                "the audit logs cannot confirm or contradict {axis}: too few slow requests with latency annotations during its episode"
-            ),
-        },
-    }]
+        })
+    }
+
+    /// Read, and neither confirming nor pointing elsewhere.
+    fn neither(&self) -> Corroboration {
+        let (judged, input, (a, b)) = (self.judged, self.input, (self.a, self.b));
+        let known = self
+            .own
+            .iter()
+            .any(|&k| (a..=b).any(|i| judged[k].states.get(i).is_some_and(|s| *s != StepState::Unknown)));
+        // The largest value at the steps judged unlit (a share over too few slow
+        // requests is not judged, and not quoted).
+        let mine = self
+            .own
+            .iter()
+            .filter_map(|&o| {
+                (a..=b)
+                    .filter(|&i| judged[o].states.get(i) == Some(&StepState::Unlit))
+                    .filter_map(|i| max_value(input, o, i, i))
+                    .reduce(f64::max)
+                    .map(|x| (o, x))
+            })
+            .next();
+        let (who, axis, logs) = (self.who, &self.axis, self.role == SignalRole::Logs);
+        Corroboration {
+            kind: if known {
+                CorroborationKind::DoesNotConfirm
+            } else {
+                CorroborationKind::CannotTell
+            },
+            axis: axis.clone(),
+            signal: self.rules.signals[self.own[0]].def.id.clone(),
+            other_axis: None,
+            from: None,
+            value: mine.map(|(_, x)| x),
+            text: match (known, mine) {
+                (true, Some((o, x))) => format!(
+                    "{who} do not confirm {axis}: {} at most {} during its episode ({})",
+                    self.desc(o),
+                    self.unit(o).format(x),
+                    self.rules.signals[o].def.threshold.text(self.unit(o))
+                ),
+                (true, None) if logs => format!(
+                    "{who} do not confirm {axis}: nothing of it was logged during its episode (a quiet log is not proof either way)"
+                ),
+                (true, None) => format!(
+                    "the audit logs do not confirm {axis}: no request slower than 500 ms with latency annotations during its episode"
+                ),
+                (false, _) if logs => format!(
+                    "{who} cannot confirm or contradict {axis}: they do not cover its episode"
+                ),
+                (false, _) => format!(
+                    "the audit logs cannot confirm or contradict {axis}: too few slow requests with latency annotations during its episode"
+                ),
+            },
+        }
+    }
 }

@@ -152,13 +152,56 @@ pub(super) fn root_cause(
     sel: &Selection,
     single: bool,
 ) -> (Verdict, Option<usize>) {
-    let pos_of = |leaf: &str| {
-        rules
-            .leaf_order
-            .iter()
-            .position(|&l| rules.leaves[l].id == leaf)
-            .unwrap_or(usize::MAX)
+    let (candidates, unchecked_notes) = candidates(rules, axes, sel, single);
+    let mut verdict = Verdict {
+        earlier: earlier_episodes(rules, input, sel),
+        ..Verdict::default()
     };
+    let with_onset: Vec<usize> = candidates
+        .iter()
+        .copied()
+        .filter(|&a| axes[a].onset.is_some())
+        .collect();
+    let root_axis = if !with_onset.is_empty() {
+        Some(order_by_onset(rules, input, axes, &with_onset, &mut verdict))
+    } else if !candidates.is_empty() {
+        Some(order_by_tree(
+            rules,
+            input,
+            axes,
+            &candidates,
+            single,
+            &mut verdict,
+        ))
+    } else {
+        None
+    };
+    if let Some((r, note)) = root_axis.and_then(|r| unchecked_notes.get(&r).map(|n| (r, n))) {
+        verdict
+            .assumptions
+            .push(format!("{}: {note}", axis_name(&axes[r].axis, &axes[r].sub_axis)));
+    }
+    (verdict, root_axis)
+}
+
+/// A leaf's position in the tree's walk order.
+fn tree_pos(rules: &RuleSet, leaf: &str) -> usize {
+    rules
+        .leaf_order
+        .iter()
+        .position(|&l| rules.leaves[l].id == leaf)
+        .unwrap_or(usize::MAX)
+}
+
+/// The axes that can be the root cause (indices into `axes`), with the notes
+/// of fallbacks whose more specific axes could not be checked; superseded
+/// axes get their note.
+fn candidates(
+    rules: &RuleSet,
+    axes: &mut [AxisReport],
+    sel: &Selection,
+    single: bool,
+) -> (Vec<usize>, BTreeMap<usize, String>) {
     let state_of: BTreeMap<String, AxisState> = axes.iter().map(|a| (a.leaf.clone(), a.state)).collect();
     let mut candidates: Vec<usize> = Vec::new(); // indices into `axes`
     let mut unchecked_notes: BTreeMap<usize, String> = BTreeMap::new();
@@ -221,117 +264,126 @@ pub(super) fn root_cause(
         }
         candidates.push(a);
     }
-    let mut verdict = Verdict {
-        earlier: sel
-            .earlier
-            .iter()
-            .map(|(l, r)| {
-                let leaf = &rules.leaves[*l];
-                Episode {
-                    leaf: leaf.id.clone(),
-                    axis: leaf.axis.clone(),
-                    sub_axis: leaf.sub_axis.clone(),
-                    onset: input.steps[r.start],
-                    recovered: r.recovered.map(|i| input.steps[i]),
-                }
-            })
-            .collect(),
-        ..Verdict::default()
-    };
+    (candidates, unchecked_notes)
+}
+
+/// Episodes of earlier, separate incidents in the window.
+fn earlier_episodes(rules: &RuleSet, input: &AssessInput, sel: &Selection) -> Vec<Episode> {
+    sel.earlier
+        .iter()
+        .map(|(l, r)| {
+            let leaf = &rules.leaves[*l];
+            Episode {
+                leaf: leaf.id.clone(),
+                axis: leaf.axis.clone(),
+                sub_axis: leaf.sub_axis.clone(),
+                onset: input.steps[r.start],
+                recovered: r.recovered.map(|i| input.steps[i]),
+            }
+        })
+        .collect()
+}
+
+/// The earliest onset is the root cause; axes within one step of it are ties
+/// (broken by tree order, as an assumption), the later ones downstream.
+fn order_by_onset(
+    rules: &RuleSet,
+    input: &AssessInput,
+    axes: &[AxisReport],
+    with_onset: &[usize],
+    verdict: &mut Verdict,
+) -> usize {
+    let pos_of = |leaf: &str| tree_pos(rules, leaf);
     let step = input.step.max(1);
-    let with_onset: Vec<usize> = candidates
+    let earliest = with_onset
+        .iter()
+        .filter_map(|&a| axes[a].onset)
+        .min()
+        .unwrap_or(0);
+    let mut tied: Vec<usize> = with_onset
         .iter()
         .copied()
-        .filter(|&a| axes[a].onset.is_some())
+        .filter(|&a| axes[a].onset.is_some_and(|o| o.saturating_sub(earliest) <= step))
         .collect();
-    let root_axis: Option<usize> = if !with_onset.is_empty() {
-        let earliest = with_onset
-            .iter()
-            .filter_map(|&a| axes[a].onset)
-            .min()
-            .unwrap_or(0);
-        let mut tied: Vec<usize> = with_onset
-            .iter()
-            .copied()
-            .filter(|&a| axes[a].onset.is_some_and(|o| o.saturating_sub(earliest) <= step))
-            .collect();
-        tied.sort_by_key(|&a| (pos_of(&axes[a].leaf), axes[a].onset));
-        let root = tied[0];
-        let root_onset = axes[root].onset.unwrap_or(earliest);
-        let root_name = axis_name(&axes[root].axis, &axes[root].sub_axis);
-        for &a in &tied[1..] {
-            let o = axes[a].onset.unwrap_or(earliest);
-            verdict.ties.push(Tie {
-                leaf: axes[a].leaf.clone(),
-                axis: axes[a].axis.clone(),
-                sub_axis: axes[a].sub_axis.clone(),
-                onset: o,
-                note: format!(
-                    "{} lit within one step ({}) of {root_name}",
-                    axis_name(&axes[a].axis, &axes[a].sub_axis),
-                    crate::timefmt::format_lag(step)
-                ),
-            });
-        }
-        if tied.len() > 1 {
-            let names: Vec<String> = tied
-                .iter()
-                .map(|&a| axis_name(&axes[a].axis, &axes[a].sub_axis))
-                .collect();
-            verdict.assumptions.push(format!(
-                "onsets of {} are within one step of each other; the data cannot order them, and {root_name} was chosen only because it comes first in the tree",
-                names.join(", ")
-            ));
-        }
-        let mut downstream: Vec<usize> = with_onset.iter().copied().filter(|a| !tied.contains(a)).collect();
-        downstream.sort_by_key(|&a| (axes[a].onset, pos_of(&axes[a].leaf)));
-        for a in downstream {
-            let o = axes[a].onset.unwrap_or(root_onset);
-            let lag = o.saturating_sub(root_onset);
-            verdict.downstream.push(Downstream {
-                leaf: axes[a].leaf.clone(),
-                axis: axes[a].axis.clone(),
-                sub_axis: axes[a].sub_axis.clone(),
-                onset: o,
-                lag_ms: lag,
-                note: format!(
-                    "{} lit {} after {root_name}",
-                    axis_name(&axes[a].axis, &axes[a].sub_axis),
-                    crate::timefmt::format_lag(lag)
-                ),
-            });
-        }
-        Some(root)
-    } else if !candidates.is_empty() {
-        let mut c = candidates.clone();
-        c.sort_by_key(|&a| pos_of(&axes[a].leaf));
-        if single {
-            verdict.assumptions.push(
-                "a single snapshot has no onsets (they need a time series); the first lit axis in tree order was chosen"
-                    .to_string(),
-            );
-        }
-        for &a in &c[1..] {
-            verdict.ties.push(Tie {
-                leaf: axes[a].leaf.clone(),
-                axis: axes[a].axis.clone(),
-                sub_axis: axes[a].sub_axis.clone(),
-                onset: input.steps.first().copied().unwrap_or(0),
-                note: format!(
-                    "{} also lit; without a time series its order cannot be told",
-                    axis_name(&axes[a].axis, &axes[a].sub_axis)
-                ),
-            });
-        }
-        Some(c[0])
-    } else {
-        None
-    };
-
-    if let Some((r, note)) = root_axis.and_then(|r| unchecked_notes.get(&r).map(|n| (r, n))) {
-        verdict
-            .assumptions
-            .push(format!("{}: {note}", axis_name(&axes[r].axis, &axes[r].sub_axis)));
+    tied.sort_by_key(|&a| (pos_of(&axes[a].leaf), axes[a].onset));
+    let root = tied[0];
+    let root_onset = axes[root].onset.unwrap_or(earliest);
+    let root_name = axis_name(&axes[root].axis, &axes[root].sub_axis);
+    for &a in &tied[1..] {
+        let o = axes[a].onset.unwrap_or(earliest);
+        verdict.ties.push(Tie {
+            leaf: axes[a].leaf.clone(),
+            axis: axes[a].axis.clone(),
+            sub_axis: axes[a].sub_axis.clone(),
+            onset: o,
+            note: format!(
+                "{} lit within one step ({}) of {root_name}",
+                axis_name(&axes[a].axis, &axes[a].sub_axis),
+                crate::timefmt::format_lag(step)
+            ),
+        });
     }
-    (verdict, root_axis)
+    if tied.len() > 1 {
+        let names: Vec<String> = tied
+            .iter()
+            .map(|&a| axis_name(&axes[a].axis, &axes[a].sub_axis))
+            .collect();
+        verdict.assumptions.push(format!(
+            "onsets of {} are within one step of each other; the data cannot order them, and {root_name} was chosen only because it comes first in the tree",
+            names.join(", ")
+        ));
+    }
+    let mut downstream: Vec<usize> = with_onset.iter().copied().filter(|a| !tied.contains(a)).collect();
+    downstream.sort_by_key(|&a| (axes[a].onset, pos_of(&axes[a].leaf)));
+    for a in downstream {
+        let o = axes[a].onset.unwrap_or(root_onset);
+        let lag = o.saturating_sub(root_onset);
+        verdict.downstream.push(Downstream {
+            leaf: axes[a].leaf.clone(),
+            axis: axes[a].axis.clone(),
+            sub_axis: axes[a].sub_axis.clone(),
+            onset: o,
+            lag_ms: lag,
+            note: format!(
+                "{} lit {} after {root_name}",
+                axis_name(&axes[a].axis, &axes[a].sub_axis),
+                crate::timefmt::format_lag(lag)
+            ),
+        });
+    }
+    root
+}
+
+/// Without onsets (a single snapshot), the first lit axis in tree order; the
+/// others are ties whose order cannot be told.
+fn order_by_tree(
+    rules: &RuleSet,
+    input: &AssessInput,
+    axes: &[AxisReport],
+    candidates: &[usize],
+    single: bool,
+    verdict: &mut Verdict,
+) -> usize {
+    let pos_of = |leaf: &str| tree_pos(rules, leaf);
+    let mut c = candidates.to_vec();
+    c.sort_by_key(|&a| pos_of(&axes[a].leaf));
+    if single {
+        verdict.assumptions.push(
+            "a single snapshot has no onsets (they need a time series); the first lit axis in tree order was chosen"
+                .to_string(),
+        );
+    }
+    for &a in &c[1..] {
+        verdict.ties.push(Tie {
+            leaf: axes[a].leaf.clone(),
+            axis: axes[a].axis.clone(),
+            sub_axis: axes[a].sub_axis.clone(),
+            onset: input.steps.first().copied().unwrap_or(0),
+            note: format!(
+                "{} also lit; without a time series its order cannot be told",
+                axis_name(&axes[a].axis, &axes[a].sub_axis)
+            ),
+        });
+    }
+    c[0]
 }

@@ -285,25 +285,109 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
 
     // 1. Judge every signal.
     let judged = judge_all(rules, input);
-    if input.baseline.kind == BaselineKind::None
-        && rules.signals.iter().any(|s| s.def.threshold.relative.is_some())
-    {
-        gaps.push(Gap {
-            kind: GapKind::NoBaseline,
-            subject: "baseline".into(),
-            message: format!(
-                "{}; signals with only a relative threshold are unknown, the others use their absolute threshold",
-                input.baseline.description
-            ),
-        });
-    }
+    gaps.extend(baseline_gap(rules, input));
 
     // 2–3. Questions and leaf timelines.
     let node_states = timeline::node_states(rules, &judged, n);
     let leaf_states = timeline::leaf_states(rules, &node_states, n);
 
     // 4. Episodes, and the incident the verdict is about.
-    let runs: Vec<Vec<timeline::Run>> = (0..rules.leaves.len())
+    let runs = leaf_runs(rules, input, &judged, &leaf_states, at, single);
+    let sel = decide::select(rules, input, &runs, at);
+    let frame = axes::Frame {
+        judged: &judged,
+        leaf_states: &leaf_states,
+        runs: &runs,
+        reported: &sel.reported,
+        at,
+        single,
+    };
+    let mut axes = axes::leaf_reports(rules, input, &frame, &mut warnings, &mut gaps);
+    let advisories = advise::advisories(rules, input, &judged, at);
+    advise::mark_not_applicable(&advisories, &mut axes, &mut gaps);
+
+    // 5. Root cause, downstream, ties.
+    let (mut verdict, root_axis) = decide::root_cause(rules, input, &mut axes, &sel, single);
+
+    // 6. Symptom, walk.
+    let symptom = symptom_state(rules, input, &node_states, at, single);
+    let (path, walk_end) = walk::walk(rules, input, &judged, &node_states, at);
+
+    // 7. Scope, status and summary.
+    let scope = scope_info(rules, input, &node_states, at);
+    let mut conclusion = Conclusion::default();
+    if let Some(r) = root_axis {
+        let ctx = Judgement {
+            rules,
+            input,
+            judged: &judged,
+            leaf_states: &leaf_states,
+            sel: &sel,
+            at,
+            single,
+        };
+        conclusion = explain_root(&ctx, &axes, r, &walk_end, &mut verdict, &mut warnings);
+    } else if let Some(summary) = healthy_summary(rules, input, &node_states, at, &axes, &scope) {
+        conclusion.status = Status::Healthy;
+        verdict.summary = summary;
+    } else {
+        conclusion.status = Status::Inconclusive;
+        verdict.summary = inconclusive_summary(rules, &node_states, at, &scope);
+    }
+
+    Report {
+        schema_version: SCHEMA_VERSION,
+        status: conclusion.status,
+        verdict,
+        symptom: Some(symptom),
+        axes,
+        path,
+        walk_end,
+        gaps,
+        window: window_info(input, at),
+        sources: input.sources.clone(),
+        warnings,
+        falsifier: conclusion.falsifier,
+        falsification: conclusion.falsification,
+        runbook: conclusion.runbook,
+        rules: RulesInfo {
+            origin: rules.origin.clone(),
+            signals: rules.signals.len(),
+            nodes: rules.nodes.len(),
+            leaves: rules.leaves.len(),
+        },
+        scope,
+        audit: None,
+        logs: None,
+        advisories,
+        recorded: None,
+    }
+}
+
+/// The gap of a window without a baseline, when some signal needs one.
+fn baseline_gap(rules: &RuleSet, input: &AssessInput) -> Option<Gap> {
+    let relative = rules.signals.iter().any(|s| s.def.threshold.relative.is_some());
+    (input.baseline.kind == BaselineKind::None && relative).then(|| Gap {
+        kind: GapKind::NoBaseline,
+        subject: "baseline".into(),
+        message: format!(
+            "{}; signals with only a relative threshold are unknown, the others use their absolute threshold",
+            input.baseline.description
+        ),
+    })
+}
+
+/// Each leaf's episodes (none for a single snapshot), merged across gaps as
+/// long as its own signals' persistence.
+fn leaf_runs(
+    rules: &RuleSet,
+    input: &AssessInput,
+    judged: &[judge::Judged],
+    leaf_states: &[timeline::States],
+    at: usize,
+    single: bool,
+) -> Vec<Vec<timeline::Run>> {
+    (0..rules.leaves.len())
         .map(|l| {
             if single {
                 return Vec::new();
@@ -322,27 +406,17 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
                 input.debounce,
             )
         })
-        .collect();
-    let sel = decide::select(rules, input, &runs, at);
-    let frame = axes::Frame {
-        judged: &judged,
-        leaf_states: &leaf_states,
-        runs: &runs,
-        reported: &sel.reported,
-        at,
-        single,
-    };
-    let mut axes = axes::leaf_reports(rules, input, &frame, &mut warnings, &mut gaps);
-    let advisories = advise::advisories(rules, input, &judged, at);
-    advise::mark_not_applicable(&advisories, &mut axes, &mut gaps);
+        .collect()
+}
 
-    // 5. Root cause, downstream, ties; who stopped answering.
-    let (mut verdict, root_axis) = decide::root_cause(rules, input, &mut axes, &sel, single);
-    let unreachable = root_axis
-        .map(|r| unreachable_during(&axes[r], input))
-        .unwrap_or_default();
-
-    // 6. Symptom, walk.
+/// The root question (what clients feel) over the window.
+fn symptom_state(
+    rules: &RuleSet,
+    input: &AssessInput,
+    node_states: &[timeline::States],
+    at: usize,
+    single: bool,
+) -> SymptomState {
     let root_node = &rules.nodes[rules.root];
     let symptom_states = node_states[rules.root].clone();
     let symptom_runs = if single {
@@ -351,7 +425,7 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         timeline::episodes(&symptom_states, &input.steps, at, 0, input.range, input.debounce)
     };
     let symptom_at = symptom_states.get(at).copied().unwrap_or(StepState::Unknown);
-    let symptom = Some(SymptomState {
+    SymptomState {
         node: root_node.def.id.clone(),
         question: root_node.def.question.clone(),
         state: match (
@@ -364,228 +438,271 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         },
         onset: symptom_runs.last().map(|r| input.steps[r.start]),
         timeline: symptom_states,
-    });
-    let (path, walk_end) = walk::walk(rules, input, &judged, &node_states, at);
-
-    // 7. Scope, status and summary.
-    let scope = scope_info(rules, input, &node_states, at);
-    let mut falsifier = None;
-    let mut falsification = None;
-    let mut runbook = Vec::new();
-    let status;
-    if let Some(r) = root_axis {
-        let ax = &axes[r];
-        // Still lit at the end, or a member it names still not answering.
-        let active = !single
-            && (sel
-                .incident
-                .iter()
-                .any(|&l| sel.reported[l].is_some_and(|run| run.recovered.is_none()))
-                || unreachable.iter().any(|u| u.until.is_none()));
-        status = if single || active {
-            Status::Degraded
-        } else {
-            Status::Recovered
-        };
-        let l = rules.leaf(&ax.leaf).unwrap_or(0);
-        falsifier = Some(rules.leaves[l].falsifier.clone());
-        falsification = falsify::falsification(rules, &axes, r, &verdict.downstream, &input.steps);
-        runbook = rules.leaves[l].runbook.clone();
-        let name = axis_name(&ax.axis, &ax.sub_axis);
-        // The cause member: a target that stopped answering during the episode;
-        // the lit instances are then the affected ones.
-        let stopped: Vec<String> = unreachable.iter().map(|u| u.target.clone()).collect();
-        let (instances, affected) = if stopped.is_empty() {
-            // The cause is where the leaf's own question lit; the other
-            // instances lit on its deciding signals in the episode felt it
-            // (the followers that lost a leader whose heartbeats failed, the
-            // apiserver that saw a member's slow disk).
-            let steps: Vec<usize> = match sel.reported[l] {
-                Some(run) => (run.start..=run.end)
-                    .filter(|&i| leaf_states[l].get(i) == Some(&StepState::Lit))
-                    .collect(),
-                None if single => vec![0],
-                None => Vec::new(),
-            };
-            let affected: Vec<String> =
-                axes::lit_instances(&judged, &axes::deciding_signals(rules, l), &steps)
-                    .into_iter()
-                    .filter(|i| !ax.instances.contains(i))
-                    .collect();
-            (ax.instances.clone(), affected)
-        } else {
-            let affected: Vec<String> = ax
-                .instances
-                .iter()
-                .filter(|i| !stopped.contains(i))
-                .cloned()
-                .collect();
-            (stopped.clone(), affected)
-        };
-        let mut s = format!("root cause: {name} ({}) — {}", ax.severity, ax.title);
-        if let Some(o) = ax.onset {
-            s.push_str(&format!(", from {}", crate::timefmt::format_time(o)));
-        }
-        for u in &unreachable {
-            s.push_str(&format!(
-                "; {} stopped answering at {}",
-                u.target,
-                crate::timefmt::format_time(u.from)
-            ));
-            if let Some(b) = u.until {
-                s.push_str(&format!(" (again from {})", crate::timefmt::format_time(b)));
-            }
-        }
-        if let Some(loc) = &ax.localisation {
-            s.push_str(&format!("; {loc}"));
-        }
-        if let (Some(o), Some(rec)) = (ax.onset, ax.recovered) {
-            s.push_str(&format!(
-                "; recovered at {} after {}",
-                crate::timefmt::format_time(rec),
-                crate::timefmt::format_lag(rec.saturating_sub(o))
-            ));
-        }
-        if !verdict.downstream.is_empty() {
-            let d: Vec<String> = verdict.downstream.iter().map(|d| d.note.clone()).collect();
-            s.push_str(&format!("; downstream: {}", d.join(", ")));
-        }
-        if status == Status::Recovered {
-            s.push_str("; nothing of this incident is lit at the end of the window");
-        }
-        if !verdict.earlier.is_empty() {
-            s.push_str(&format!(
-                "; {} earlier episode(s) in the window, before this incident",
-                verdict.earlier.len()
-            ));
-        }
-        verdict.summary = s;
-        verdict.root_cause = Some(RootCause {
-            leaf: ax.leaf.clone(),
-            axis: ax.axis.clone(),
-            sub_axis: ax.sub_axis.clone(),
-            severity: ax.severity,
-            title: ax.title.clone(),
-            onset: ax.onset,
-            instances,
-            localisation: ax.localisation.clone(),
-            recovered: ax.recovered,
-            unreachable,
-            affected,
-        });
-        // A root cause only from what was read: a possible cause of this axis
-        // that could not be read leaves the cause undecided.
-        let unread = undecided::unread_causes(rules, input, &judged, ax, at);
-        if !unread.is_empty() {
-            let text = undecided::text(&unread);
-            verdict.summary = format!(
-                "failing: {}; {text}",
-                verdict
-                    .summary
-                    .strip_prefix("root cause: ")
-                    .unwrap_or(&verdict.summary)
-            );
-            for u in &unread {
-                if let Some(remedy) = &u.remedy {
-                    runbook.insert(0, format!("To decide the cause, read {}: {remedy}", u.title));
-                }
-            }
-            if let Some(failing) = verdict.root_cause.take() {
-                verdict.undecided = Some(crate::rules::report::Undecided {
-                    failing,
-                    unread,
-                    text,
-                });
-            }
-        }
-        verdict.corroboration = corroborate::corroborate(rules, input, &judged, verdict.failing(), at);
-        for c in &verdict.corroboration {
-            if c.kind == crate::rules::report::CorroborationKind::Contradicts {
-                warnings.push(c.text.clone());
-            }
-        }
-        if walk_end != ax.leaf && walk_end != crate::rules::HEALTHY {
-            warnings.push(format!(
-                "the tree walk at {} ends at `{walk_end}`, but {name} lit first: the walk shows the state at that time, the verdict follows the onsets",
-                crate::timefmt::format_time(input.steps.get(at).copied().unwrap_or(0))
-            ));
-        }
-    } else if let Some(summary) = healthy_summary(rules, input, &node_states, at, &axes, &scope) {
-        status = Status::Healthy;
-        verdict.summary = summary;
-    } else {
-        status = Status::Inconclusive;
-        verdict.summary = match symptom_at {
-            StepState::Lit => {
-                "inconclusive: clients are affected, no axis is lit, and the symptom is not yet confirmed"
-                    .to_string()
-            }
-            _ => {
-                let judged_roles: Vec<&String> = scope
-                    .observed
-                    .iter()
-                    .filter(|r| rules.scopes.iter().any(|sc| sc.role.as_str() == r.as_str()))
-                    .collect();
-                match judged_roles.as_slice() {
-                    [] if scope.observed.iter().any(|r| r == "logs") => {
-                        "inconclusive: no axis is lit in the logs, but logs alone cannot show that the control plane is healthy (a quiet log is not proof; add metrics)".to_string()
-                    }
-                    [] if scope.observed.iter().any(|r| r == "audit") => {
-                        "inconclusive: no axis is lit in the audit logs, but audit logs alone cannot show that the control plane is healthy (a policy may not log every request; add metrics)".to_string()
-                    }
-                    [] => "inconclusive: the data has no apiserver or etcd target the rules can judge".to_string(),
-                    [one] => format!(
-                        "inconclusive: no axis is lit, but the data cannot say that {one} is healthy (signals not read: see gaps)"
-                    ),
-                    many => format!(
-                        "inconclusive: no axis is lit, but the data cannot say that {} are healthy (signals not read: see gaps)",
-                        many.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" and ")
-                    ),
-                }
-            }
-        };
     }
+}
 
-    Report {
-        schema_version: SCHEMA_VERSION,
+/// What the assessment has judged, as the root cause's explanation reads it.
+struct Judgement<'a> {
+    rules: &'a RuleSet,
+    input: &'a AssessInput,
+    judged: &'a [judge::Judged],
+    leaf_states: &'a [timeline::States],
+    sel: &'a decide::Selection,
+    at: usize,
+    single: bool,
+}
+
+/// The status and what the report says beside the verdict's summary.
+struct Conclusion {
+    status: Status,
+    falsifier: Option<String>,
+    falsification: Option<Falsification>,
+    runbook: Vec<String>,
+}
+
+impl Default for Conclusion {
+    fn default() -> Self {
+        Conclusion {
+            status: Status::Inconclusive,
+            falsifier: None,
+            falsification: None,
+            runbook: Vec::new(),
+        }
+    }
+}
+
+/// The verdict of a root cause: its status, summary, members, what was not
+/// read before it, what other sources say, and the leaf's falsifier and runbook.
+fn explain_root(
+    j: &Judgement,
+    axes: &[AxisReport],
+    r: usize,
+    walk_end: &str,
+    verdict: &mut Verdict,
+    warnings: &mut Vec<String>,
+) -> Conclusion {
+    let ax = &axes[r];
+    let unreachable = unreachable_during(ax, j.input);
+    // Still lit at the end, or a member it names still not answering.
+    let active = !j.single
+        && (j
+            .sel
+            .incident
+            .iter()
+            .any(|&l| j.sel.reported[l].is_some_and(|run| run.recovered.is_none()))
+            || unreachable.iter().any(|u| u.until.is_none()));
+    let status = if j.single || active {
+        Status::Degraded
+    } else {
+        Status::Recovered
+    };
+    let l = j.rules.leaf(&ax.leaf).unwrap_or(0);
+    let falsification = falsify::falsification(j.rules, axes, r, &verdict.downstream, &j.input.steps);
+    let mut runbook = j.rules.leaves[l].runbook.clone();
+    let name = axis_name(&ax.axis, &ax.sub_axis);
+    let (instances, affected) = cause_members(j, ax, l, &unreachable);
+    verdict.summary = root_summary(ax, &name, &unreachable, verdict, status);
+    verdict.root_cause = Some(RootCause {
+        leaf: ax.leaf.clone(),
+        axis: ax.axis.clone(),
+        sub_axis: ax.sub_axis.clone(),
+        severity: ax.severity,
+        title: ax.title.clone(),
+        onset: ax.onset,
+        instances,
+        localisation: ax.localisation.clone(),
+        recovered: ax.recovered,
+        unreachable,
+        affected,
+    });
+    mark_undecided(j, ax, verdict, &mut runbook);
+    verdict.corroboration = corroborate::corroborate(j.rules, j.input, j.judged, verdict.failing(), j.at);
+    for c in &verdict.corroboration {
+        if c.kind == crate::rules::report::CorroborationKind::Contradicts {
+            warnings.push(c.text.clone());
+        }
+    }
+    if walk_end != ax.leaf && walk_end != crate::rules::HEALTHY {
+        warnings.push(format!(
+            "the tree walk at {} ends at `{walk_end}`, but {name} lit first: the walk shows the state at that time, the verdict follows the onsets",
+            crate::timefmt::format_time(j.input.steps.get(j.at).copied().unwrap_or(0))
+        ));
+    }
+    Conclusion {
         status,
-        verdict,
-        symptom,
-        axes,
-        path,
-        walk_end,
-        gaps,
-        window: WindowInfo {
-            from: input.steps.first().copied().unwrap_or(0),
-            to: input.steps.last().copied().unwrap_or(0),
-            step: input.step,
-            at: input.steps.get(at).copied().unwrap_or(0),
-            steps: input.steps.clone(),
-            range: input.range,
-            debounce: input.debounce.max(1),
-            baseline: BaselineInfo {
-                kind: input.baseline.kind,
-                from: input.baseline.from,
-                to: input.baseline.to,
-                description: input.baseline.description.clone(),
-            },
-        },
-        sources: input.sources.clone(),
-        warnings,
-        falsifier,
+        falsifier: Some(j.rules.leaves[l].falsifier.clone()),
         falsification,
         runbook,
-        rules: RulesInfo {
-            origin: rules.origin.clone(),
-            signals: rules.signals.len(),
-            nodes: rules.nodes.len(),
-            leaves: rules.leaves.len(),
+    }
+}
+
+/// The cause members and the affected ones. The cause member is a target that
+/// stopped answering during the episode, the lit instances then the affected
+/// ones; otherwise the cause is where the leaf's own question lit, and the
+/// other instances lit on its deciding signals in the episode felt it (the
+/// followers that lost a leader whose heartbeats failed, the apiserver that saw
+/// a member's slow disk).
+fn cause_members(
+    j: &Judgement,
+    ax: &AxisReport,
+    l: usize,
+    unreachable: &[Unreachable],
+) -> (Vec<String>, Vec<String>) {
+    let stopped: Vec<String> = unreachable.iter().map(|u| u.target.clone()).collect();
+    if !stopped.is_empty() {
+        let affected = ax
+            .instances
+            .iter()
+            .filter(|i| !stopped.contains(i))
+            .cloned()
+            .collect();
+        return (stopped, affected);
+    }
+    let steps: Vec<usize> = match j.sel.reported[l] {
+        Some(run) => (run.start..=run.end)
+            .filter(|&i| j.leaf_states[l].get(i) == Some(&StepState::Lit))
+            .collect(),
+        None if j.single => vec![0],
+        None => Vec::new(),
+    };
+    let affected: Vec<String> = axes::lit_instances(j.judged, &axes::deciding_signals(j.rules, l), &steps)
+        .into_iter()
+        .filter(|i| !ax.instances.contains(i))
+        .collect();
+    (ax.instances.clone(), affected)
+}
+
+/// The one-sentence summary of a root cause.
+fn root_summary(
+    ax: &AxisReport,
+    name: &str,
+    unreachable: &[Unreachable],
+    verdict: &Verdict,
+    status: Status,
+) -> String {
+    let mut s = format!("root cause: {name} ({}) — {}", ax.severity, ax.title);
+    if let Some(o) = ax.onset {
+        s.push_str(&format!(", from {}", crate::timefmt::format_time(o)));
+    }
+    for u in unreachable {
+        s.push_str(&format!(
+            "; {} stopped answering at {}",
+            u.target,
+            crate::timefmt::format_time(u.from)
+        ));
+        if let Some(b) = u.until {
+            s.push_str(&format!(" (again from {})", crate::timefmt::format_time(b)));
+        }
+    }
+    if let Some(loc) = &ax.localisation {
+        s.push_str(&format!("; {loc}"));
+    }
+    if let (Some(o), Some(rec)) = (ax.onset, ax.recovered) {
+        s.push_str(&format!(
+            "; recovered at {} after {}",
+            crate::timefmt::format_time(rec),
+            crate::timefmt::format_lag(rec.saturating_sub(o))
+        ));
+    }
+    if !verdict.downstream.is_empty() {
+        let d: Vec<String> = verdict.downstream.iter().map(|d| d.note.clone()).collect();
+        s.push_str(&format!("; downstream: {}", d.join(", ")));
+    }
+    if status == Status::Recovered {
+        s.push_str("; nothing of this incident is lit at the end of the window");
+    }
+    if !verdict.earlier.is_empty() {
+        s.push_str(&format!(
+            "; {} earlier episode(s) in the window, before this incident",
+            verdict.earlier.len()
+        ));
+    }
+    s
+}
+
+/// A root cause only from what was read: a possible cause of this axis that
+/// could not be read leaves the cause undecided.
+fn mark_undecided(j: &Judgement, ax: &AxisReport, verdict: &mut Verdict, runbook: &mut Vec<String>) {
+    let unread = undecided::unread_causes(j.rules, j.input, j.judged, ax, j.at);
+    if unread.is_empty() {
+        return;
+    }
+    let text = undecided::text(&unread);
+    verdict.summary = format!(
+        "failing: {}; {text}",
+        verdict
+            .summary
+            .strip_prefix("root cause: ")
+            .unwrap_or(&verdict.summary)
+    );
+    for u in &unread {
+        if let Some(remedy) = &u.remedy {
+            runbook.insert(0, format!("To decide the cause, read {}: {remedy}", u.title));
+        }
+    }
+    if let Some(failing) = verdict.root_cause.take() {
+        verdict.undecided = Some(crate::rules::report::Undecided {
+            failing,
+            unread,
+            text,
+        });
+    }
+}
+
+/// The summary when no axis is lit and health cannot be told.
+fn inconclusive_summary(
+    rules: &RuleSet,
+    node_states: &[timeline::States],
+    at: usize,
+    scope: &ScopeInfo,
+) -> String {
+    let symptom_at = node_states[rules.root]
+        .get(at)
+        .copied()
+        .unwrap_or(StepState::Unknown);
+    if symptom_at == StepState::Lit {
+        return "inconclusive: clients are affected, no axis is lit, and the symptom is not yet confirmed"
+            .to_string();
+    }
+    let judged_roles: Vec<&String> = scope
+        .observed
+        .iter()
+        .filter(|r| rules.scopes.iter().any(|sc| sc.role.as_str() == r.as_str()))
+        .collect();
+    match judged_roles.as_slice() {
+        [] if scope.observed.iter().any(|r| r == "logs") => {
+            "inconclusive: no axis is lit in the logs, but logs alone cannot show that the control plane is healthy (a quiet log is not proof; add metrics)".to_string()
+        }
+        [] if scope.observed.iter().any(|r| r == "audit") => {
+            "inconclusive: no axis is lit in the audit logs, but audit logs alone cannot show that the control plane is healthy (a policy may not log every request; add metrics)".to_string()
+        }
+        [] => "inconclusive: the data has no apiserver or etcd target the rules can judge".to_string(),
+        [one] => format!(
+            "inconclusive: no axis is lit, but the data cannot say that {one} is healthy (signals not read: see gaps)"
+        ),
+        many => format!(
+            "inconclusive: no axis is lit, but the data cannot say that {} are healthy (signals not read: see gaps)",
+            many.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" and ")
+        ),
+    }
+}
+
+/// The window the report covers.
+fn window_info(input: &AssessInput, at: usize) -> WindowInfo {
+    WindowInfo {
+        from: input.steps.first().copied().unwrap_or(0),
+        to: input.steps.last().copied().unwrap_or(0),
+        step: input.step,
+        at: input.steps.get(at).copied().unwrap_or(0),
+        steps: input.steps.clone(),
+        range: input.range,
+        debounce: input.debounce.max(1),
+        baseline: BaselineInfo {
+            kind: input.baseline.kind,
+            from: input.baseline.from,
+            to: input.baseline.to,
+            description: input.baseline.description.clone(),
         },
-        scope,
-        audit: None,
-        logs: None,
-        advisories,
-        recorded: None,
     }
 }
 

@@ -285,8 +285,28 @@ fn install_crypto() {
     });
 }
 
+/// Why a target's HTTP client could not be set up (its TLS material, its proxy).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ClientError {
+    #[error("the CA bundle is not valid PEM")]
+    CaNotPem,
+    #[error("the CA bundle holds no certificate")]
+    CaEmpty,
+    #[error("the client certificate or key is not valid PEM")]
+    IdentityNotPem,
+    #[error("a client certificate was given without its key")]
+    CertWithoutKey,
+    #[error("a client key was given without its certificate")]
+    KeyWithoutCert,
+    /// The proxy URL, redacted.
+    #[error("invalid proxy URL `{0}`")]
+    Proxy(String),
+    #[error("cannot set up the HTTP client: {0}")]
+    Setup(String),
+}
+
 /// Builds a client for one target.
-pub fn build(spec: &ClientSpec) -> Result<Client, String> {
+pub fn build(spec: &ClientSpec) -> Result<Client, ClientError> {
     install_crypto();
     let mut b = Client::builder()
         .gzip(true)
@@ -294,10 +314,9 @@ pub fn build(spec: &ClientSpec) -> Result<Client, String> {
         .user_agent(concat!("cptriage/", env!("CARGO_PKG_VERSION")))
         .pool_max_idle_per_host(2);
     if let Some(ca) = &spec.ca_pem {
-        let certs = reqwest::Certificate::from_pem_bundle(ca)
-            .map_err(|_| "the CA bundle is not valid PEM".to_string())?;
+        let certs = reqwest::Certificate::from_pem_bundle(ca).map_err(|_| ClientError::CaNotPem)?;
         if certs.is_empty() {
-            return Err("the CA bundle holds no certificate".into());
+            return Err(ClientError::CaEmpty);
         }
         b = b.tls_certs_only(certs);
     }
@@ -311,12 +330,11 @@ pub fn build(spec: &ClientSpec) -> Result<Client, String> {
                 key.expose(),
                 &["PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY"],
             ));
-            let id = reqwest::Identity::from_pem(&pem)
-                .map_err(|_| "the client certificate or key is not valid PEM".to_string())?;
+            let id = reqwest::Identity::from_pem(&pem).map_err(|_| ClientError::IdentityNotPem)?;
             b = b.identity(id);
         }
-        (Some(_), None) => return Err("a client certificate was given without its key".into()),
-        (None, Some(_)) => return Err("a client key was given without its certificate".into()),
+        (Some(_), None) => return Err(ClientError::CertWithoutKey),
+        (None, Some(_)) => return Err(ClientError::KeyWithoutCert),
         (None, None) => {}
     }
     if let Some((host, addrs)) = &spec.resolve {
@@ -324,14 +342,12 @@ pub fn build(spec: &ClientSpec) -> Result<Client, String> {
     }
     match &spec.proxy_url {
         Some(p) => {
-            let proxy =
-                reqwest::Proxy::all(p).map_err(|_| format!("invalid proxy URL `{}`", redact_url(p)))?;
+            let proxy = reqwest::Proxy::all(p).map_err(|_| ClientError::Proxy(redact_url(p)))?;
             b = b.proxy(proxy);
         }
         None => b = b.no_proxy(),
     }
-    b.build()
-        .map_err(|e| format!("cannot set up the HTTP client: {}", chain(&e)))
+    b.build().map_err(|e| ClientError::Setup(chain(&e)))
 }
 
 /// The PEM blocks of the given kinds (others, such as `EC PARAMETERS`, are dropped).

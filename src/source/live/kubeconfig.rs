@@ -57,16 +57,27 @@ impl Credentials {
     }
 }
 
+/// A token file that cannot be read again.
+#[derive(Debug, thiserror::Error)]
+#[error("`{}`: {source}", .path.display())]
+pub struct TokenFileError {
+    path: PathBuf,
+    source: std::io::Error,
+}
+
 /// Reads a token file (trimmed).
-fn read_token_file(path: &Path) -> Result<Secret, String> {
-    let t = read_capped(path).map_err(|e| format!("`{}`: {e}", path.display()))?;
+fn read_token_file(path: &Path) -> Result<Secret, TokenFileError> {
+    let t = read_capped(path).map_err(|source| TokenFileError {
+        path: path.to_path_buf(),
+        source,
+    })?;
     Ok(Secret::new(String::from_utf8_lossy(&t).trim().as_bytes()))
 }
 
 /// A refresh that reads `path` again every minute (and after a 401).
 fn file_refresh(path: PathBuf) -> super::token::TokenRefresh {
     super::token::TokenRefresh::new("token file", Some(super::token::FILE_PERIOD), move || {
-        read_token_file(&path).map(|t| (t, None))
+        read_token_file(&path).map(|t| (t, None)).map_err(Into::into)
     })
 }
 
@@ -545,7 +556,7 @@ fn user_credentials(
             let (e, dir, server, cluster) =
                 (e.clone(), dir.to_path_buf(), server.to_string(), cluster.clone());
             c.refresh = Some(super::token::TokenRefresh::new("exec plugin", None, move || {
-                let got = run_exec(&e, &dir, &server, &cluster).map_err(|x| x.to_string())?;
+                let got = run_exec(&e, &dir, &server, &cluster)?;
                 match got.token {
                     Some(t) => Ok((t, got.token_expiry)),
                     None => Err("the plugin returned no token".into()),

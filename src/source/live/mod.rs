@@ -231,8 +231,12 @@ pub enum LiveError {
     Kubeconfig(#[from] kubeconfig::KubeconfigError),
     #[error("`{url}`: {message}")]
     BadUrl { url: String, message: String },
-    #[error("target `{target}`: {message}")]
-    Client { target: String, message: String },
+    #[error("target `{target}`: {source}")]
+    Client {
+        target: String,
+        #[source]
+        source: client::ClientError,
+    },
     #[error("`{what}`: cannot read `{path}`: {source}")]
     Read {
         what: &'static str,
@@ -511,9 +515,9 @@ pub fn plan_targets(o: &TargetOptions) -> Result<Plan, LiveError> {
         if !valid_name(&s.name) {
             return Err(LiveError::BadName(s.name.clone()));
         }
-        client::build(&s.client).map_err(|message| LiveError::Client {
+        client::build(&s.client).map_err(|source| LiveError::Client {
             target: s.name.clone(),
-            message,
+            source,
         })?;
         if s.tls_skipped() {
             plan.warnings.push(format!(

@@ -32,12 +32,29 @@ fn now_ms() -> Millis {
 }
 
 /// Finds apiserver replicas; returns them and how they were found.
+/// Why the apiserver replicas could not be discovered.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum DiscoverError {
+    #[error("{0}")]
+    Client(#[from] client::ClientError),
+    /// Reading the EndpointSlice or the Endpoints failed.
+    #[error("{what}: {source}")]
+    Fetch {
+        what: &'static str,
+        #[source]
+        source: FetchError,
+    },
+    /// The object read is not what the apiserver serves (the parser's message).
+    #[error("{0}")]
+    Parse(String),
+}
+
 pub(super) fn discover(
     api: &ApiAccess,
     base: &str,
     resolve: Option<(String, Vec<std::net::SocketAddr>)>,
     timeout: Duration,
-) -> Result<(Vec<discover::Replica>, String), String> {
+) -> Result<(Vec<discover::Replica>, String), DiscoverError> {
     let spec = super::api_client_spec(api, resolve);
     let c = client::build(&spec)?;
     let token = api.credentials.token.as_ref();
@@ -60,17 +77,25 @@ pub(super) fn discover(
     };
     match get(discover::ENDPOINTSLICE_PATH) {
         Ok(b) => {
-            let r = discover::parse_slices(&b)?;
+            let r = discover::parse_slices(&b).map_err(DiscoverError::Parse)?;
             if !r.is_empty() {
                 return Ok((r, "from the default/kubernetes EndpointSlice".into()));
             }
         }
         Err(e) if matches!(e.kind, FailureKind::HttpStatus) => {}
-        Err(e) => return Err(format!("EndpointSlice: {e}")),
+        Err(source) => {
+            return Err(DiscoverError::Fetch {
+                what: "EndpointSlice",
+                source,
+            })
+        }
     }
-    let b = get(discover::ENDPOINTS_PATH).map_err(|e| format!("Endpoints: {e}"))?;
+    let b = get(discover::ENDPOINTS_PATH).map_err(|source| DiscoverError::Fetch {
+        what: "Endpoints",
+        source,
+    })?;
     Ok((
-        discover::parse_endpoints(&b)?,
+        discover::parse_endpoints(&b).map_err(DiscoverError::Parse)?,
         "from the default/kubernetes Endpoints".into(),
     ))
 }
@@ -87,9 +112,9 @@ pub(super) fn none_reachable(specs: &[TargetSpec], timeout: Duration) -> Option<
             .iter()
             .map(|t| {
                 s.spawn(move || {
-                    let c = client::build(&t.client).map_err(|message| FetchError {
+                    let c = client::build(&t.client).map_err(|e| FetchError {
                         kind: FailureKind::Other,
-                        message,
+                        message: e.to_string(),
                     })?;
                     let url = t.health_urls.last().unwrap_or(&t.metrics_url);
                     let token = t.token.as_ref().map(|s| s.current());
@@ -320,7 +345,8 @@ struct Tracking {
 pub fn scrape_rounds(cfg: &LiveConfig, on_event: &mut dyn FnMut(LiveEvent<'_>)) -> LiveResult {
     let mut res = LiveResult::default();
     let rounds = cfg.rounds.clamp(1, super::MAX_ROUNDS);
-    let clients: Vec<Result<Client, String>> = cfg.targets.iter().map(|t| client::build(&t.client)).collect();
+    let clients: Vec<Result<Client, client::ClientError>> =
+        cfg.targets.iter().map(|t| client::build(&t.client)).collect();
     let mut track = Tracking::default();
     for t in &cfg.targets {
         if t.tls_skipped() {
@@ -383,7 +409,7 @@ fn wait_for_round(cfg: &LiveConfig, due: Option<Instant>) -> bool {
 /// threads; the results are recorded as they arrive.
 fn run_round(
     cfg: &LiveConfig,
-    clients: &[Result<Client, String>],
+    clients: &[Result<Client, client::ClientError>],
     round: usize,
     started: Millis,
     track: &mut Tracking,
@@ -401,7 +427,7 @@ fn run_round(
                         time: started,
                         result: Err(FetchError {
                             kind: FailureKind::Other,
-                            message: e.clone(),
+                            message: e.to_string(),
                         }),
                     });
                     continue;

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::secret::Secret;
 
-/// A new token and its expiry, or why none could be had.
-pub type RefreshResult = Result<(Secret, Option<SystemTime>), String>;
+/// A new token and its expiry, or why none could be had (the error of the
+/// plugin run or the file read).
+pub type RefreshResult = Result<(Secret, Option<SystemTime>), Box<dyn std::error::Error + Send + Sync>>;
 
 /// How to get a fresh token.
 #[derive(Clone)]

@@ -56,6 +56,9 @@ pub enum PromError {
     /// Bad configuration (URL, header, credential files).
     #[error("{0}")]
     Config(String),
+    /// The HTTP client could not be set up (TLS material, proxy).
+    #[error("{0}")]
+    Client(#[from] crate::source::live::client::ClientError),
     /// No HTTP answer: unreachable, refused, TLS, timed out.
     #[error("prometheus {endpoint}: {source}")]
     Request {
@@ -214,7 +217,7 @@ impl Api {
                 "the Prometheus URL `{base}` has a query string; give the base URL only"
             )));
         }
-        let http = client::build(&cfg.client).map_err(PromError::Config)?;
+        let http = client::build(&cfg.client)?;
         let mut secrets = KnownSecrets::new();
         let mut headers = HeaderMap::new();
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));

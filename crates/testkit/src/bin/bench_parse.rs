@@ -283,6 +283,7 @@ fn main() -> Result<(), String> {
 
     let real_path = realdata_dir().join(format!("{REAL}.gz"));
     let real = cptriage::source::ingest::read_maybe_gzip(&real_path)
+        .map_err(|e| e.to_string())
         .and_then(|b| String::from_utf8(b).map_err(|_| "not UTF-8".to_string()))
         .map_err(|e| format!("{}: {e}", real_path.display()))?;
     let payload = synthesize(&real, mb * 1_000_000);

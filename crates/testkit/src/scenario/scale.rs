@@ -239,11 +239,10 @@ pub fn generate(opts: &ScaleOptions, out: &Path) -> Result<ScaleSummary, Scenari
     };
     let api_src = find(APISERVER_BASE)?;
     let etcd_src = find(ETCD_BASE)?;
-    let raw =
-        cptriage::source::ingest::read_maybe_gzip(&api_src).map_err(|message| ScenarioError::Output {
-            path: api_src.display().to_string(),
-            message,
-        })?;
+    let raw = cptriage::source::ingest::read_maybe_gzip(&api_src).map_err(|e| ScenarioError::Output {
+        path: api_src.display().to_string(),
+        message: e.to_string(),
+    })?;
     let text = String::from_utf8(raw).map_err(|_| ScenarioError::Output {
         path: api_src.display().to_string(),
         message: "not UTF-8 text".into(),
