@@ -205,11 +205,11 @@ fn verdict_of(v: &serde_json::Value) -> serde_json::Value {
 }
 
 /// The fleet's time per cluster over one cluster's time alone, recorded on
-/// the 2-core machine of docs/performance.md ("Regression guard"): 1.0 (the
-/// raw path's cost is Prometheus's work per series, so 50 clusters cost about
-/// 50 single runs). The fleet path fails the guard when it becomes
+/// the 2-core machine of docs/performance.md ("Regression guard"): 1.0–1.7
+/// (the raw path's cost is Prometheus's work per series, so 50 clusters cost
+/// about 50 single runs). The fleet path fails the guard when it becomes
 /// [`FLEET_SLOWDOWN`] times that.
-const FLEET_RATIO: f64 = 1.0;
+const FLEET_RATIO: f64 = 1.5;
 const FLEET_SLOWDOWN: f64 = 4.0;
 
 /// Regression guard of the fleet path (issue 28): the 50-cluster run
