@@ -305,6 +305,12 @@ pub struct LiveArgs {
     /// scraped with the kubeconfig's credentials. Repeatable.
     #[arg(long, value_name = "[NAME=]URL", num_args = 1.., help_heading = "Controller")]
     pub controller: Vec<String>,
+    /// A node's metrics, optional evidence beside etcd: a node-exporter
+    /// (`http://10.0.0.1:9100`) or a cAdvisor endpoint, scraped without
+    /// credentials. Mapped to the etcd members on the same host (or named by
+    /// its `nodename`). Repeatable.
+    #[arg(long, value_name = "[NAME=]URL", num_args = 1.., help_heading = "Node")]
+    pub node: Vec<String>,
     /// Time between scrape rounds.
     #[arg(long, value_name = "DURATION", value_parser = positive_span,
           default_value_t = Duration::from_std(LiveConfig::DEFAULT_INTERVAL))]

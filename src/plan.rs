@@ -122,6 +122,8 @@ pub struct Live {
     pub etcd_key: Option<PathBuf>,
     /// kube-controller-managers, `[NAME=]URL`.
     pub controllers: Vec<String>,
+    /// node-exporters and cAdvisor endpoints, `[NAME=]URL`.
+    pub nodes: Vec<String>,
     pub interval: std::time::Duration,
     /// How long to scrape (`None`: 30 s, or until Ctrl-C for a watch).
     pub duration: Option<std::time::Duration>,
@@ -381,6 +383,7 @@ impl Live {
             etcd_cert: a.etcd_cert.clone(),
             etcd_key: a.etcd_key.clone(),
             controllers: a.controller.clone(),
+            nodes: a.node.clone(),
             interval: a.interval.std(),
             duration: a.duration.map(|d| d.std()),
             timeout: a.timeout.std(),
@@ -407,6 +410,7 @@ fn live_flag_given(l: &LiveArgs) -> Option<&'static str> {
         (l.etcd_cert.is_some(), "--etcd-cert"),
         (l.etcd_key.is_some(), "--etcd-key"),
         (!l.controller.is_empty(), "--controller"),
+        (!l.node.is_empty(), "--node"),
         (
             l.interval != Duration::from_std(LiveConfig::DEFAULT_INTERVAL),
             "--interval",

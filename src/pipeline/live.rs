@@ -42,7 +42,7 @@ pub fn prepare(a: &Live, keep: Keep, progress: &mut dyn Progress) -> Result<(Liv
     let a = &with_etcdctl_env(a, progress)?;
     let kopts = KubeconfigOptions::from_env(a.kubeconfig.clone(), a.context.clone());
     let explicit = a.kubeconfig.is_some() || a.context.is_some();
-    let others = !a.etcd.is_empty() || !a.controllers.is_empty();
+    let others = !a.etcd.is_empty() || !a.controllers.is_empty() || !a.nodes.is_empty();
     let apiserver = if !a.apiserver {
         None
     } else if explicit || kubeconfig::available(&kopts) {
@@ -77,6 +77,7 @@ pub fn prepare(a: &Live, keep: Keep, progress: &mut dyn Progress) -> Result<(Liv
             insecure: false,
         },
         controllers: a.controllers.clone(),
+        nodes: a.nodes.clone(),
         timeout: a.timeout,
     };
     let targets = live::plan_targets(&topts).map_err(|e| CliError::Usage(e.to_string()))?;
@@ -305,6 +306,7 @@ impl Recorder {
                 role: t.role,
                 url: Some(t.display_url.clone()),
                 version: None,
+                node: None,
             })
             .collect();
         rec.writer
@@ -566,6 +568,7 @@ pub(super) fn watch(
             role: t.role,
             url: Some(t.display_url.clone()),
             version: None,
+            node: None,
         })
         .collect();
     let mut rec = out_dir.map(|d| Recorder::start(d, &cfg)).transpose()?;

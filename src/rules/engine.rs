@@ -1018,10 +1018,14 @@ fn availability_gaps(rules: &RuleSet, signals: &[SignalInput], data: &Dataset) -
     for (k, s) in signals.iter().enumerate() {
         let id = &rules.signals[k].def.id;
         match s.availability {
-            // Audit logs are optional evidence: without them nothing of the
-            // tree goes unchecked that metrics cover.
+            // Audit logs, logs and node metrics are optional evidence:
+            // without them nothing of the tree goes unchecked that etcd's and
+            // the apiserver's metrics cover.
             Availability::RoleAbsent
-                if matches!(rules.signals[k].def.role.role(), Role::Audit | Role::Logs) => {}
+                if matches!(
+                    rules.signals[k].def.role.role(),
+                    Role::Audit | Role::Logs | Role::Node
+                ) => {}
             Availability::RoleAbsent => {
                 roles_absent.insert(rules.signals[k].def.role.as_str());
             }

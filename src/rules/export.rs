@@ -132,8 +132,10 @@ impl ExportOptions {
             SignalRole::Apiserver => &self.apiserver,
             SignalRole::Etcd => &self.etcd,
             SignalRole::Controller => &self.controller,
-            // Log signals read cptriage's own counters too: no Prometheus holds them.
-            SignalRole::Audit | SignalRole::Logs => &self.audit,
+            // Log signals read cptriage's own counters too, and node signals
+            // its member-to-node map (`cptriage_node_member`): no Prometheus
+            // holds them.
+            SignalRole::Audit | SignalRole::Logs | SignalRole::Node => &self.audit,
         }
     }
 

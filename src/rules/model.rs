@@ -111,6 +111,9 @@ pub enum SignalRole {
     Audit,
     /// etcd and kube-apiserver logs (`--logs`), as counters ([`crate::source::logs::names`]).
     Logs,
+    /// node-exporter and cAdvisor series of the node a member runs on, mapped
+    /// to the member ([`crate::source::nodemap`]).
+    Node,
 }
 
 impl SignalRole {
@@ -121,6 +124,7 @@ impl SignalRole {
             SignalRole::Controller => "controller",
             SignalRole::Audit => "audit",
             SignalRole::Logs => "logs",
+            SignalRole::Node => "node",
         }
     }
 
@@ -132,6 +136,7 @@ impl SignalRole {
             SignalRole::Controller => crate::source::Role::Controller,
             SignalRole::Audit => crate::source::Role::Audit,
             SignalRole::Logs => crate::source::Role::Logs,
+            SignalRole::Node => crate::source::Role::Node,
         }
     }
 }

@@ -222,7 +222,10 @@ impl Expected {
         base.window = window;
         let mut signals = Vec::new();
         for sig in &rules.signals {
-            if matches!(sig.def.role, SignalRole::Audit | SignalRole::Logs) {
+            if matches!(
+                sig.def.role,
+                SignalRole::Audit | SignalRole::Logs | SignalRole::Node
+            ) {
                 continue;
             }
             let mut digests = Vec::new();

@@ -31,6 +31,7 @@ pub const ALWAYS_KEEP: &[&str] = &[
     "kubernetes_build_info",
     "etcd_server_version",
     "etcd_cluster_version",
+    super::nodemap::UNAME,
 ];
 
 /// At most this many parse problems are reported per file; the rest are counted.
@@ -170,6 +171,8 @@ pub(super) struct Planned {
 pub(super) struct Declared {
     pub(super) role: Option<(Role, String)>,
     pub(super) version: Option<String>,
+    /// The node it runs on (a manifest's `node:`, else its URL's host).
+    pub(super) node: Option<String>,
 }
 
 #[derive(Default)]
@@ -199,6 +202,11 @@ impl Plan {
         if version.is_some() {
             d.version = version;
         }
+    }
+
+    /// Declares the node a target runs on ([`super::nodemap`]).
+    pub(super) fn declare_node(&mut self, target: &str, node: String) {
+        self.declared.entry(target.to_string()).or_default().node = Some(node);
     }
 }
 
@@ -389,6 +397,8 @@ struct FileData {
     process_start: Option<f64>,
     apiserver_version: Option<String>,
     etcd_version: Option<String>,
+    /// `node_uname_info{nodename}`: the node a node-exporter runs on.
+    nodename: Option<String>,
     mtime: Option<Millis>,
     issues: Vec<String>,
 }
@@ -509,6 +519,11 @@ fn parse_file(pf: &Planned, keep: &Keep, known: &SeriesKeys, max: u64) -> Result
                     data.etcd_version = Some(v.to_string());
                 }
             }
+            super::nodemap::UNAME => {
+                if let Some(l) = s.labels.iter().find(|l| l.name == "nodename") {
+                    data.nodename = Some(l.value.to_string());
+                }
+            }
             _ => {}
         }
     };
@@ -591,6 +606,13 @@ pub fn infer_role(families: &BTreeSet<String>) -> (Role, String) {
             Role::Controller,
             "exposes `workqueue_adds_total` and no apiserver request metrics".into(),
         ),
+        (None, None) if super::nodemap::node_family(families).is_some() => (
+            Role::Node,
+            format!(
+                "exposes `{}` (node-exporter or cAdvisor)",
+                super::nodemap::node_family(families).unwrap_or_default()
+            ),
+        ),
         (None, None) => (
             Role::Unknown,
             "exposes no apiserver, etcd or controller metric cptriage knows".into(),
@@ -670,6 +692,8 @@ struct TargetState {
     last_time: Option<Millis>,
     /// Whether a snapshot in the future (or at or before 1970) was already reported.
     warned_future: bool,
+    /// `node_uname_info{nodename}` of its latest snapshot ([`super::nodemap`]).
+    nodename: Option<String>,
 }
 
 /// A snapshot already in memory (a live scrape), loaded like a file.
@@ -718,6 +742,9 @@ pub fn load_memory(
         };
         if let Some(r) = s.role {
             plan.declare(&s.target, Some((r, s.role_reason.clone())), None);
+        }
+        if let Some(host) = super::nodemap::host_of(&s.origin) {
+            plan.declare_node(&s.target, host);
         }
         plan.files.push(Planned {
             target: s.target,
@@ -851,6 +878,7 @@ pub(super) fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError
         }
     }
     split_alternating_processes(&mut store, &mut states, &mut warnings);
+    map_nodes(&mut store, &states, &plan.declared, &mut warnings);
     if keep.wants(UP) {
         for t in states
             .values()
@@ -874,6 +902,27 @@ pub(super) fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError
         audit: None,
         logs: None,
     })
+}
+
+/// Maps the etcd members to the node targets they run on ([`super::nodemap`]).
+fn map_nodes(
+    store: &mut Store,
+    states: &BTreeMap<String, TargetState>,
+    declared: &BTreeMap<String, Declared>,
+    warnings: &mut Vec<SourceWarning>,
+) {
+    let targets: Vec<&Target> = states.values().filter_map(|s| s.target.as_ref()).collect();
+    let keys = states
+        .iter()
+        .map(|(name, s)| {
+            let keys = super::nodemap::NodeKeys {
+                node: declared.get(name).and_then(|d| d.node.clone()),
+                nodename: s.nodename.clone(),
+            };
+            (name.clone(), keys)
+        })
+        .collect();
+    super::nodemap::map_members(store, &targets, &keys, warnings);
 }
 
 /// The series cptriage writes for every target, as Prometheus's scraper does.
@@ -1039,6 +1088,9 @@ fn ingest(
         });
     }
     let role = target.role;
+    if data.nodename.is_some() {
+        st.nodename = data.nodename.clone();
+    }
     target.families.extend(data.families.iter().cloned());
     target.snapshots.push(Snapshot {
         time,

@@ -12,6 +12,7 @@ pub mod expfmt;
 pub mod ingest;
 pub mod live;
 pub mod logs;
+pub mod nodemap;
 pub mod notation;
 pub mod prometheus;
 mod skipped;

@@ -16,6 +16,10 @@ pub enum Role {
     Audit,
     /// etcd and kube-apiserver logs (`--logs`): messages turned into counters.
     Logs,
+    /// The node a member runs on: node-exporter (`node_*`) or cAdvisor
+    /// (`container_*`), optional evidence mapped to members
+    /// ([`crate::source::nodemap`]).
+    Node,
     Unknown,
 }
 
@@ -27,6 +31,7 @@ impl Role {
             Role::Controller => "controller",
             Role::Audit => "audit",
             Role::Logs => "logs",
+            Role::Node => "node",
             Role::Unknown => "unknown",
         }
     }
@@ -36,6 +41,7 @@ impl Role {
             "apiserver" | "kube-apiserver" => Some(Role::Apiserver),
             "etcd" => Some(Role::Etcd),
             "controller" | "controller-manager" | "kube-controller-manager" => Some(Role::Controller),
+            "node" | "node-exporter" | "cadvisor" => Some(Role::Node),
             "unknown" => Some(Role::Unknown),
             _ => None,
         }

@@ -44,6 +44,7 @@ mod live_rounds;
 mod live_save;
 mod live_scale;
 mod logs_source;
+mod node_metrics;
 mod perf_guard;
 mod profile_matrix;
 mod prom_crosscheck;

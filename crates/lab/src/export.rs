@@ -66,6 +66,14 @@ pub(crate) const FAMILIES: &[&str] = &[
     "etcd_network_peer_sent_bytes_total",
     "etcd_network_peer_received_bytes_total",
     "etcd_disk_defrag_inflight",
+    // The node-exporter beside the cluster (crates/lab/src/node.rs): what
+    // the node signals read, and the node's name.
+    "node_disk_io_time_seconds_total",
+    "node_disk_write_time_seconds_total",
+    "node_disk_writes_completed_total",
+    "node_pressure_cpu_waiting_seconds_total",
+    "node_pressure_io_waiting_seconds_total",
+    "node_uname_info",
 ];
 
 const SUFFIXES: &[&str] = &["", "_bucket", "_sum", "_count", "_total", "_created"];

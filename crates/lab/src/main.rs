@@ -11,6 +11,7 @@ mod export;
 mod faults;
 mod load;
 mod log;
+mod node;
 mod noise;
 mod scenario;
 mod util;
@@ -307,6 +308,7 @@ fn cmd_run(a: RunArgs, log: &Log) -> Result<i32, LabError> {
     if std::process::Command::new("strace").arg("-V").output().is_err() {
         cluster::apt_install(&["strace"], log)?;
     }
+    node::ensure(log)?;
     let nets = scenarios
         .iter()
         .any(|s| s.starts_with("partition") || s.starts_with("peer-loss"));

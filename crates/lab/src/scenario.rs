@@ -13,6 +13,7 @@ use cptriage_lab::truth::{Event, Expect, Truth, RECORDING_DIR, TRUTH_FILE};
 use crate::cluster::{Cluster, ClusterSpec, EtcdBin, Wrapped};
 use crate::load::{self, Gateway, Load, LoadSpec};
 use crate::log::Log;
+use crate::node::NodeExporter;
 use crate::noise::{cores, Neighbours, NoiseSpec};
 use crate::util::{now_ms, LabError};
 
@@ -311,8 +312,10 @@ fn run_inner(
     ));
     std::thread::sleep(opts.warmup);
 
+    let node = NodeExporter::start(life, &run_dir.join("node-exporter.log"))?;
+    g.event(&format!("node-exporter up: {}", node.metrics_url()));
     let rec_dir = run_dir.join(RECORDING_DIR);
-    let mut rec = record(opts, &cluster, &rec_dir, rec_len, run_dir)?;
+    let mut rec = record(opts, &cluster, &node, &rec_dir, rec_len, run_dir)?;
     let rec_from = now_ms();
     let t0 = Instant::now();
     g.event_at(rec_from, &format!("recording started: {}", rec_dir.display()));
@@ -714,10 +717,12 @@ fn load_text(l: &LoadSpec) -> String {
     )
 }
 
-/// Starts `cptriage record` of the members (named m0, m1, m2, plain metrics ports).
+/// Starts `cptriage record` of the members (named m0, m1, m2, plain metrics
+/// ports) and of the node-exporter beside them (named `node`).
 fn record(
     opts: &RunOpts,
     c: &Cluster,
+    node: &NodeExporter,
     out: &Path,
     len: Duration,
     run_dir: &Path,
@@ -731,6 +736,7 @@ fn record(
     for i in 0..c.members.len() {
         cmd.arg(format!("m{i}={}", c.metrics_url(i)));
     }
+    cmd.arg("--node").arg(format!("node={}", node.metrics_url()));
     cmd.arg("--interval")
         .arg(format!("{}ms", opts.interval.as_millis()))
         .arg("--duration")

@@ -70,6 +70,10 @@ pub struct ManifestTarget {
     pub url: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// The node the target runs on, when the host of `url` does not say it
+    /// (node metrics are mapped to members by node: [`crate::source::nodemap`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 impl<'de> Deserialize<'de> for Role {

@@ -21,7 +21,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::source::ingest::{run_plan, DumpError, Keep, Plan, Planned};
-use crate::source::timename;
+use crate::source::{nodemap, timename};
 use crate::source::{Dataset, Role};
 use manifest::Manifest;
 
@@ -147,6 +147,13 @@ fn plan_capture(plan: &mut Plan, dir: &Path, arg: &DumpArg) -> Result<(), DumpEr
             Some((t.role, "capture manifest".into())),
             t.version.clone(),
         );
+        if let Some(node) = t
+            .node
+            .clone()
+            .or_else(|| t.url.as_deref().and_then(nodemap::host_of))
+        {
+            plan.declare_node(&tname(&t.name), node);
+        }
         let tdir = dir.join(&t.name);
         if !tdir.is_dir() {
             plan.warn(

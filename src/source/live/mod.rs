@@ -275,8 +275,46 @@ pub struct TargetOptions {
     pub etcd_tls: EtcdTls,
     /// `--controller [NAME=]URL` (scraped with the kubeconfig's credentials).
     pub controllers: Vec<String>,
+    /// `--node [NAME=]URL`: node-exporters and cAdvisor endpoints (plain).
+    pub nodes: Vec<String>,
     /// Timeout of the discovery request.
     pub timeout: Duration,
+}
+
+/// The `--node` targets: node-exporters and cAdvisor endpoints, scraped
+/// without credentials, named `node-<host>` by default.
+fn node_specs(
+    o: &TargetOptions,
+    specs: &mut Vec<TargetSpec>,
+    alt: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Result<(), LiveError> {
+    for arg in &o.nodes {
+        let (name, url) = split_named(arg, "http", warnings)?;
+        let metrics = if url.path() == "/" || url.path().is_empty() {
+            with_path(&url, "/metrics")
+        } else {
+            with_path(&url, url.path())
+        };
+        let port = url.port_or_known_default().unwrap_or(0);
+        alt.push(if name.is_some() {
+            String::new()
+        } else {
+            format!("node-{}-{port}", host_label(&url))
+        });
+        specs.push(TargetSpec {
+            name: name.unwrap_or_else(|| format!("node-{}", host_label(&url))),
+            role: Role::Node,
+            role_reason: "given on the command line (--node)".into(),
+            display_url: metrics.clone(),
+            metrics_url: metrics,
+            health_urls: Vec::new(),
+            client: ClientSpec::default(),
+            token: None,
+            split_by_process: false,
+        });
+    }
+    Ok(())
 }
 
 /// The target list and what planning it had to say.
@@ -504,6 +542,7 @@ pub fn plan_targets(o: &TargetOptions) -> Result<Plan, LiveError> {
             split_by_process: false,
         });
     }
+    node_specs(o, &mut specs, &mut alt, &mut plan.warnings)?;
     assign_names(&mut specs, &alt)?;
     if specs.is_empty() {
         return Err(LiveError::NoTargets);
@@ -810,6 +849,7 @@ mod tests {
             apiserver: Some(access()),
             discover: false,
             controllers: vec!["https://10.0.0.9:10257".into()],
+            nodes: Vec::new(),
             ..Default::default()
         };
         let p = plan_targets(&o).unwrap();

@@ -542,6 +542,7 @@ fn series_name(t: &TargetSpec, target: usize, id: &Identity, track: &mut Trackin
                 role: t.role,
                 url: Some(t.display_url.clone()),
                 version: id.version.clone(),
+                node: None,
             },
         ));
     }
@@ -592,6 +593,7 @@ fn finish(cfg: &LiveConfig, track: &Tracking, res: &mut LiveResult) {
             role: t.role,
             url: Some(t.display_url.clone()),
             version,
+            node: None,
         });
         res.targets.extend(
             track

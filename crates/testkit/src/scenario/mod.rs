@@ -127,6 +127,7 @@ impl Scenario {
                     role: t.role,
                     url: None,
                     version: t.version.clone(),
+                    node: None,
                 })
                 .collect(),
             Vec::new(),
