@@ -132,7 +132,7 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__diagnose)
-            opts="-o -h -V --dump --audit --logs --live --watch --by --clusters --prometheus-max-samples --prometheus-recorded --save --kubeconfig --context --no-apiserver --no-discovery --insecure-skip-tls-verify --etcd --etcd-cacert --etcd-cert --etcd-key --controller --interval --duration --timeout --max-body-total --prometheus --selector --apiserver-selector --etcd-selector --controller-selector --instance-label --prometheus-token-file --prometheus-user --prometheus-password-file --prometheus-ca --prometheus-cert --prometheus-key --prometheus-header --prometheus-insecure-skip-tls-verify --prometheus-max-response --prometheus-timeout --prometheus-concurrency --prometheus-max-points --max-body --rules --at --from --since --to --step --baseline-from --baseline-to --baseline-dump --debounce --output --wide --color --help --version"
+            opts="-o -h -V --dump --audit --logs --live --watch --by --clusters --prometheus-max-samples --prometheus-recorded --save --kubeconfig --context --no-apiserver --no-discovery --insecure-skip-tls-verify --etcd --etcd-cacert --etcd-cert --etcd-key --controller --node --interval --duration --timeout --max-body-total --prometheus --selector --apiserver-selector --etcd-selector --controller-selector --instance-label --prometheus-token-file --prometheus-user --prometheus-password-file --prometheus-ca --prometheus-cert --prometheus-key --prometheus-header --prometheus-insecure-skip-tls-verify --prometheus-max-response --prometheus-timeout --prometheus-concurrency --prometheus-max-points --max-body --rules --at --from --since --to --step --baseline-from --baseline-to --baseline-dump --debounce --output --wide --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -195,6 +195,10 @@ _cptriage() {
                     return 0
                     ;;
                 --controller)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -628,7 +632,7 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__record)
-            opts="-h -V --out --kubeconfig --context --no-apiserver --no-discovery --insecure-skip-tls-verify --etcd --etcd-cacert --etcd-cert --etcd-key --controller --interval --duration --timeout --max-body-total --all --max-body --help --version"
+            opts="-h -V --out --kubeconfig --context --no-apiserver --no-discovery --insecure-skip-tls-verify --etcd --etcd-cacert --etcd-cert --etcd-key --controller --node --interval --duration --timeout --max-body-total --all --max-body --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -663,6 +667,10 @@ _cptriage() {
                     return 0
                     ;;
                 --controller)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

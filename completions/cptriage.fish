@@ -50,6 +50,7 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd-cace
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd-cert -d 'etcd client certificate (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.crt). Also `--cert`, as etcdctl' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd-key -d 'etcd client key (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key). Also `--key`, as etcdctl' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l controller -d 'A kube-controller-manager: `[NAME=]URL` (e.g. `https://127.0.0.1:10257`), scraped with the kubeconfig\'s credentials. Repeatable' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l node -d 'A node\'s metrics, optional evidence beside etcd: a node-exporter (`http://10.0.0.1:9100`) or a cAdvisor endpoint, scraped without credentials. Mapped to the etcd members on the same host (or named by its `nodename`). Repeatable' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l interval -d 'Time between scrape rounds' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l duration -d 'How long to scrape (at least two rounds are taken). Default: 30s; with `--watch`, until Ctrl-C' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l timeout -d 'Timeout of each request, including reading its whole body' -r
@@ -168,6 +169,7 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l etcd-cacert
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l etcd-cert -d 'etcd client certificate (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.crt). Also `--cert`, as etcdctl' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l etcd-key -d 'etcd client key (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key). Also `--key`, as etcdctl' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l controller -d 'A kube-controller-manager: `[NAME=]URL` (e.g. `https://127.0.0.1:10257`), scraped with the kubeconfig\'s credentials. Repeatable' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l node -d 'A node\'s metrics, optional evidence beside etcd: a node-exporter (`http://10.0.0.1:9100`) or a cAdvisor endpoint, scraped without credentials. Mapped to the etcd members on the same host (or named by its `nodename`). Repeatable' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l interval -d 'Time between scrape rounds' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l duration -d 'How long to scrape (at least two rounds are taken). Default: 30s; with `--watch`, until Ctrl-C' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand record" -l timeout -d 'Timeout of each request, including reading its whole body' -r
