@@ -168,6 +168,7 @@ mod tests {
                 role: Role::Etcd,
                 url: None,
                 version: Some("3.5.21".into()),
+                node: Some("node-a".into()),
             }],
             failures: vec![],
         };

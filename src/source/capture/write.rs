@@ -141,6 +141,7 @@ mod tests {
                     role: Role::Etcd,
                     url: None,
                     version: None,
+                    node: None,
                 }],
                 Vec::new(),
             );
