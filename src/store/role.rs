@@ -17,8 +17,8 @@ pub enum Role {
     /// etcd and kube-apiserver logs (`--logs`): messages turned into counters.
     Logs,
     /// The node a member runs on: node-exporter (`node_*`) or cAdvisor
-    /// (`container_*`), optional evidence mapped to members
-    /// ([`crate::source::nodemap`]).
+    /// (`container_*`), optional evidence mapped to members (the source's
+    /// `nodemap`).
     Node,
     Unknown,
 }
