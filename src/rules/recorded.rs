@@ -303,7 +303,7 @@ impl Expected {
                     paths.recorded.push(e.id.clone());
                 }
                 Err(why) => {
-                    paths.raw.insert(e.id.clone(), why);
+                    paths.raw.insert(e.id.clone(), why.to_string());
                 }
             }
         }
@@ -321,10 +321,10 @@ impl Expected {
         found: &Found,
         cluster: &str,
         since: Millis,
-    ) -> Result<(String, Option<String>), String> {
+    ) -> Result<(String, Option<String>), ReadRaw> {
         let mut stale = false;
         if e.digests.iter().all(Option::is_none) {
-            return Err("its recording is not per cluster (scalar)".into());
+            return Err(ReadRaw::Scalar);
         }
         for (values, observations) in e.digests.iter().flatten() {
             let v = found.covers(cluster, values, since);
@@ -340,18 +340,33 @@ impl Expected {
             }
         }
         if stale {
-            return Err("not recorded over the whole window".into());
+            return Err(ReadRaw::Stale);
         }
         let under = found
             .names
             .get(&(cluster.to_string(), export::signal_record(&e.id)));
         let window = crate::timefmt::format_duration(self.window);
         Err(match under {
-            None => "not recorded".into(),
-            Some(set) if set.iter().all(|(_, w)| *w != window) => "recorded over another window".into(),
-            Some(_) => "recorded by other rules".into(),
+            None => ReadRaw::NotRecorded,
+            Some(set) if set.iter().all(|(_, w)| *w != window) => ReadRaw::OtherWindow,
+            Some(_) => ReadRaw::OtherRules,
         })
     }
+}
+
+/// Why a signal is read from its raw expression instead of its recording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ReadRaw {
+    #[error("its recording is not per cluster (scalar)")]
+    Scalar,
+    #[error("not recorded over the whole window")]
+    Stale,
+    #[error("not recorded")]
+    NotRecorded,
+    #[error("recorded over another window")]
+    OtherWindow,
+    #[error("recorded by other rules")]
+    OtherRules,
 }
 
 /// What one diagnosis reads from recordings.
