@@ -170,6 +170,8 @@ pub struct Cause {
     pub read_by: Vec<usize>,
     /// Leaf indices.
     pub effects: Vec<usize>,
+    /// Signal indices (`through:`); empty: any signal of the effect.
+    pub through: Vec<usize>,
     pub remedy: Option<String>,
 }
 
@@ -888,6 +890,7 @@ fn check_causes(
                 )),
             }
         }
+        let through = cause_signals(c, &c.through, signal_index, loc, d);
         let mut effects = Vec::new();
         for l in &c.effects {
             match leaf_index.get(l) {
@@ -905,8 +908,32 @@ fn check_causes(
             title: c.title.clone(),
             read_by,
             effects,
+            through,
             remedy: c.remedy.clone(),
         });
+    }
+    out
+}
+
+/// The indices of a cause's `through:` signals; unknown ones are errors.
+fn cause_signals(
+    c: &crate::rules::model::CauseDef,
+    names: &[String],
+    signal_index: &HashMap<String, usize>,
+    loc: &Locator,
+    d: &mut Vec<Diagnostic>,
+) -> Vec<usize> {
+    let mut out = Vec::new();
+    for s in names {
+        match signal_index.get(s) {
+            Some(&k) => out.push(k),
+            None => d.push(loc.token(
+                ("causes", &c.id),
+                s,
+                Level::Error,
+                format!("cause `{}` lights its effects through unknown signal `{s}`", c.id),
+            )),
+        }
     }
     out
 }

@@ -52,6 +52,13 @@ pub struct CauseDef {
     pub read_by: Vec<String>,
     /// The leaves it can make light.
     pub effects: Vec<String>,
+    /// The signals of its effects it makes light (e.g. the apiserver's etcd
+    /// request errors, not its 409s): when given, an effect counts as caused
+    /// by it only while one of them is lit; an effect lit by its other
+    /// signals alone is decided without it. Empty: any of the effect's
+    /// signals.
+    #[serde(default)]
+    pub through: Vec<String>,
     /// What a user adds to their monitoring to read it (shown when it could
     /// not be read).
     #[serde(default)]

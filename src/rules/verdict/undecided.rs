@@ -41,10 +41,22 @@ pub(super) fn unread_causes(
                 .is_some_and(|s| s.iter().any(|st| *st != StepState::Unknown))
         })
     };
+    // A cause that lights its effects through some of their signals only
+    // counts while one of those is lit (up to the assessment time).
+    let through = |k: usize| {
+        judged.get(k).is_some_and(|j| {
+            j.lit.values().any(|v| {
+                let last = at.min(v.len().saturating_sub(1));
+                v.get(start.min(last)..=last)
+                    .is_some_and(|s| s.contains(&Some(true)))
+            })
+        })
+    };
     rules
         .causes
         .iter()
         .filter(|c| c.effects.contains(&l))
+        .filter(|c| c.through.is_empty() || c.through.iter().any(|&k| through(k)))
         .filter(|c| !c.read_by.iter().any(|&k| read(k)))
         .map(|c| UnreadCause {
             cause: c.id.clone(),
