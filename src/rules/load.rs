@@ -639,7 +639,10 @@ fn check_placeholder(
     ix: &Indices,
     d: &mut Vec<Diagnostic>,
 ) {
-    let top = ph.strip_suffix(".top");
+    let top = ph
+        .strip_suffix(".top")
+        .or_else(|| ph.strip_suffix(".group"))
+        .or_else(|| ph.strip_suffix(".shares"));
     let sig = ph
         .strip_suffix(".baseline")
         .or(top)
@@ -672,7 +675,7 @@ fn check_placeholder(
             ph,
             Level::Error,
             format!(
-                "leaf `{}` says its cause with `{{{ph}}}`, which is neither `instance`, `others` nor a signal (`ID`, `ID.baseline`, `ID.top`, `ID.since`, `ID.others` or `if:ID`)",
+                "leaf `{}` says its cause with `{{{ph}}}`, which is neither `instance`, `others` nor a signal (`ID`, `ID.baseline`, `ID.top`, `ID.group`, `ID.shares`, `ID.since`, `ID.others` or `if:ID`)",
                 l.id
             ),
         ));

@@ -586,6 +586,10 @@ scenario_tests! {
     consistent_reads_wait_etcd_lag => "consistent-reads-wait-etcd-lag",
     apiserver_restart_relists => "apiserver-restart-relists",
     apiserver_rolling_restart_planned => "apiserver-rolling-restart-planned",
+    admission_webhooks_add_up => "admission-webhooks-add-up",
+    admission_webhooks_sum_under_deadline => "admission-webhooks-sum-under-deadline",
+    replica_kms_diverges => "replica-kms-diverges",
+    replica_kms_blip_all => "replica-kms-blip-all",
 }
 
 // ---------------------------------------------------------------------------

@@ -243,3 +243,124 @@ fn a_restart_clients_felt_names_the_replica_when_and_what_followed() {
     let joint = r.axes.iter().find(|a| a.leaf == "joint").expect("joint");
     assert_ne!(joint.state, cptriage::rules::report::AxisState::Lit);
 }
+
+/// The evidence of `signal` on the axis of `leaf`.
+fn evidence_of<'r>(
+    r: &'r cptriage::rules::report::Report,
+    leaf: &str,
+    signal: &str,
+) -> &'r cptriage::rules::report::Evidence {
+    r.axes
+        .iter()
+        .find(|a| a.leaf == leaf)
+        .and_then(|a| a.evidence.iter().find(|e| e.signal == signal))
+        .unwrap_or_else(|| panic!("{leaf}: no evidence of {signal}"))
+}
+
+/// Webhooks that add up: none fails and each stays under its timeout, but on
+/// a pod CREATE's path (mutating webhooks in turn, the slowest validating one
+/// beside the others) they take 43 s of the 60 s request deadline and 504s
+/// follow. The verdict names the path's mean, each webhook on it with its
+/// share (14, 12, 9 and 8 s of 43; the 5 s validating webhook runs in
+/// parallel with the 14 s one and is not on the path) and the writes that
+/// timed out.
+#[test]
+fn webhooks_that_add_up_name_the_path_and_each_webhooks_share() {
+    let rules = RuleSet::default_rules().expect("shipped rules load");
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scenarios/admission-webhooks-add-up.yaml");
+    let (_, r) = diagnose(&p, &rules);
+    let rc = r.verdict.root_cause.as_ref().expect("root cause");
+    assert_eq!(rc.leaf, "admission");
+    let loc = rc.localisation.as_deref().unwrap_or("");
+    assert!(
+        loc.starts_with(
+            "admission webhooks on CREATE add up to 43 s mean per request on apiserver-0: \
+             validating pod-policy.example.com 32.6%, mutating datadog.webhook.tags 27.9%, \
+             mutating datadog.webhook.auto.instrumentation 20.9%, mutating datadog.webhook.config 18.6%; "
+        ),
+        "{loc}"
+    );
+    assert!(loc.contains("% of writes timed out (504)"), "{loc}");
+    assert!(!loc.contains("quota-check"), "{loc}");
+    assert!(r.verdict.summary.contains(loc), "{}", r.verdict.summary);
+    // The path's mean, not one webhook's p99 (which this version's buckets
+    // cap at 2.5 s), is what crosses the deadline's half.
+    let path = evidence_of(&r, "admission", "admission_webhook_path_seconds");
+    let v = path.instances[0].value.unwrap();
+    assert!((42.0..44.0).contains(&v), "{v}");
+    assert_eq!(path.instances[0].lit, Some(true));
+}
+
+/// The twin: the four webhooks on pod CREATE slow to 0.5 s each (2 s on the
+/// path, far over its baseline) on rare pod CREATEs; no write times out and
+/// the writes' p99 stays fast. The path is lit, the write impact it is gated
+/// on is not: healthy.
+#[test]
+fn a_slow_webhook_path_that_writes_do_not_feel_is_not_an_incident() {
+    let rules = RuleSet::default_rules().expect("shipped rules load");
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/scenarios/admission-webhooks-sum-under-deadline.yaml");
+    let (_, r) = diagnose(&p, &rules);
+    assert_eq!(r.status.as_str(), "healthy", "{}", r.verdict.summary);
+    let path = evidence_of(&r, "admission", "admission_webhook_path_seconds");
+    assert_eq!(path.instances[0].lit, Some(true), "{path:?}");
+    let v = path.instances[0].value.unwrap();
+    assert!((1.9..2.1).contains(&v), "{v}");
+    for s in ["write_timeout_ratio", "write_latency_p99"] {
+        assert_eq!(
+            evidence_of(&r, "admission", s).instances[0].lit,
+            Some(false),
+            "{s}"
+        );
+    }
+}
+
+/// Replicas that disagree: one replica's KMS plugin fails while the others
+/// decrypt; the storage axis is localised to that replica with the others as
+/// the control group.
+#[test]
+fn one_replica_failing_to_decrypt_is_named_against_the_others() {
+    let rules = RuleSet::default_rules().expect("shipped rules load");
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scenarios/replica-kms-diverges.yaml");
+    let (_, r) = diagnose(&p, &rules);
+    let rc = r.verdict.root_cause.as_ref().expect("root cause");
+    assert_eq!(rc.leaf, "storage");
+    assert_eq!(rc.instances, vec!["apiserver-2".to_string()]);
+    assert_eq!(
+        rc.localisation.as_deref(),
+        Some("only apiserver-2: encryption-at-rest transformation failures per second 12/s, others 0/s")
+    );
+    // The control group: the other replicas read, at 0, unlit.
+    let ev = evidence_of(&r, "storage", "storage_transform_errors");
+    let others: Vec<(&str, Option<f64>, Option<bool>)> = ev
+        .instances
+        .iter()
+        .filter(|i| i.instance != "apiserver-2")
+        .map(|i| (i.instance.as_str(), i.value, i.lit))
+        .collect();
+    assert_eq!(
+        others,
+        [
+            ("apiserver-0", Some(0.0), Some(false)),
+            ("apiserver-1", Some(0.0), Some(false))
+        ]
+    );
+}
+
+/// The twin: every replica's KMS plugin restarts at once, three failed
+/// decryptions each within one scrape interval. The failures are seen (over
+/// the threshold on every replica for less than a window) but not sustained:
+/// healthy.
+#[test]
+fn a_brief_decryption_blip_on_every_replica_is_not_an_incident() {
+    let rules = RuleSet::default_rules().expect("shipped rules load");
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/scenarios/replica-kms-blip-all.yaml");
+    let (_, r) = diagnose(&p, &rules);
+    assert_eq!(r.status.as_str(), "healthy", "{}", r.verdict.summary);
+    let ev = evidence_of(&r, "storage", "storage_transform_errors");
+    assert_eq!(ev.instance_series.len(), 3);
+    for (inst, series) in &ev.instance_series {
+        let peak = series.iter().flatten().copied().fold(0.0, f64::max);
+        assert!(peak > 0.01, "{inst}: {peak}");
+    }
+}

@@ -4,12 +4,14 @@
 //! episode, so it agrees with the instance list and the evidence shown.
 //! `{ID.top}` names the largest contributor of ID's breakdown ("pods LIST
 //! cluster"), said when ID is lit on any instance in the episode (the audit
-//! logs' target is not the cause member).
+//! logs' target is not the cause member); `{ID.group}` its first label's
+//! value and `{ID.shares}` the contributors of that group with their shares
+//! of ID's value ("CREATE"; "validating policy-a 33%, mutating img-scan 28%").
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::rules::model::cause_placeholders;
-use crate::rules::report::Evidence;
+use crate::rules::model::{cause_placeholders, Unit};
+use crate::rules::report::{Contributor, Evidence};
 use crate::store::Millis;
 
 /// What a cause sentence is filled from.
@@ -47,40 +49,75 @@ impl Facts<'_> {
     /// the episode, else the last value of the episode.
     fn value(&self, id: &str) -> Option<String> {
         let e = self.signal(id)?;
+        Some(e.threshold.format_value(e.unit, self.number(id)?))
+    }
+
+    /// [`Facts::value`] as a number.
+    fn number(&self, id: &str) -> Option<f64> {
+        let e = self.signal(id)?;
         let inst = self.instances.iter().next()?;
         let series = e.instance_series.get(inst)?;
         let lit = e.instance_lit.get(inst);
         let (a, b) = self.span;
         let is_lit = |i: usize| lit.and_then(|l| l.get(i).copied().flatten()) == Some(true);
         let known = |i: usize| series.get(i).copied().flatten().filter(|v| !v.is_nan());
-        let v = (a..=b)
+        (a..=b)
             .rev()
             .filter(|&i| is_lit(i))
             .find_map(known)
-            .or_else(|| (a..=b).rev().find_map(known))?;
-        Some(e.threshold.format_value(e.unit, v))
+            .or_else(|| (a..=b).rev().find_map(known))
     }
 
-    /// The largest contributor of the signal's breakdown at its reference
-    /// step, its label values in `by` order ("pods LIST cluster"), when the
-    /// signal is lit on some instance in the episode.
-    fn top(&self, id: &str) -> Option<String> {
+    /// The signal's contributors, largest first, when it is lit on some
+    /// instance in the episode, with the labels of its breakdown (`by`).
+    fn contributors(&self, id: &str) -> Option<(&[Contributor], &[String])> {
         let e = self.signal(id)?;
         let (a, b) = self.span;
         let lit = e
             .instance_lit
             .values()
             .any(|l| (a..=b).any(|i| l.get(i).copied().flatten() == Some(true)));
-        let c = e.contributors.first().filter(|_| lit)?;
-        let parts: Vec<&str> = self
-            .by
-            .get(id)?
-            .iter()
-            .filter_map(|l| c.labels.get(l))
-            .map(String::as_str)
-            .filter(|v| !v.is_empty())
-            .collect();
+        let by = self.by.get(id)?;
+        (lit && !e.contributors.is_empty()).then_some((e.contributors.as_slice(), *by))
+    }
+
+    /// The largest contributor of the signal's breakdown at its reference
+    /// step, its label values in `by` order ("pods LIST cluster"), when the
+    /// signal is lit on some instance in the episode.
+    fn top(&self, id: &str) -> Option<String> {
+        let (cs, by) = self.contributors(id)?;
+        let parts = label_values(&cs[0], by);
         (!parts.is_empty()).then(|| parts.join(" "))
+    }
+
+    /// The largest contributor's value of the first `by` label (`CREATE`
+    /// for webhooks by operation, type and name): the group
+    /// [`Facts::shares`] lists.
+    fn group(&self, id: &str) -> Option<String> {
+        let (cs, by) = self.contributors(id)?;
+        cs[0].labels.get(by.first()?).filter(|v| !v.is_empty()).cloned()
+    }
+
+    /// The contributors of the largest one's group (the same first `by`
+    /// label), largest first, each named by its other labels with its share
+    /// of the signal's value on the cause member: "validating policy-a 33%,
+    /// mutating img-scan 28%" (the webhooks of a request's path and their
+    /// share of its time).
+    fn shares(&self, id: &str) -> Option<String> {
+        let (cs, by) = self.contributors(id)?;
+        let total = self.number(id).filter(|t| *t > 0.0)?;
+        let (first, rest) = by.split_first()?;
+        let group = cs[0].labels.get(first);
+        let parts: Vec<String> = cs
+            .iter()
+            .filter(|c| c.labels.get(first) == group)
+            .filter_map(|c| {
+                let name = label_values(c, rest).join(" ");
+                let share = c.value? / total;
+                (!name.is_empty()).then(|| format!("{name} {}", Unit::Ratio.format(share)))
+            })
+            .collect();
+        (!parts.is_empty()).then(|| parts.join(", "))
     }
 
     /// When the signal's lit run on a cause member that reaches into the
@@ -152,6 +189,16 @@ impl Facts<'_> {
     }
 }
 
+/// A contributor's non-empty values of `labels`, in their order.
+fn label_values<'c>(c: &'c Contributor, labels: &[String]) -> Vec<&'c str> {
+    labels
+        .iter()
+        .filter_map(|l| c.labels.get(l))
+        .map(String::as_str)
+        .filter(|v| !v.is_empty())
+        .collect()
+}
+
 /// Fills `clauses`: each is said when every signal it names (`{ID}`, or
 /// `{if:ID}`, which prints nothing) is lit on the cause member in the episode
 /// and every value it needs exists. The first clause said leads, the others
@@ -178,6 +225,10 @@ pub(super) fn sentence(clauses: &[String], f: &Facts) -> Option<String> {
                         f.baseline(id)
                     } else if let Some(id) = ph.strip_suffix(".top") {
                         f.top(id)
+                    } else if let Some(id) = ph.strip_suffix(".group") {
+                        f.group(id)
+                    } else if let Some(id) = ph.strip_suffix(".shares") {
+                        f.shares(id)
                     } else if let Some(id) = ph.strip_suffix(".since") {
                         f.since(id)
                     } else if let Some(id) = ph.strip_suffix(".others") {
@@ -359,6 +410,56 @@ mod tests {
             by: BTreeMap::new(),
             steps: &[0, 15_000, 30_000],
         };
+        assert_eq!(sentence(&clauses, &f), None);
+    }
+
+    /// Webhooks that add up: the group is the largest contributor's first
+    /// label, and each webhook of that group is named by its other labels
+    /// with its share of the signal's value (the path); a contributor of
+    /// another group (UPDATE) is left out.
+    #[test]
+    fn shares_list_the_largest_contributors_group_with_their_share_of_the_value() {
+        let contributor = |op: &str, ty: &str, name: &str, v: f64| Contributor {
+            labels: [("operation", op), ("type", ty), ("name", name)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            unit: Unit::Seconds,
+            value: Some(v),
+            share: None,
+            baseline: None,
+        };
+        let mut path = ev(
+            "path",
+            Unit::Seconds,
+            &[("a0", vec![Some(0.1), Some(40.0)], vec![Some(false), Some(true)])],
+        );
+        path.contributors = vec![
+            contributor("CREATE", "validating", "policy", 16.0),
+            contributor("CREATE", "mutating", "scan", 14.0),
+            contributor("UPDATE", "mutating", "scan", 11.0),
+            contributor("CREATE", "mutating", "inject", 10.0),
+        ];
+        let evidence = vec![path];
+        let inst: BTreeSet<String> = ["a0".to_string()].into();
+        let by = ["operation".to_string(), "type".to_string(), "name".to_string()];
+        let f = Facts {
+            evidence: &evidence,
+            instances: &inst,
+            span: (1, 1),
+            by: [("path", &by[..])].into_iter().collect(),
+            steps: &[0, 15_000],
+        };
+        let clauses: Vec<String> = vec![
+            "webhooks on {path.group} add up to {path}".into(),
+            "{path.shares}".into(),
+        ];
+        assert_eq!(
+            sentence(&clauses, &f).unwrap(),
+            "webhooks on CREATE add up to 40 s: validating policy 40%, mutating scan 35%, mutating inject 25%"
+        );
+        // Unlit in the episode: neither is said.
+        let f = Facts { span: (0, 0), ..f };
         assert_eq!(sentence(&clauses, &f), None);
     }
 }
