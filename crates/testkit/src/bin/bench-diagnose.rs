@@ -102,22 +102,23 @@ fn main() -> anyhow::Result<()> {
     for p in &paths {
         let _ = std::fs::read(p);
     }
-    println!("| run | wall s | CPU s | peak RSS MB | MB/s gzip | MB/s text |");
-    println!("|---|---|---|---|---|---|");
+    println!("| run | load avg (after) | wall s | CPU s | peak RSS MB | MB/s gzip | MB/s text |");
+    println!("|---|---|---|---|---|---|---|");
     let row = |name: &str, wall: f64, cpu: Option<f64>, rss: Option<f64>| {
         println!(
-            "| {name} | {wall:.2} | {} | {} | {:.0} | {:.0} |",
+            "| {name} | {} | {wall:.2} | {} | {} | {:.0} | {:.0} |",
+            loadavg(),
             cpu.map_or("-".into(), |c| format!("{c:.2}")),
             rss.map_or("-".into(), |r| format!("{r:.0}")),
             gz as f64 / 1e6 / wall,
             raw as f64 / 1e6 / wall
         );
     };
-    let zcat1 = zcat(&[&paths[..]])?;
-    row("`gzip -dc` (1 process)", zcat1, None, None);
+    let (wall1, cpu1) = zcat(&[&paths[..]])?;
+    row("`gzip -dc` (1 process)", wall1, Some(cpu1), None);
     let (l, r) = paths.split_at(paths.len() / 2);
-    let zcat2 = zcat(&[l, r])?;
-    row("`gzip -dc` (2 processes)", zcat2, None, None);
+    let (wall2, cpu2) = zcat(&[l, r])?;
+    row("`gzip -dc` (2 processes)", wall2, Some(cpu2), None);
     let mut verdict = String::new();
     for k in 0..a.runs.max(1) {
         let m = run_diagnose(&a.dir, a.cptriage.as_deref())?;
@@ -166,8 +167,10 @@ fn snapshot_files(dir: &Path) -> anyhow::Result<Vec<(PathBuf, u64, u64)>> {
     Ok(out)
 }
 
-/// Wall time of decompressing every group of files with its own `gzip -dc`.
-fn zcat(groups: &[&[&Path]]) -> anyhow::Result<f64> {
+/// Wall time and user+system CPU (the children's wait4 rusage) of
+/// decompressing every group of files with its own `gzip -dc`.
+fn zcat(groups: &[&[&Path]]) -> anyhow::Result<(f64, f64)> {
+    use wait4::Wait4 as _;
     let t0 = Instant::now();
     let mut children = Vec::new();
     for g in groups {
@@ -180,13 +183,15 @@ fn zcat(groups: &[&[&Path]]) -> anyhow::Result<f64> {
                 .context("running gzip")?,
         );
     }
+    let mut cpu = 0.0;
     for mut c in children {
-        let st = c.wait()?;
-        if !st.success() {
-            bail!("gzip -dc failed: {st}");
+        let r = c.wait4()?;
+        if !r.status.success() {
+            bail!("gzip -dc failed: {}", r.status);
         }
+        cpu += (r.rusage.utime + r.rusage.stime).as_secs_f64();
     }
-    Ok(t0.elapsed().as_secs_f64())
+    Ok((t0.elapsed().as_secs_f64(), cpu))
 }
 
 struct Measured {

@@ -100,6 +100,11 @@ struct Args {
     /// Fleet runs of each path, alternating (recorded, raw, recorded, …).
     #[arg(long, default_value_t = 1)]
     repeat: usize,
+    /// Only build the TSDB (and, with `--recorded`, backfill the signal
+    /// rules), then stop: the backfill can run at a lower priority (`nice`)
+    /// than the timed runs of a second invocation on the same `--work`.
+    #[arg(long)]
+    prepare: bool,
 }
 
 /// A TCP proxy on 127.0.0.1 that forwards to `port`, holding each chunk the
@@ -423,6 +428,10 @@ fn main() -> anyhow::Result<()> {
     drop(gens);
     if a.recorded {
         backfill_recorded(&bin, &a.work, &tsdb, (from, to))?;
+    }
+    if a.prepare {
+        eprintln!("prepared {} (load {})", a.work.display(), loadavg());
+        return Ok(());
     }
     let prom = promrun::Prometheus::start(&tsdb, "5m").map_err(anyhow::Error::msg)?;
     let url = if a.latency_ms > 0 {
