@@ -418,7 +418,15 @@ fn cmd_run(a: RunArgs, log: &Log) -> Result<i32, LabError> {
 fn cmd_judge(a: JudgeArgs) -> Result<i32, LabError> {
     let cptriage = a.bin.path();
     let judge = verdicts::Judge::of(&cptriage, &repo_root())?;
-    let runs = verdicts::find_runs(&a.dirs)?;
+    let (runs, without): (Vec<_>, Vec<_>) = verdicts::find_runs(&a.dirs)?
+        .into_iter()
+        .partition(|r| verdicts::has_input(r, a.from));
+    if !without.is_empty() {
+        eprintln!(
+            "{} runs skipped: no etcd logs (`logs/` or `etcd/`) to diagnose from",
+            without.len()
+        );
+    }
     let t = std::time::Instant::now();
     let results = verdicts::judge_all(&cptriage, &runs, a.jobs, a.from)?;
     println!("{}", verdicts::table(&results));

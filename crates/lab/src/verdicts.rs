@@ -142,6 +142,18 @@ fn logs_dir(run: &Path) -> PathBuf {
     }
 }
 
+/// Whether a run holds what `from` diagnoses: logs for `Logs` and `Both`
+/// (a recording every run has). Runs exported without their logs are skipped
+/// by `lab judge --from logs|both`, not judged as failures.
+pub(crate) fn has_input(run: &Path, from: DiagnoseFrom) -> bool {
+    match from {
+        DiagnoseFrom::Metrics => true,
+        DiagnoseFrom::Logs | DiagnoseFrom::Both => std::fs::read_dir(logs_dir(run))
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(false),
+    }
+}
+
 /// Runs `cptriage diagnose` on a run's recording and judges it.
 pub(crate) fn diagnose_and_judge(cptriage: &Path, run: &Path) -> Result<(Result1, Option<Value>), LabError> {
     diagnose_and_judge_from(cptriage, run, DiagnoseFrom::Metrics)
@@ -196,7 +208,11 @@ pub(crate) fn diagnose_and_judge_from(
             error,
             pass: judgement.pass(),
             judgement,
-            known_failure: truth.known_failure.clone(),
+            known_failure: if from == DiagnoseFrom::Logs {
+                truth.known_failure_logs.clone()
+            } else {
+                truth.known_failure.clone()
+            },
         },
         verdict,
     ))
