@@ -290,20 +290,9 @@ fn node_specs(
     warnings: &mut Vec<String>,
 ) -> Result<(), LiveError> {
     for arg in &o.nodes {
-        let (name, url) = split_named(arg, "http", warnings)?;
-        let metrics = if url.path() == "/" || url.path().is_empty() {
-            with_path(&url, "/metrics")
-        } else {
-            with_path(&url, url.path())
-        };
-        let port = url.port_or_known_default().unwrap_or(0);
-        alt.push(if name.is_some() {
-            String::new()
-        } else {
-            format!("node-{}-{port}", host_label(&url))
-        });
+        let NamedTarget { name, metrics, .. } = named_target(arg, "http", "node", alt, warnings)?;
         specs.push(TargetSpec {
-            name: name.unwrap_or_else(|| format!("node-{}", host_label(&url))),
+            name,
             role: Role::Node,
             role_reason: "given on the command line (--node)".into(),
             display_url: metrics.clone(),
@@ -347,6 +336,45 @@ fn sanitize(s: &str) -> String {
         .collect::<String>()
         .trim_matches('_')
         .to_string()
+}
+
+/// A target given on the command line as `[NAME=]URL`.
+struct NamedTarget {
+    /// The given name, or `<prefix>-<host>`.
+    name: String,
+    url: reqwest::Url,
+    /// The URL's path, or `/metrics` when it has none.
+    metrics: String,
+}
+
+/// Reads a `[NAME=]URL` target argument; pushes onto `alt` the name to use
+/// when two unnamed targets share a host (`<prefix>-<host>-<port>`, empty
+/// for a named one).
+fn named_target(
+    arg: &str,
+    default_scheme: &str,
+    prefix: &str,
+    alt: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Result<NamedTarget, LiveError> {
+    let (name, url) = split_named(arg, default_scheme, warnings)?;
+    let metrics = if url.path() == "/" || url.path().is_empty() {
+        with_path(&url, "/metrics")
+    } else {
+        with_path(&url, url.path())
+    };
+    let host = host_label(&url);
+    let port = url.port_or_known_default().unwrap_or(0);
+    alt.push(if name.is_some() {
+        String::new()
+    } else {
+        format!("{prefix}-{host}-{port}")
+    });
+    Ok(NamedTarget {
+        name: name.unwrap_or_else(|| format!("{prefix}-{host}")),
+        url,
+        metrics,
+    })
 }
 
 /// Splits `[NAME=]URL`. A `HOST:PORT` without a scheme (as etcdctl's
@@ -474,21 +502,11 @@ pub fn plan_targets(o: &TargetOptions) -> Result<Plan, LiveError> {
         "http"
     };
     for arg in &o.etcd {
-        let (name, url) = split_named(arg, etcd_scheme, &mut plan.warnings)?;
-        let metrics = if url.path() == "/" || url.path().is_empty() {
-            with_path(&url, "/metrics")
-        } else {
-            with_path(&url, url.path())
-        };
-        let port = url.port_or_known_default().unwrap_or(0);
-        alt.push(if name.is_some() {
-            String::new()
-        } else {
-            format!("etcd-{}-{port}", host_label(&url))
-        });
+        let NamedTarget { name, url, metrics } =
+            named_target(arg, etcd_scheme, "etcd", &mut alt, &mut plan.warnings)?;
         let plain = url.scheme() == "http";
         specs.push(TargetSpec {
-            name: name.unwrap_or_else(|| format!("etcd-{}", host_label(&url))),
+            name,
             role: Role::Etcd,
             role_reason: "given on the command line (--etcd)".into(),
             display_url: metrics.clone(),
@@ -504,18 +522,8 @@ pub fn plan_targets(o: &TargetOptions) -> Result<Plan, LiveError> {
         });
     }
     for arg in &o.controllers {
-        let (name, url) = split_named(arg, "https", &mut plan.warnings)?;
-        let metrics = if url.path() == "/" {
-            with_path(&url, "/metrics")
-        } else {
-            with_path(&url, url.path())
-        };
-        let port = url.port_or_known_default().unwrap_or(0);
-        alt.push(if name.is_some() {
-            String::new()
-        } else {
-            format!("controller-{}-{port}", host_label(&url))
-        });
+        let NamedTarget { name, url, metrics } =
+            named_target(arg, "https", "controller", &mut alt, &mut plan.warnings)?;
         let (cspec, token) = match &o.apiserver {
             Some(a) => (
                 ClientSpec {
@@ -531,7 +539,7 @@ pub fn plan_targets(o: &TargetOptions) -> Result<Plan, LiveError> {
             None => (ClientSpec::default(), None),
         };
         specs.push(TargetSpec {
-            name: name.unwrap_or_else(|| format!("controller-{}", host_label(&url))),
+            name,
             role: Role::Controller,
             role_reason: "given on the command line (--controller)".into(),
             display_url: metrics.clone(),
