@@ -325,9 +325,7 @@ pub struct TargetSeries {
 }
 
 fn role_of(s: &str, target: &str) -> Result<Role, String> {
-    Role::parse(s).ok_or_else(|| {
-        format!("target `{target}`: unknown role `{s}` (expected apiserver, etcd or controller-manager)")
-    })
+    Role::parse(s).ok_or_else(|| format!("target `{target}`: unknown role `{s}` (expected {})", Role::GIVEN))
 }
 
 fn expand(input: &SeriesInput, target: &str) -> Result<(crate::store::Labels, Vec<Point>), String> {

@@ -36,6 +36,9 @@ impl Role {
         }
     }
 
+    /// The role names a target may be given (`parse`), for error messages.
+    pub const GIVEN: &'static str = "apiserver, etcd, controller, node or unknown";
+
     pub fn parse(s: &str) -> Option<Role> {
         match s.to_ascii_lowercase().as_str() {
             "apiserver" | "kube-apiserver" => Some(Role::Apiserver),

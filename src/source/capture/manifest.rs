@@ -81,9 +81,7 @@ impl<'de> Deserialize<'de> for Role {
         let s = String::deserialize(d)?;
         Role::parse(&s).ok_or_else(|| {
             // serde_message keeps `s` only when it is a plain identifier.
-            serde::de::Error::custom(format!(
-                "unknown role `{s}` (expected apiserver, etcd, controller or unknown)"
-            ))
+            serde::de::Error::custom(format!("unknown role `{s}` (expected {})", Role::GIVEN))
         })
     }
 }
@@ -182,6 +180,10 @@ mod tests {
         assert_eq!(e.line, 3, "{e}");
         assert!(!e.message.contains("at line"), "{e}");
         assert!(e.message.contains("unknown role `db`"), "{e}");
+        assert!(
+            e.message.contains("node or unknown"),
+            "every role is offered: {e}"
+        );
         let e = parse("format: cptriage/capture/v1\ntargets: []\nextra: 1\n").unwrap_err();
         assert!(e.message.contains("unknown field `extra`"), "{e}");
     }

@@ -62,7 +62,7 @@ impl DumpArg {
             Some((r, n)) => {
                 let role = Role::parse(r).ok_or_else(|| DumpError::BadArgument {
                     path: arg.into(),
-                    message: format!("unknown role `{r}` (expected apiserver, etcd, controller or unknown)"),
+                    message: format!("unknown role `{r}` (expected {})", Role::GIVEN),
                 })?;
                 (Some(role), n)
             }
