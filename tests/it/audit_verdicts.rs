@@ -21,7 +21,7 @@ use cptriage::source::audit::{self, AuditConfig};
 use cptriage::source::ingest::Keep;
 use cptriage::source::Dataset;
 use cptriage_testkit::scenario;
-use cptriage_testkit::scenario::audit::{AuditFault, AuditGen};
+use cptriage_testkit::scenario::audit::{AuditFault, AuditGen, STORM_AGENT};
 
 const T0: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z, the scenarios' start
 
@@ -259,6 +259,39 @@ fn audit_beside_metrics_confirms_or_disagrees_per_axis() {
             }
         }
     }
+}
+
+/// A LIST storm in the metrics and the storm's client in the audit logs:
+/// the cause names the client by its user agent; without the audit logs it
+/// names none (the metrics have no user agent), and a log without the storm
+/// names a background client nowhere.
+#[test]
+fn a_list_storm_beside_audit_logs_names_the_client_by_user_agent() {
+    let rules = rules();
+    let dir = tempfile::tempdir().unwrap();
+    let scen = "list-storm.yaml";
+    let cause = |r: &Report| {
+        let rc = r.verdict.root_cause.as_ref().expect("a root cause");
+        assert_eq!(axis(r), "expensive-reads", "{}", r.verdict.summary);
+        rc.localisation.clone().unwrap_or_default()
+    };
+    let (base, onset) = scenario_ds(scen, &rules);
+    let minutes = (base.window().unwrap().1 - T0) / 60_000 + 1;
+    let metrics_only = cause(&engine::diagnose(&rules, &base, &Options::default()).unwrap());
+    assert!(!metrics_only.contains("user agent"), "{metrics_only}");
+
+    let (mut ds, _) = scenario_ds(scen, &rules);
+    add_audit(&mut ds, &log(dir.path(), AuditFault::ListStorm, minutes, onset));
+    let with_storm = cause(&engine::diagnose(&rules, &ds, &Options::default()).unwrap());
+    assert!(
+        with_storm.contains(&format!("user agent {STORM_AGENT}")),
+        "the storm's client is named: {with_storm}"
+    );
+
+    let (mut ds, _) = scenario_ds(scen, &rules);
+    add_audit(&mut ds, &log(dir.path(), AuditFault::None, minutes, onset));
+    let quiet = cause(&engine::diagnose(&rules, &ds, &Options::default()).unwrap());
+    assert!(!quiet.contains("user agent"), "no client's LISTs surged: {quiet}");
 }
 
 #[test]

@@ -63,8 +63,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.first().map(String::as_str) == Some("gen") {
         let out = PathBuf::from(arg(&args, "--out").ok_or("gen needs --out FILE")?);
         let fault = arg(&args, "--fault").unwrap_or_else(|| "none".into());
-        let fault =
-            AuditFault::parse(&fault).ok_or("--fault: none, etcd, apf, webhook, auth or etcd-unannotated")?;
+        let fault = AuditFault::parse(&fault)
+            .ok_or("--fault: none, etcd, apf, webhook, auth, etcd-unannotated or list-storm")?;
         let minutes: i64 = arg(&args, "--minutes").unwrap_or_else(|| "10".into()).parse()?;
         let at: i64 = arg(&args, "--fault-at").unwrap_or_else(|| "5".into()).parse()?;
         let rate: f64 = arg(&args, "--rate").unwrap_or_else(|| "40".into()).parse()?;

@@ -31,7 +31,14 @@ pub enum AuditFault {
     /// As `EtcdSlow`, from an apiserver that writes no latency annotations
     /// (before 1.24).
     EtcdSlowUnannotated,
+    /// A client starts LISTing every pod of the cluster, slowly (1–3 s each):
+    /// most requests of the fault period are its LISTs (user agent
+    /// [`STORM_AGENT`]).
+    ListStorm,
 }
+
+/// The user agent of [`AuditFault::ListStorm`]'s client.
+pub const STORM_AGENT: &str = "inventory-sync/0.9.1";
 
 impl AuditFault {
     pub fn parse(s: &str) -> Option<AuditFault> {
@@ -42,6 +49,7 @@ impl AuditFault {
             "webhook" => AuditFault::Webhook,
             "auth" => AuditFault::AuthStorm,
             "etcd-unannotated" => AuditFault::EtcdSlowUnannotated,
+            "list-storm" => AuditFault::ListStorm,
             _ => return None,
         })
     }
@@ -111,6 +119,21 @@ const KINDS: &[Kind] = &[
     Kind { weight: 6.0, verb: "watch", group: "", version: "v1", resource: "pods", sub: "", namespaced: false, named: false, user: "system:kube-scheduler", agent: "kube-scheduler/v1.30.2 (linux/amd64) kubernetes/3f7a50f/scheduler", median: 300.0 },
 ];
 
+/// The LISTs of [`AuditFault::ListStorm`]'s client: every pod of the cluster.
+static STORM: Kind = Kind {
+    weight: 0.0,
+    verb: "list",
+    group: "",
+    version: "v1",
+    resource: "pods",
+    sub: "",
+    namespaced: false,
+    named: false,
+    user: "system:serviceaccount:tools:inventory-sync",
+    agent: STORM_AGENT,
+    median: 1.8,
+};
+
 /// A latency layer of one request: (annotation key suffix, seconds).
 type Layers = Vec<(&'static str, f64)>;
 
@@ -169,8 +192,11 @@ impl AuditGen {
                 }
                 w -= k.weight;
             }
-            let node = rng.next() % 50;
             let faulty = arrival_us / 1000 >= self.fault_from;
+            if self.fault == AuditFault::ListStorm && faulty && rng.f() < 0.6 {
+                kind = &STORM;
+            }
+            let node = rng.next() % 50;
             let id = format!(
                 "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
                 rng.next() as u32,
