@@ -13,6 +13,9 @@ pub struct Headline<'a> {
     pub failing: Option<&'a RootCause>,
     /// "cause undecided: …" when no root cause could be named.
     pub undecided: Option<&'a str>,
+    /// "recovery not confirmed: …" when the incident looks over only for
+    /// want of the signals that could show it continuing.
+    pub recovery: Option<&'a str>,
 }
 
 /// The headline of an inconclusive verdict.
@@ -24,6 +27,7 @@ impl<'a> Headline<'a> {
             status: r.status,
             failing: r.verdict.failing(),
             undecided: r.verdict.undecided.as_ref().map(|u| u.text.as_str()),
+            recovery: r.verdict.recovery_unconfirmed.as_ref().map(|u| u.text.as_str()),
         }
     }
 
@@ -53,5 +57,18 @@ impl<'a> Headline<'a> {
     /// Why the cause is undecided, without the leading "cause undecided: ".
     pub fn undecided_reason(&self) -> Option<&'a str> {
         self.undecided.map(|t| t.trim_start_matches("cause undecided: "))
+    }
+
+    /// Why the recovery is not claimed, without the leading "recovery not
+    /// confirmed: ".
+    pub fn recovery_reason(&self) -> Option<&'a str> {
+        self.recovery
+            .map(|t| t.trim_start_matches("recovery not confirmed: "))
+    }
+
+    /// What follows the failing axis's title: why its cause is undecided,
+    /// then why its recovery is not claimed.
+    pub fn qualifiers(&self) -> Vec<&'a str> {
+        self.undecided.into_iter().chain(self.recovery).collect()
     }
 }

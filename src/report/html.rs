@@ -228,6 +228,9 @@ fn failing_facts(h: &mut String, r: &Report, rc: &RootCause) {
     if let Some(reason) = head.undecided_reason() {
         fact(h, "Cause undecided", "undecided", &esc(reason));
     }
+    if let Some(reason) = head.recovery_reason() {
+        fact(h, "Recovery not confirmed", "recovery-unconfirmed", &esc(reason));
+    }
     fact(
         h,
         head.fact_name(),

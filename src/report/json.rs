@@ -53,6 +53,8 @@ struct Verdict<'a> {
     root_cause: Option<J>,
     #[serde(skip_serializing_if = "Option::is_none")]
     undecided: Option<J>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recovery_unconfirmed: Option<J>,
     earlier: Vec<J>,
     scope: J,
     downstream: Vec<J>,
@@ -273,6 +275,15 @@ pub fn document(r: &Report) -> J {
         summary: &v.summary,
         root_cause: v.root_cause.as_ref().map(root_cause_json),
         undecided: v.undecided.as_ref().map(undecided_json),
+        recovery_unconfirmed: v.recovery_unconfirmed.as_ref().map(|u| {
+            serde_json::json!({
+                "leaves": u.leaves, "since": t(u.since),
+                "unread": u.unread.iter().map(|s| serde_json::json!({
+                    "signal": s.signal, "description": s.description, "reason": s.reason,
+                })).collect::<Vec<_>>(),
+                "text": u.text,
+            })
+        }),
         earlier: v.earlier.iter().map(episode).collect(),
         scope: serde_json::json!({
             "observed": r.scope.observed,

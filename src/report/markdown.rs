@@ -66,6 +66,9 @@ fn verdict(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         if let Some(reason) = h.undecided_reason() {
             writeln!(out, "- **Cause undecided:** {reason}")?;
         }
+        if let Some(reason) = h.recovery_reason() {
+            writeln!(out, "- **Recovery not confirmed:** {reason}")?;
+        }
         writeln!(out, "- **Onset:** {}", opt_time(rc.onset))?;
         if !rc.instances.is_empty() {
             writeln!(out, "- **Instances:** {}", rc.instances.join(", "))?;

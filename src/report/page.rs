@@ -70,6 +70,9 @@ impl Page {
     }
 }
 
+/// Lines of one screen (a 24-line terminal, the prompt and the command).
+const SCREEN_LINES: usize = 22;
+
 /// Renders the first page.
 pub fn first_page(r: &Report, opts: &RenderOpts) -> String {
     let mut p = Page {
@@ -152,10 +155,10 @@ fn headline(r: &Report, p: &mut Page) {
             }
         }
         (Status::Inconclusive, _) => CANNOT_DECIDE.to_string(),
-        (_, Some(rc)) => match h.undecided {
-            Some(u) => format!("{} — {u}", rc.title),
-            None => rc.title.clone(),
-        },
+        (_, Some(rc)) => std::iter::once(rc.title.as_str())
+            .chain(h.qualifiers())
+            .collect::<Vec<_>>()
+            .join(" — "),
         (_, None) => String::new(),
     };
     let word = p.paint(tone, &h.word());
@@ -228,8 +231,17 @@ fn axis_row(r: &Report, rc: &RootCause, role: &str, a: &AxisReport, with_date: b
         _ if steps_of(r) <= 1 => "one snapshot".to_string(),
         _ => "—".to_string(),
     };
+    let unconfirmed = r
+        .verdict
+        .recovery_unconfirmed
+        .as_ref()
+        .is_some_and(|u| u.leaves.contains(&a.leaf));
     let state = match (a.state, a.lit_at_end, a.recovered) {
         (AxisState::Lit, true, _) => "still failing".to_string(),
+        (AxisState::Lit, false, Some(rec)) if unconfirmed => match a.onset {
+            Some(o) => format!("unlit after {}, unconfirmed", format_span(rec - o)),
+            None => "unlit, unconfirmed".to_string(),
+        },
         (AxisState::Lit, false, Some(rec)) => match a.onset {
             Some(o) => format!("over after {}", format_span(rec - o)),
             None => "over".to_string(),
@@ -601,17 +613,24 @@ fn not_checked(r: &Report, p: &mut Page) {
             format_span(w.step)
         )
     };
-    let text = if unchecked.is_empty() {
-        format!("All axes checked · {window} · more: -o wide")
+    let base = if unchecked.is_empty() {
+        format!("All axes checked · {window}")
     } else {
-        format!(
-            "Not checked: {} · {window} · more: -o wide",
-            short_list(&unchecked)
-        )
+        format!("Not checked: {} · {window}", short_list(&unchecked))
     };
     if !p.warned {
         p.blank();
     }
+    // The pointer to `-o wide` is left out only where the page already has
+    // one and it would push the page past one screen.
+    let more = format!("{base} · more: -o wide");
+    let over = p.lines.len() + wrap("", 0, &more, p.width).len() > SCREEN_LINES;
+    let pointed = p.lines.iter().any(|l| l.contains("-o wide"));
+    let text = if over && pointed && base.chars().count() <= p.width {
+        base
+    } else {
+        more
+    };
     let dim = p.paint(Tone::Dim, &text);
     p.wrap("", 0, &dim);
 }

@@ -140,6 +140,9 @@ fn head(r: &Report, color: bool, width: usize, with_date: bool) -> Vec<String> {
     if let Some(u) = &r.verdict.undecided {
         line("", &u.text);
     }
+    if let Some(u) = &r.verdict.recovery_unconfirmed {
+        line("", &u.text);
+    }
     if let Some(rc) = r.verdict.failing() {
         failing_facts(rc, with_date, &mut line);
     }

@@ -249,6 +249,11 @@ pub struct Verdict {
     /// onset, so it is not named the root cause (`root_cause` is then `None`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub undecided: Option<Undecided>,
+    /// The incident's axes are no longer lit, but only because signals that
+    /// could show it continuing were not read: the recovery is not claimed
+    /// (the status stays degraded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_unconfirmed: Option<RecoveryUnconfirmed>,
     /// Axes lit after the root cause, with their lag.
     pub downstream: Vec<Downstream>,
     /// Axes whose onsets are within one step of the root cause's.
@@ -320,6 +325,31 @@ pub struct UnreadCause {
     pub reasons: Vec<String>,
     /// What to add to the monitoring to read it.
     pub remedy: Option<String>,
+}
+
+/// A recovery the data cannot confirm: the incident's axes answer "no" at the
+/// assessment time only from the signals that were read, and signals that
+/// could show them still lit were not read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecoveryUnconfirmed {
+    /// The incident's leaves whose recovery rests on unread signals.
+    pub leaves: Vec<String>,
+    /// Since when what was read shows them unlit.
+    pub since: Millis,
+    /// The signals that could show the incident continuing and were not read.
+    pub unread: Vec<UnreadSignal>,
+    /// "recovery not confirmed: 5 signals that could show it continuing were
+    /// not read (no etcd_server_leader_changes_seen_total, …)".
+    pub text: String,
+}
+
+/// A signal that was not read, and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UnreadSignal {
+    pub signal: String,
+    pub description: String,
+    /// Why it could not be read (its metrics not exposed).
+    pub reason: String,
 }
 
 /// How audit logs bear on an axis.
@@ -448,7 +478,8 @@ pub enum AxisState {
     Lit,
     /// Checked and not lit.
     Clear,
-    /// Signals exist but no step could be decided.
+    /// Signals exist but the assessment time could not be decided (whatever
+    /// earlier steps said: unreadable at the end is unknown, never clear).
     Unknown,
     /// No target of the role(s) it reads, or its metrics are not exposed.
     NotChecked,

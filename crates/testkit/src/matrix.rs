@@ -14,7 +14,7 @@ use std::path::Path;
 
 use cptriage::rules::engine::{self, Options};
 use cptriage::rules::load::RuleSet;
-use cptriage::rules::report::{AxisState, Report, Status};
+use cptriage::rules::report::{AxisState, Report, RootCause, Status};
 use cptriage::source::capture::manifest;
 use cptriage::source::ingest::{self, Keep, MemorySnapshot, ScrapeFailure};
 use cptriage::store::Millis;
@@ -59,6 +59,10 @@ pub enum Outcome {
     Inconclusive,
     /// Healthy, with every axis that shows the fault not read (said so).
     NotObserved(String),
+    /// The full data's failing axis, still degraded because its recovery
+    /// could not be confirmed (the signals that could show it continuing
+    /// were not read, said so) where the full data says it recovered.
+    RecoveryUnconfirmed(String),
     /// A wrong root cause, a wrong status, or healthy from unread signals.
     Wrong(String),
 }
@@ -79,6 +83,7 @@ impl Outcome {
             Outcome::Inconclusive => "inconclusive".into(),
             Outcome::NotObserved(a) if a.is_empty() => "not observed".into(),
             Outcome::NotObserved(a) => format!("not observed: {a}"),
+            Outcome::RecoveryUnconfirmed(a) => format!("recovery not confirmed: {a}"),
             Outcome::Wrong(w) => format!("**wrong**: {w}"),
         }
     }
@@ -209,6 +214,10 @@ fn lit_by_unread(full: &Report, got: &Report, leaf: &str) -> bool {
 ///   specific one (none, or another where the full sub-axis could not be
 ///   read); an undecided cause for the same failing axis, or for an axis lit
 ///   on the full data when the full root cause could not be read;
+/// - **recovery not confirmed**: degraded where the full data has recovered,
+///   when the report says the recovery could not be confirmed
+///   (`recovery_unconfirmed`: the signals that could show the incident
+///   continuing were not read), the axis judged as above;
 /// - a **fallback** leaf of another axis (`fallback: true`, `joint`:
 ///   "clients are affected, and no part of the control plane shows why")
 ///   wherever the full data has a failing axis: it names the symptom, not a
@@ -243,10 +252,33 @@ pub fn compare(full: &Report, got: &Report, fallbacks: &[String]) -> Outcome {
     let (Some(want), Some(rc)) = (full_fail, got.verdict.failing()) else {
         return wrong();
     };
-    if (got.status == Status::Recovered) != (full.status == Status::Recovered) {
+    // Degraded for want of the signals that would show the end, where the
+    // full data saw it end: no claim that the incident is over, said so.
+    let unconfirmed = full.status == Status::Recovered
+        && got.status == Status::Degraded
+        && got.verdict.recovery_unconfirmed.is_some();
+    if (got.status == Status::Recovered) != (full.status == Status::Recovered) && !unconfirmed {
         return wrong();
     }
     let got_name = axis_name(&rc.axis, &rc.sub_axis);
+    let outcome = compare_axis(full, got, want, rc, fallbacks, &got_name);
+    match outcome {
+        Outcome::Same | Outcome::LessSpecific(_) if unconfirmed => Outcome::RecoveryUnconfirmed(got_name),
+        o => o,
+    }
+}
+
+/// The failing axis of `got` (`rc`) against the full data's (`want`).
+fn compare_axis(
+    full: &Report,
+    got: &Report,
+    want: &RootCause,
+    rc: &RootCause,
+    fallbacks: &[String],
+    got_name: &str,
+) -> Outcome {
+    let wrong = || Outcome::Wrong(format!("{}, full data: {}", claim(got), claim(full)));
+    let got_name = got_name.to_string();
     if fallbacks.contains(&rc.leaf) && !fallbacks.contains(&want.leaf) && rc.axis != want.axis {
         return Outcome::SymptomsOnly(got_name);
     }
@@ -440,18 +472,7 @@ pub struct Cell {
 /// the `profile-matrix` command fail when one of them is right (remove it)
 /// and when any other cell is wrong. Fix the mechanism; never add a cell here
 /// to silence a regression.
-pub const KNOWN_WRONG: &[(&str, &str, &str)] = &[
-    (
-        "duplicate-events-watch-reconnects",
-        "aks-minimal",
-        "healthy: AKS does not scrape the controller-manager, so from the reconnects' onset the leaf is unknown (watch_request_rate lit, controller_workqueue_adds role absent), but its state is `clear` because it was decided unlit before the onset; an axis unknown at the assessment time should be `unknown`, which changes other reports' axis states",
-    ),
-    (
-        "etcd-raft-leader-loss",
-        "aks-minimal",
-        "recovered where the full data is ongoing: AKS keeps only etcd_server_has_leader of the raft signals, lost 4–5 m; the elections and failed proposals that keep the incident going to the end are not in its keep list, and the report claims recovery without them",
-    ),
-];
+pub const KNOWN_WRONG: &[(&str, &str, &str)] = &[];
 
 /// Why a cell is known to be wrong ([`KNOWN_WRONG`]).
 pub fn known_wrong(source: &str, profile: &str) -> Option<&'static str> {

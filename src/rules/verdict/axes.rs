@@ -192,7 +192,11 @@ fn leaf_report(
 }
 
 /// Lit, not checked (the leaf's own question reads only signals of absent
-/// roles or unexposed metrics), clear, or unknown.
+/// roles or unexposed metrics), clear (decided unlit at the assessment
+/// time), or unknown: a leaf whose evidence is unknown at the assessment
+/// time is not clear, however it was decided before (a role's signals lost
+/// at an onset, e.g. watch reconnects lit where the controllers' work
+/// queues are not read, must not read as "checked, not failing").
 fn axis_state(
     input: &AssessInput,
     states: &States,
@@ -212,7 +216,7 @@ fn axis_state(
         AxisState::Lit
     } else if not_checked {
         AxisState::NotChecked
-    } else if states.iter().take(at + 1).any(|s| *s != StepState::Unknown) {
+    } else if states.get(at).is_some_and(|s| *s != StepState::Unknown) {
         AxisState::Clear
     } else {
         AxisState::Unknown

@@ -35,7 +35,8 @@
 //! - root cause = the incident's axis with the earliest onset; onsets within one
 //!   step are a tie, broken by tree order as a stated assumption;
 //! - status: degraded while an axis of the incident is lit at the assessment
-//!   time, recovered when all had recovered; healthy only when every observed
+//!   time, recovered when all had recovered and nothing unread could show one
+//!   still lit (`recovery`); healthy only when every observed
 //!   role's scope question answered "no" from signals that were read.
 
 mod advise;
@@ -47,6 +48,7 @@ mod evidence;
 mod falsify;
 mod judge;
 pub mod loglines;
+mod recovery;
 mod timeline;
 mod undecided;
 mod walk;
@@ -491,7 +493,12 @@ fn explain_root(
             .iter()
             .any(|&l| j.sel.reported[l].is_some_and(|run| run.recovered.is_none()))
             || unreachable.iter().any(|u| u.until.is_none()));
-    let status = if j.single || active {
+    // A recovery only from evidence that could show the incident continuing.
+    if !j.single && !active {
+        verdict.recovery_unconfirmed = recovery::unconfirmed(j.rules, j.input, j.judged, j.sel, j.at);
+    }
+    let unconfirmed = verdict.recovery_unconfirmed.is_some();
+    let status = if j.single || active || unconfirmed {
         Status::Degraded
     } else {
         Status::Recovered
@@ -511,7 +518,9 @@ fn explain_root(
         onset: ax.onset,
         instances,
         localisation: ax.localisation.clone(),
-        recovered: ax.recovered,
+        // Not claimed when unconfirmed: `recovery_unconfirmed.since` says
+        // since when what was read is clear.
+        recovered: ax.recovered.filter(|_| !unconfirmed),
         unreachable,
         affected,
     });
@@ -597,12 +606,18 @@ fn root_summary(
     if let Some(loc) = &ax.localisation {
         s.push_str(&format!("; {loc}"));
     }
-    if let (Some(o), Some(rec)) = (ax.onset, ax.recovered) {
-        s.push_str(&format!(
+    match (ax.onset, ax.recovered, &verdict.recovery_unconfirmed) {
+        (_, _, Some(u)) => s.push_str(&format!(
+            "; unlit since {} from what was read, {}",
+            crate::timefmt::format_time(u.since),
+            u.text
+        )),
+        (Some(o), Some(rec), None) => s.push_str(&format!(
             "; recovered at {} after {}",
             crate::timefmt::format_time(rec),
             crate::timefmt::format_lag(rec.saturating_sub(o))
-        ));
+        )),
+        _ => {}
     }
     if !verdict.downstream.is_empty() {
         let d: Vec<String> = verdict.downstream.iter().map(|d| d.note.clone()).collect();
