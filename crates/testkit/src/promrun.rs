@@ -28,15 +28,19 @@ pub fn require() {
 
 /// Runs `promtool tsdb create-blocks-from openmetrics FILE DIR`.
 pub fn create_blocks(openmetrics: &Path, dir: &Path) -> Result<(), String> {
-    let out = Command::new(PROMTOOL)
-        .args(["tsdb", "create-blocks-from", "openmetrics"])
+    let mut cmd = Command::new(PROMTOOL);
+    cmd.args(["tsdb", "create-blocks-from", "openmetrics"])
         .arg(openmetrics)
-        .arg(dir)
-        .output()
-        .map_err(|e| format!("run promtool: {e}"))?;
+        .arg(dir);
+    run_promtool(cmd, "create-blocks")
+}
+
+/// Runs a promtool command; its output is the error when it fails.
+fn run_promtool(mut cmd: Command, what: &str) -> Result<(), String> {
+    let out = cmd.output().map_err(|e| format!("run promtool: {e}"))?;
     if !out.status.success() {
         return Err(format!(
-            "promtool create-blocks failed: {}{}",
+            "promtool {what} failed: {}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         ));
@@ -54,24 +58,15 @@ pub fn create_blocks_from_rules(
     interval: &str,
     out: &Path,
 ) -> Result<(), String> {
-    let o = Command::new(PROMTOOL)
-        .args(["tsdb", "create-blocks-from", "rules"])
+    let mut cmd = Command::new(PROMTOOL);
+    cmd.args(["tsdb", "create-blocks-from", "rules"])
         .arg(format!("--start={}", from / 1000))
         .arg(format!("--end={}", to / 1000))
         .arg(format!("--url=http://127.0.0.1:{port}"))
         .arg(format!("--eval-interval={interval}"))
         .arg(format!("--output-dir={}", out.display()))
-        .arg(rules)
-        .output()
-        .map_err(|e| format!("run promtool: {e}"))?;
-    if !o.status.success() {
-        return Err(format!(
-            "promtool create-blocks-from rules failed: {}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ));
-    }
-    Ok(())
+        .arg(rules);
+    run_promtool(cmd, "create-blocks-from rules")
 }
 
 /// Moves every block of `from` (a promtool output directory) into the TSDB

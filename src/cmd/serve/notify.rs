@@ -42,7 +42,7 @@ impl Notifier {
         url: String,
         metrics: Arc<Metrics>,
     ) -> Result<(Notifier, std::thread::JoinHandle<()>), NotifyError> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        crate::source::live::client::install_crypto();
         let client = reqwest::blocking::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(TIMEOUT)

@@ -277,7 +277,8 @@ pub struct Fetched {
     pub elapsed: Duration,
 }
 
-fn install_crypto() {
+/// Installs rustls's ring provider once per process (every HTTP client of cptriage needs it).
+pub fn install_crypto() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // Fails only when a provider is already installed, which is fine.
