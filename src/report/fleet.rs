@@ -144,10 +144,13 @@ pub fn entries(label: &str, fleet: &[(String, Report)], body: Body) -> Vec<Entry
 pub fn row(cluster: &str, r: &Report) -> [String; 6] {
     let rc = r.verdict.failing();
     let cause = rc
-        .map(|c| match r.verdict.undecided {
-            Some(_) => format!("{} (cause undecided)", c.axis_id()),
-            None => c.axis_id(),
-        })
+        .map(
+            |c| match (&r.verdict.undecided, &r.verdict.recovery_unconfirmed) {
+                (Some(_), _) => format!("{} (cause undecided)", c.axis_id()),
+                (None, Some(_)) => format!("{} (recovery not confirmed)", c.axis_id()),
+                (None, None) => c.axis_id(),
+            },
+        )
         .unwrap_or_else(|| "-".into());
     let place = rc
         .map(|c| {

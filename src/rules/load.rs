@@ -502,14 +502,9 @@ fn build_nodes(
         let held = n.sustain.iter().flat_map(|c| c.signals());
         for s in n.when.signals().into_iter().chain(held) {
             used_signals.insert(s.to_string());
-            if !ix.signal.contains_key(s) {
-                d.push(loc.token(
-                    ("nodes", &n.id),
-                    s,
-                    Level::Error,
-                    format!("node `{}` uses unknown signal `{s}`", n.id),
-                ));
-            }
+            require_signal(&ix.signal, loc, ("nodes", &n.id), s, d, || {
+                format!("node `{}` uses unknown signal `{s}`", n.id)
+            });
         }
         let empty = |c: &super::model::Condition| matches!(c, super::model::Condition::Any { any: v } | super::model::Condition::All { all: v } if v.is_empty());
         if empty(&n.when) || n.sustain.as_ref().is_some_and(empty) {
@@ -556,14 +551,9 @@ fn check_node_needs(
     for n in &file.nodes {
         for s in &n.needs {
             used_signals.insert(s.clone());
-            if !ix.signal.contains_key(s) {
-                d.push(loc.token(
-                    ("nodes", &n.id),
-                    s,
-                    Level::Error,
-                    format!("node `{}` needs unknown signal `{s}`", n.id),
-                ));
-            }
+            require_signal(&ix.signal, loc, ("nodes", &n.id), s, d, || {
+                format!("node `{}` needs unknown signal `{s}`", n.id)
+            });
         }
     }
 }
@@ -580,27 +570,17 @@ fn check_leaf_refs(
 ) {
     for s in &l.evidence {
         used_signals.insert(s.clone());
-        if !ix.signal.contains_key(s) {
-            d.push(loc.token(
-                ("leaves", &l.id),
-                s,
-                Level::Error,
-                format!("leaf `{}` shows unknown signal `{s}` as evidence", l.id),
-            ));
-        }
+        require_signal(&ix.signal, loc, ("leaves", &l.id), s, d, || {
+            format!("leaf `{}` shows unknown signal `{s}` as evidence", l.id)
+        });
     }
     if let Some(c) = &l.cause_instances {
-        if !ix.signal.contains_key(c.as_str()) {
-            d.push(loc.token(
-                ("leaves", &l.id),
-                c,
-                Level::Error,
-                format!(
-                    "leaf `{}` takes its cause members from unknown signal `{c}`",
-                    l.id
-                ),
-            ));
-        }
+        require_signal(&ix.signal, loc, ("leaves", &l.id), c, d, || {
+            format!(
+                "leaf `{}` takes its cause members from unknown signal `{c}`",
+                l.id
+            )
+        });
     }
     if let Some(r) = &l.refines {
         match file.leaves.iter().find(|o| &o.id == r) {
@@ -708,14 +688,9 @@ fn check_advisories(
         sigs.extend(a.evidence.iter().cloned());
         for s in &sigs {
             used_signals.insert(s.clone());
-            if !ix.signal.contains_key(s) {
-                d.push(loc.token(
-                    ("advisories", &a.id),
-                    s,
-                    Level::Error,
-                    format!("advisory `{}` reads unknown signal `{s}`", a.id),
-                ));
-            }
+            require_signal(&ix.signal, loc, ("advisories", &a.id), s, d, || {
+                format!("advisory `{}` reads unknown signal `{s}`", a.id)
+            });
         }
         for l in &a.not_applicable {
             if !ix.leaf.contains_key(l) {
@@ -883,15 +858,9 @@ fn check_causes(
         let mut read_by = Vec::new();
         for s in &c.read_by {
             used_signals.insert(s.clone());
-            match signal_index.get(s) {
-                Some(&k) => read_by.push(k),
-                None => d.push(loc.token(
-                    ("causes", &c.id),
-                    s,
-                    Level::Error,
-                    format!("cause `{}` is read by unknown signal `{s}`", c.id),
-                )),
-            }
+            read_by.extend(require_signal(signal_index, loc, ("causes", &c.id), s, d, || {
+                format!("cause `{}` is read by unknown signal `{s}`", c.id)
+            }));
         }
         let through = cause_signals(c, &c.through, signal_index, loc, d);
         let mut effects = Vec::new();
@@ -928,17 +897,28 @@ fn cause_signals(
 ) -> Vec<usize> {
     let mut out = Vec::new();
     for s in names {
-        match signal_index.get(s) {
-            Some(&k) => out.push(k),
-            None => d.push(loc.token(
-                ("causes", &c.id),
-                s,
-                Level::Error,
-                format!("cause `{}` lights its effects through unknown signal `{s}`", c.id),
-            )),
-        }
+        out.extend(require_signal(signal_index, loc, ("causes", &c.id), s, d, || {
+            format!("cause `{}` lights its effects through unknown signal `{s}`", c.id)
+        }));
     }
     out
+}
+
+/// The index of signal `id`, or an error at its token in `within` saying
+/// `message()` (every reference to a signal is checked the same way).
+fn require_signal(
+    signals: &HashMap<String, usize>,
+    loc: &Locator,
+    within: (&str, &str),
+    id: &str,
+    d: &mut Vec<Diagnostic>,
+    message: impl FnOnce() -> String,
+) -> Option<usize> {
+    let k = signals.get(id).copied();
+    if k.is_none() {
+        d.push(loc.token(within, id, Level::Error, message()));
+    }
+    k
 }
 
 fn check_signal(loc: &Locator, s: &SignalDef, d: &mut Vec<Diagnostic>) -> Signal {

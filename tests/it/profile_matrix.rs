@@ -206,3 +206,30 @@ fn every_profile_on_every_scenario_is_the_full_verdict_or_honestly_weaker() {
         stale.join("\n")
     );
 }
+
+/// A fleet row says when a recovery is not confirmed: etcd-raft-leader-loss
+/// under AKS (has_leader scraped, elections and failed proposals not) stays
+/// degraded with its recovery unconfirmed, and its row's root cause says so;
+/// the full data, which reads the elections, has nothing to add.
+#[test]
+fn a_fleet_row_says_recovery_not_confirmed() {
+    let rules = RuleSet::default_rules().expect("shipped rules");
+    let src = matrix::scenario_sources(&root())
+        .expect("scenarios")
+        .into_iter()
+        .find(|s| s.name == "etcd-raft-leader-loss")
+        .expect("etcd-raft-leader-loss scenario");
+    let aks = matrix::diagnose(&src, &profile("aks-minimal"), &rules).expect("diagnose");
+    assert!(
+        aks.verdict.recovery_unconfirmed.is_some(),
+        "{}",
+        aks.verdict.summary
+    );
+    let row = cptriage::report::fleet::row("prod", &aks);
+    assert_eq!(row[1], "degraded");
+    assert_eq!(row[2], "etcd/raft (recovery not confirmed)", "{row:?}");
+    let full = matrix::diagnose_full(&src, &rules).expect("diagnose");
+    assert!(full.verdict.recovery_unconfirmed.is_none());
+    let row = cptriage::report::fleet::row("prod", &full);
+    assert_eq!(row[2], "etcd/raft", "{row:?}");
+}
