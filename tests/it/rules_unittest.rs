@@ -25,7 +25,7 @@ fn shipped_unit_tests_pass() {
     ]);
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
-    assert!(out.contains("8 passed, 0 failed, 0 not run"), "{out}");
+    assert!(out.contains("10 passed, 0 failed, 0 not run"), "{out}");
     assert!(out.contains("rules: the shipped rules"), "{out}");
     assert!(
         out.contains("rules: testdata/rules/unit/../good/mini.yaml"),
