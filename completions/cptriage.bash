@@ -132,7 +132,7 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__diagnose)
-            opts="-o -h -V --dump --audit --logs --live --watch --by --clusters --prometheus-max-samples --prometheus-recorded --save --kubeconfig --context --no-apiserver --no-discovery --insecure-skip-tls-verify --etcd --etcd-cacert --etcd-cert --etcd-key --controller --node --interval --duration --timeout --max-body-total --prometheus --selector --apiserver-selector --etcd-selector --controller-selector --instance-label --prometheus-token-file --prometheus-user --prometheus-password-file --prometheus-ca --prometheus-cert --prometheus-key --prometheus-header --prometheus-insecure-skip-tls-verify --prometheus-max-response --prometheus-timeout --prometheus-concurrency --prometheus-max-points --max-body --rules --at --from --since --to --step --baseline-from --baseline-to --baseline-dump --debounce --output --wide --color --help --version"
+            opts="-o -h -V --dump --audit --logs --live --watch --by --clusters --prometheus-max-samples --prometheus-recorded --save --kubeconfig --context --no-apiserver --no-discovery --insecure-skip-tls-verify --etcd --etcd-cacert --etcd-cert --etcd-key --controller --node --interval --duration --timeout --max-body-total --prometheus --selector --apiserver-selector --etcd-selector --controller-selector --node-selector --instance-label --prometheus-token-file --prometheus-user --prometheus-password-file --prometheus-ca --prometheus-cert --prometheus-key --prometheus-header --prometheus-insecure-skip-tls-verify --prometheus-max-response --prometheus-timeout --prometheus-concurrency --prometheus-max-points --max-body --rules --at --from --since --to --step --baseline-from --baseline-to --baseline-dump --debounce --output --wide --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -235,6 +235,10 @@ _cptriage() {
                     return 0
                     ;;
                 --controller-selector)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-selector)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -518,7 +522,7 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__query)
-            opts="-o -h -V --dump --prometheus --selector --apiserver-selector --etcd-selector --controller-selector --instance-label --prometheus-token-file --prometheus-user --prometheus-password-file --prometheus-ca --prometheus-cert --prometheus-key --prometheus-header --prometheus-insecure-skip-tls-verify --prometheus-max-response --prometheus-timeout --prometheus-concurrency --prometheus-max-points --at --from --to --step --max-body --output --help --version"
+            opts="-o -h -V --dump --prometheus --selector --apiserver-selector --etcd-selector --controller-selector --node-selector --instance-label --prometheus-token-file --prometheus-user --prometheus-password-file --prometheus-ca --prometheus-cert --prometheus-key --prometheus-header --prometheus-insecure-skip-tls-verify --prometheus-max-response --prometheus-timeout --prometheus-concurrency --prometheus-max-points --at --from --to --step --max-body --output --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -545,6 +549,10 @@ _cptriage() {
                     return 0
                     ;;
                 --controller-selector)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-selector)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -872,7 +880,7 @@ _cptriage() {
             return 0
             ;;
         cptriage__subcmd__serve)
-            opts="-h -V --listen --token-file --by --lookback --reuse --reports --keep --concurrency --queue --notify-url --external-url --grace --rules --step --debounce --prometheus --selector --apiserver-selector --etcd-selector --controller-selector --instance-label --prometheus-token-file --prometheus-user --prometheus-password-file --prometheus-ca --prometheus-cert --prometheus-key --prometheus-header --prometheus-insecure-skip-tls-verify --prometheus-max-response --prometheus-timeout --prometheus-concurrency --prometheus-max-points --help --version"
+            opts="-h -V --listen --token-file --by --lookback --reuse --reports --keep --concurrency --queue --notify-url --external-url --grace --rules --step --debounce --prometheus --selector --apiserver-selector --etcd-selector --controller-selector --node-selector --instance-label --prometheus-token-file --prometheus-user --prometheus-password-file --prometheus-ca --prometheus-cert --prometheus-key --prometheus-header --prometheus-insecure-skip-tls-verify --prometheus-max-response --prometheus-timeout --prometheus-concurrency --prometheus-max-points --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -955,6 +963,10 @@ _cptriage() {
                     return 0
                     ;;
                 --controller-selector)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-selector)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

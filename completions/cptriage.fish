@@ -60,6 +60,7 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l selector 
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l apiserver-selector -d 'The series of the apiserver role' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l etcd-selector -d 'The series of the etcd role' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l controller-selector -d 'The series of the controller role' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l node-selector -d 'The series of node metrics (node-exporter, cAdvisor), optional evidence' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l instance-label -d 'The label that tells instances apart (e.g. `pod`)' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-token-file -d 'File holding a bearer token' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand diagnose" -l prometheus-user -d 'Basic-auth user (with `--prometheus-password-file`)' -r
@@ -139,6 +140,7 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l selector -d 
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l apiserver-selector -d 'The series of the apiserver role' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l etcd-selector -d 'The series of the etcd role' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l controller-selector -d 'The series of the controller role' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l node-selector -d 'The series of node metrics (node-exporter, cAdvisor), optional evidence' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l instance-label -d 'The label that tells instances apart (e.g. `pod`)' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-token-file -d 'File holding a bearer token' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand query" -l prometheus-user -d 'Basic-auth user (with `--prometheus-password-file`)' -r
@@ -203,6 +205,7 @@ complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l selector -d 
 complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l apiserver-selector -d 'The series of the apiserver role' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l etcd-selector -d 'The series of the etcd role' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l controller-selector -d 'The series of the controller role' -r
+complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l node-selector -d 'The series of node metrics (node-exporter, cAdvisor), optional evidence' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l instance-label -d 'The label that tells instances apart (e.g. `pod`)' -r
 complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l prometheus-token-file -d 'File holding a bearer token' -r -F
 complete -c cptriage -n "__fish_cptriage_using_subcommand serve" -l prometheus-user -d 'Basic-auth user (with `--prometheus-password-file`)' -r

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::eval::select::{DEFAULT_APISERVER_SELECTOR, DEFAULT_CONTROLLER_SELECTOR, DEFAULT_ETCD_SELECTOR};
+use crate::eval::select::{
+    DEFAULT_APISERVER_SELECTOR, DEFAULT_CONTROLLER_SELECTOR, DEFAULT_ETCD_SELECTOR, DEFAULT_NODE_SELECTOR,
+};
 use crate::rules::export;
 use crate::source::live::LiveConfig;
 use crate::timefmt::{self, Millis, TimeError};
@@ -597,6 +599,14 @@ pub struct PromArgs {
         help_heading = "Prometheus"
     )]
     pub controller_selector: String,
+    /// The series of node metrics (node-exporter, cAdvisor), optional evidence.
+    #[arg(
+        long,
+        value_name = "SELECTOR",
+        default_value = DEFAULT_NODE_SELECTOR,
+        help_heading = "Prometheus"
+    )]
+    pub node_selector: String,
     /// The label that tells instances apart (e.g. `pod`).
     #[arg(
         long,

@@ -439,6 +439,7 @@ impl PromSource {
             RoleSelector::parse(Role::Apiserver, "--apiserver-selector", &a.apiserver_selector)?,
             RoleSelector::parse(Role::Etcd, "--etcd-selector", &a.etcd_selector)?,
             RoleSelector::parse(Role::Controller, "--controller-selector", &a.controller_selector)?,
+            RoleSelector::parse(Role::Node, "--node-selector", &a.node_selector)?,
         ];
         let extra = match &a.selector {
             Some(s) => parse_selector("--selector", s)?,

@@ -119,12 +119,23 @@ pub const DEFAULT_ETCD_SELECTOR: &str = r#"{job=~".*etcd.*"}"#;
 /// the `controller-manager` of distributions that rename it).
 pub const DEFAULT_CONTROLLER_SELECTOR: &str = r#"{job=~".*controller-manager.*"}"#;
 
+/// Default selector of the node role (optional evidence): node-exporter
+/// (`node-exporter` in kube-prometheus, `node` in plain setups) and cAdvisor
+/// (kube-prometheus scrapes it from the kubelet job at
+/// `metrics_path="/metrics/cadvisor"`; standalone, job `cadvisor`). The
+/// kubelet's other endpoints carry another `metrics_path`; node-exporter's
+/// series carry none.
+pub const DEFAULT_NODE_SELECTOR: &str =
+    r#"{job=~"node-exporter|node|kubelet|cadvisor",metrics_path=~"|/metrics/cadvisor"}"#;
+
 /// The one table of default role selectors, for diagnoses over Prometheus and
-/// for exported rules alike.
-pub const DEFAULT_SELECTORS: [(Role, &str); 3] = [
+/// for exported rules alike (exported rules have no node role: see
+/// docs/export.md).
+pub const DEFAULT_SELECTORS: [(Role, &str); 4] = [
     (Role::Apiserver, DEFAULT_APISERVER_SELECTOR),
     (Role::Etcd, DEFAULT_ETCD_SELECTOR),
     (Role::Controller, DEFAULT_CONTROLLER_SELECTOR),
+    (Role::Node, DEFAULT_NODE_SELECTOR),
 ];
 
 /// How one role's series are selected: label matchers that stand for the
@@ -306,6 +317,20 @@ mod tests {
         assert!(!etcd.matches(&l("apiserver")));
         let ctl = RoleSelector::parse(Role::Controller, "-", DEFAULT_CONTROLLER_SELECTOR).unwrap();
         assert!(ctl.matches(&l("kube-controller-manager")));
+        let node = RoleSelector::parse(Role::Node, "-", DEFAULT_NODE_SELECTOR).unwrap();
+        let lp = |job: &str, path: &str| {
+            BTreeMap::from([
+                ("job".to_string(), job.to_string()),
+                ("metrics_path".to_string(), path.to_string()),
+            ])
+        };
+        for job in ["node-exporter", "node", "cadvisor"] {
+            assert!(node.matches(&l(job)), "{job}");
+        }
+        assert!(node.matches(&lp("kubelet", "/metrics/cadvisor")));
+        assert!(!node.matches(&lp("kubelet", "/metrics")));
+        assert!(!node.matches(&lp("kubelet", "/metrics/probes")));
+        assert!(!node.matches(&l("kube-etcd")));
         for bad in ["{}", "", r#"{job="x"} offset 5m"#, r#"etcd_up{job="x"}"#] {
             assert!(
                 RoleSelector::parse(Role::Etcd, "--etcd-selector", bad).is_err(),

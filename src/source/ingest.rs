@@ -922,7 +922,8 @@ fn map_nodes(
             (name.clone(), keys)
         })
         .collect();
-    super::nodemap::map_members(store, &targets, &keys, warnings);
+    let aliases = super::nodemap::NodeAliases::default();
+    super::nodemap::map_members(store, &targets, &keys, &aliases, warnings);
 }
 
 /// The series cptriage writes for every target, as Prometheus's scraper does.

@@ -50,6 +50,7 @@ mod profile_matrix;
 mod prom_crosscheck;
 mod prom_etcd;
 mod prom_fleet;
+mod prom_node;
 mod prom_recorded;
 mod prom_source;
 mod prom_tls;

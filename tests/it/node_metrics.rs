@@ -6,8 +6,6 @@
 use crate::support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use cptriage::source::capture::{self, DumpArg};
 use cptriage::source::ingest::Keep;
@@ -15,58 +13,7 @@ use cptriage::source::nodemap::MAP;
 use cptriage::source::Role;
 use cptriage_testkit::scenario;
 use support::etcd::Cluster;
-
-/// Debian's node-exporter (`prometheus-node-exporter`).
-const NODE_EXPORTER: &str = "/usr/bin/prometheus-node-exporter";
-
-/// A node-exporter on a free 127.0.0.1 port, killed when dropped.
-struct NodeExporter {
-    child: Child,
-    port: u16,
-}
-
-impl NodeExporter {
-    fn start() -> NodeExporter {
-        assert!(
-            Path::new(NODE_EXPORTER).exists(),
-            "{NODE_EXPORTER} is missing: install the Debian package prometheus-node-exporter (scripts/test does)"
-        );
-        let port = support::free_port();
-        let child = Command::new(NODE_EXPORTER)
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .args([
-                "--collector.disable-defaults",
-                "--collector.diskstats",
-                "--collector.pressure",
-                "--collector.cpu",
-                "--collector.uname",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start node-exporter");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "node-exporter did not listen within 10 s"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        NodeExporter { child, port }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/metrics", self.port)
-    }
-}
-
-impl Drop for NodeExporter {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use support::node_exporter::NodeExporter;
 
 /// `diagnose -o json` of a capture.
 fn diagnose(cap: &Path) -> serde_json::Value {

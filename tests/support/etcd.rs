@@ -1,4 +1,5 @@
-//! A real etcd cluster (`/usr/bin/etcd`) on free 127.0.0.1 ports: client URLs
+//! A real etcd cluster (`/usr/bin/etcd`) on free 127.0.0.1 ports (or each
+//! member on its own loopback address, [`Cluster::start_on`]): client URLs
 //! over TLS with client-certificate auth, peers over plain HTTP, and a plain
 //! `--listen-metrics-urls` port per member. Members are killed by pid when the
 //! cluster is dropped, also on panic.
@@ -17,6 +18,9 @@ pub(crate) const ETCD: &str = "/usr/bin/etcd";
 
 pub(crate) struct Member {
     pub name: String,
+    /// The address every port of the member listens on (127.0.0.1 unless
+    /// started with [`Cluster::start_on`]).
+    pub host: String,
     pub client_port: u16,
     pub peer_port: u16,
     pub metrics_port: u16,
@@ -46,10 +50,17 @@ impl Cluster {
     /// another process in the meantime ("address already in use") starts the
     /// cluster again on new ports, at most 3 times.
     pub(crate) fn start(n: usize, quota: Option<u64>) -> Cluster {
+        Cluster::start_on(&vec!["127.0.0.1"; n], quota)
+    }
+
+    /// [`Cluster::start`] with member `i` listening on `hosts[i]` (loopback
+    /// addresses such as 127.0.0.2: every 127.x address is local on Linux),
+    /// so that each member has a host of its own.
+    pub(crate) fn start_on(hosts: &[&str], quota: Option<u64>) -> Cluster {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match Cluster::try_start(n, quota) {
+            match Cluster::try_start(hosts, quota) {
                 Ok(c) => return c,
                 // Another process took a port meanwhile: try again.
                 Err(log) if attempt < 3 && log.contains("address already in use") => {}
@@ -58,10 +69,13 @@ impl Cluster {
         }
     }
 
-    fn try_start(n: usize, quota: Option<u64>) -> Result<Cluster, String> {
+    fn try_start(hosts: &[&str], quota: Option<u64>) -> Result<Cluster, String> {
+        let n = hosts.len();
         let dir = tempfile::tempdir().expect("tempdir");
         let ca = Ca::new("etcd test ca");
-        let server = ca.peer(&["localhost", "127.0.0.1"]);
+        let mut names = vec!["localhost", "127.0.0.1"];
+        names.extend(hosts.iter().copied().filter(|h| *h != "127.0.0.1"));
+        let server = ca.peer(&names);
         let client_leaf = ca.client("cptriage-healthcheck");
         let ca_path = write(dir.path(), "ca.crt", &ca.pem());
         let scert = write(dir.path(), "server.crt", &server.cert_pem);
@@ -71,6 +85,7 @@ impl Cluster {
         let members: Vec<Member> = (0..n)
             .map(|i| Member {
                 name: format!("m{i}"),
+                host: hosts[i].to_string(),
                 client_port: free_port(),
                 peer_port: free_port(),
                 metrics_port: free_port(),
@@ -79,7 +94,7 @@ impl Cluster {
             .collect();
         let initial = members
             .iter()
-            .map(|m| format!("{}=http://127.0.0.1:{}", m.name, m.peer_port))
+            .map(|m| format!("{}=http://{}:{}", m.name, m.host, m.peer_port))
             .collect::<Vec<_>>()
             .join(",");
         let http = client::build(&ClientSpec {
@@ -104,8 +119,8 @@ impl Cluster {
             let m = &c.members[i];
             let data = c.dir.path().join(format!("{}.data", m.name));
             let log = std::fs::File::create(c.dir.path().join(format!("{}.log", m.name))).expect("log file");
-            let curl = format!("https://127.0.0.1:{}", m.client_port);
-            let purl = format!("http://127.0.0.1:{}", m.peer_port);
+            let curl = format!("https://{}:{}", m.host, m.client_port);
+            let purl = format!("http://{}:{}", m.host, m.peer_port);
             let mut cmd = Command::new(ETCD);
             cmd.args(["--name", &m.name])
                 .arg(format!("--data-dir={}", data.display()))
@@ -114,8 +129,8 @@ impl Cluster {
                 .arg(format!("--listen-peer-urls={purl}"))
                 .arg(format!("--initial-advertise-peer-urls={purl}"))
                 .arg(format!(
-                    "--listen-metrics-urls=http://127.0.0.1:{}",
-                    m.metrics_port
+                    "--listen-metrics-urls=http://{}:{}",
+                    m.host, m.metrics_port
                 ))
                 .arg(format!("--initial-cluster={initial}"))
                 .args([
@@ -158,11 +173,11 @@ impl Cluster {
     }
 
     pub(crate) fn client_url(&self, i: usize) -> String {
-        format!("https://127.0.0.1:{}", self.members[i].client_port)
+        format!("https://{}:{}", self.members[i].host, self.members[i].client_port)
     }
 
     pub(crate) fn metrics_url(&self, i: usize) -> String {
-        format!("http://127.0.0.1:{}", self.members[i].metrics_port)
+        format!("http://{}:{}", self.members[i].host, self.members[i].metrics_port)
     }
 
     /// `/health` on the plain metrics port.

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod etcd;
+pub(crate) mod node_exporter;
 pub(crate) mod pki;
 pub(crate) mod prometheus;
 pub(crate) mod promrun;

@@ -183,7 +183,10 @@ pub struct ClusterView<'a> {
 
 impl SignalEvaluator for ClusterView<'_> {
     fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, QueryError> {
-        let mut e = self.fleet.prom.instantiate(text, window, role)?;
+        let mut e =
+            self.fleet
+                .prom
+                .instantiate_in(text, window, role, Some((&self.fleet.label, &self.value)))?;
         select::add_grouping_label(&mut e, &self.fleet.label);
         let own = Matcher::new(MatchOp::Equal, &self.fleet.label, &self.value);
         select::inject_matchers(&mut e, std::slice::from_ref(&own));

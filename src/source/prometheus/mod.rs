@@ -28,6 +28,7 @@
 pub mod api;
 pub mod decode;
 pub mod fleet;
+mod nodes;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -96,6 +97,9 @@ pub struct Prometheus {
     /// query at once).
     in_flight: Mutex<usize>,
     slot_freed: Condvar,
+    /// Which etcd member runs on which node target, per fleet group
+    /// ([`nodes`]): written into node signals' expressions.
+    node_maps: Mutex<nodes::NodeMaps>,
 }
 
 impl Prometheus {
@@ -111,6 +115,7 @@ impl Prometheus {
             requests_total: AtomicUsize::new(0),
             in_flight: Mutex::new(0),
             slot_freed: Condvar::new(),
+            node_maps: Mutex::new(nodes::NodeMaps::new()),
         })
     }
 
@@ -233,8 +238,15 @@ impl Prometheus {
         let mut last_err = None;
         for r in &self.cfg.roles {
             match self.role_targets(r.role, from, to, step, by) {
-                Ok((targets, ws, sizes)) => {
+                Ok((mut targets, mut ws, sizes)) => {
                     answered += 1;
+                    if r.role == Role::Node && self.cfg.instance_label != "instance" && !targets.is_empty() {
+                        ws.push(nodes::instance_label_warning(
+                            &self.cfg.instance_label,
+                            targets.len(),
+                        ));
+                        targets.clear();
+                    }
                     for (group, n) in sizes {
                         let e = largest.entry(group).or_default();
                         *e = (*e).max(n);
@@ -270,6 +282,7 @@ impl Prometheus {
         for ds in out.values_mut() {
             ds.warnings.extend(warnings.iter().cloned());
         }
+        self.map_nodes(&mut out, (from, to), by);
         Ok((out, largest))
     }
 
@@ -295,6 +308,10 @@ impl Prometheus {
         let mut warnings = Vec::new();
         // Scrape times of `up`, and process start times, per instance.
         let (up, ps) = self.up_and_starts(&q, step)?;
+        // Node metrics are optional evidence: their absence says nothing.
+        if up.is_empty() && role == Role::Node {
+            return Ok((Vec::new(), warnings, BTreeMap::new()));
+        }
         if up.is_empty() {
             warnings.push(format!(
                 "no `up` series match the {role} selector `{sel}` from {} to {}: the {role} axes are not checked (see --{role}-selector)",
@@ -709,15 +726,37 @@ pub struct FleetData {
     pub largest: BTreeMap<String, usize>,
 }
 
-impl SignalEvaluator for Prometheus {
-    fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, QueryError> {
+impl Prometheus {
+    /// A signal's expression as sent: `$window` substituted, the role's
+    /// matchers in every selector, grouped by the instance label, and for a
+    /// node signal the member-to-node map of the group written out (`fleet`:
+    /// the fleet label and the cluster's value, in fleet mode).
+    ///
+    /// # Errors
+    /// When the expression does not parse or the role has no selector.
+    pub fn instantiate_in(
+        &self,
+        text: &str,
+        window: Millis,
+        role: Role,
+        fleet: Option<(&str, &str)>,
+    ) -> Result<Expr, QueryError> {
         let mut e = crate::eval::parse(&substitute_window(text, window))?;
+        if role == Role::Node {
+            self.write_node_map(&mut e, fleet)?;
+        }
         let ms = self
             .role_matchers(role)
             .ok_or_else(|| QueryError::Selection(format!("no selector for the {role} role")))?;
         select::inject_matchers(&mut e, &ms);
         select::rename_grouping_label(&mut e, "instance", &self.cfg.instance_label);
         Ok(e)
+    }
+}
+
+impl SignalEvaluator for Prometheus {
+    fn instantiate(&self, text: &str, window: Millis, role: Role) -> Result<Expr, QueryError> {
+        self.instantiate_in(text, window, role, None)
     }
 
     /// Every query split into chunks of at most `max_points` steps, the
