@@ -297,6 +297,25 @@ fn prometheus_reads_node_metrics_per_member_as_a_recording_does() {
     let busy = per_member(evidence(&v, "etcd_node_disk_busy").unwrap(), &host_of);
     assert_eq!(busy.keys().cloned().collect::<Vec<_>>(), &want[..2], "{busy:?}");
 
+    // Instances told apart by another label: the node signals join members
+    // and nodes by `instance`, so node targets (here the jobs `node` and
+    // `node-exporter`) are left out, and said so.
+    let (v, _) = diagnose_prom(&with_nodes, (&from, &to), &["--instance-label", "job"]);
+    let w = v["warnings"].to_string();
+    assert!(
+        w.contains("node target(s) left out") && w.contains("--instance-label job"),
+        "{w}"
+    );
+    assert!(
+        v["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["role"] != "node"),
+        "{}",
+        v["sources"]
+    );
+
     // No node-exporter: no node target, no node evidence, no gap, no error.
     let (v, code) = diagnose_prom(&without_nodes, (&from, &to), &[]);
     assert_eq!(v["status"], remote["status"], "{}", v["summary"]);
