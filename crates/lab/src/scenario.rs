@@ -86,6 +86,14 @@ pub(crate) const SCENARIOS: &[(&str, &str)] = &[
         "a share of the packets of every peer connection of a follower dropped at random (nftables) for the fault period",
     ),
     (
+        "peer-latency-leader",
+        "the leader's peer traffic delayed (a delaying proxy its peers reach it through, or tc netem) for the fault period",
+    ),
+    (
+        "peer-latency-follower",
+        "a follower's peer traffic delayed (a delaying proxy its peers reach it through, or tc netem) for the fault period",
+    ),
+    (
         "leader-flapping",
         "whoever leads frozen (SIGSTOP) for 2 s every 6 s during the fault period",
     ),
@@ -150,6 +158,8 @@ pub(crate) struct RunOpts {
     pub cpu_quota_pct: f64,
     /// Share of peer packets dropped by peer-loss, %.
     pub loss_pct: u32,
+    /// Delay added each way to a member's peer traffic by peer-latency.
+    pub peer_delay: Duration,
     pub load: LoadSpec,
     pub noise: NoiseSpec,
     /// Where member data directories go (removed after each run).
@@ -249,6 +259,17 @@ fn run_inner(
         opts.interval
     ));
     let nospace = scenario == "nospace";
+    // A latency fault: netem where the kernel has it, else every member
+    // behind a proxy (which one leads is known only once the cluster is up).
+    let latency = scenario.starts_with("peer-latency");
+    let netem = latency && crate::proxy::netem_available();
+    if latency {
+        g.event(if netem {
+            "tc netem available: the latency fault is a netem qdisc on the loopback"
+        } else {
+            "no tc netem on this kernel: each member is reached by its peers through a delaying proxy"
+        });
+    }
     let scratch = opts.scratch.join(
         run_dir
             .file_name()
@@ -263,6 +284,7 @@ fn run_inner(
             data_dir: scratch.join("data"),
             log_dir: run_dir.join("etcd"),
             life,
+            peer_proxies: latency && !netem,
         },
         log,
     )?;
@@ -587,6 +609,35 @@ fn run_inner(
             };
             expect = degraded("network");
         }
+        "peer-latency-leader" | "peer-latency-follower" => {
+            sleep_until(inject_at);
+            let (t, role) = target(&cluster, &mut g, scenario)?;
+            let (how, mut netem) = delay_peers(&cluster, t, opts.peer_delay, life)?;
+            let at = now_ms();
+            if let Some(p) = cluster.proxies.get(t) {
+                p.set_delay(opts.peer_delay);
+            }
+            injected = Some(at);
+            g.event_at(at, &format!("INJECT: m{t} ({role}): {how}"));
+            members.push(format!("m{t}"));
+            sleep_until(fault_end);
+            if let Some(p) = cluster.proxies.get(t) {
+                p.set_delay(Duration::ZERO);
+            }
+            if let Some(n) = netem.as_mut() {
+                n.remove()?;
+            }
+            cleared = Some(g.event(&format!("CLEAR: m{t}'s peer traffic undelayed")));
+            fault_text = format!("m{t} ({role}): {how}, for {} s", opts.fault.as_secs());
+            // A follower's slow link delays its own acknowledgements and
+            // the reads it forwards; with 3 members the leader commits with
+            // the other follower, so nothing else may degrade: healthy
+            // passes too, another fault does not. A leader's slows every commit.
+            expect = Expect {
+                healthy_accepted: role == "follower",
+                ..degraded("network")
+            };
+        }
         "leader-flapping" => {
             sleep_until(inject_at);
             let mut frozen: Vec<usize> = Vec::new();
@@ -708,6 +759,33 @@ fn run_inner(
     let text = serde_json::to_string_pretty(&truth).map_err(|e| LabError::msg(e.to_string()))?;
     fs::write(run_dir.join(TRUTH_FILE), text + "\n")?;
     Ok(truth)
+}
+
+/// Prepares the delay of member `t`'s peer traffic: netem added now (the
+/// guard removes it), or the proxy in front of it (set by the caller at the
+/// injection). Returns what is delayed, for the log and the ground truth.
+fn delay_peers(
+    c: &Cluster,
+    t: usize,
+    d: Duration,
+    life: Duration,
+) -> Result<(String, Option<crate::proxy::Netem>), LabError> {
+    let ms = d.as_millis();
+    if let Some(p) = c.proxies.get(t) {
+        return Ok((
+            format!(
+                "every chunk through the proxy (:{}) by which its peers reach its peer listener (:{}) held {ms} ms each way: its messages to its peers on the streams they dialed, their round-trip probes of it and their pipeline posts to it; the streams it dialed itself direct",
+                p.port, p.target
+            ),
+            None,
+        ));
+    }
+    let n = crate::proxy::Netem::start(c.members[t].peer_port, d, life)?;
+    let how = format!(
+        "every packet to and from its peer listener :{} delayed {ms} ms (tc netem on lo):\n{}",
+        c.members[t].peer_port, n.commands
+    );
+    Ok((how, Some(n)))
 }
 
 fn load_text(l: &LoadSpec) -> String {
