@@ -190,7 +190,7 @@ pub fn judge(truth: &Truth, verdict: &Value) -> Judgement {
             "-".into()
         },
         got: match (delta, &got.onset) {
-            (Some(d), _) => format!("{d:+.0}s"),
+            (Some(d), _) => onset_text(d),
             (None, Some(o)) => o.clone(),
             (None, None) => "-".into(),
         },
@@ -204,6 +204,16 @@ pub fn judge(truth: &Truth, verdict: &Value) -> Judgement {
         got,
         onset_delta_s: delta,
         checks,
+    }
+}
+
+/// An onset offset in seconds, to the tenth when it is not whole: +20.1 s
+/// is outside [−5 s, +20 s] and must not read "+20s".
+fn onset_text(d: f64) -> String {
+    if (d - d.round()).abs() < 0.05 {
+        format!("{d:+.0}s")
+    } else {
+        format!("{d:+.1}s")
     }
 }
 
@@ -238,6 +248,14 @@ pub fn judge_logs(truth: &Truth, verdict: &Value) -> Judgement {
 mod tests {
     use super::*;
     use crate::truth::Expect;
+
+    #[test]
+    fn an_onset_just_past_the_bound_does_not_read_as_the_bound() {
+        assert_eq!(onset_text(20.1), "+20.1s");
+        assert_eq!(onset_text(20.02), "+20s");
+        assert_eq!(onset_text(-55.0), "-55s");
+        assert_eq!(onset_text(4.96), "+5s");
+    }
 
     #[test]
     fn logs_alone_are_judged_on_axis_member_and_onset_and_never_healthy() {
