@@ -250,6 +250,9 @@ fn failing_facts(h: &mut String, r: &Report, rc: &RootCause) {
     if let Some(l) = &rc.localisation {
         let _ = write!(where_, "<br><span class=\"note\">{}</span>", esc(l));
     }
+    for n in &r.verdict.not_excluded {
+        let _ = write!(where_, "<br><span class=\"note\">{}</span>", esc(&n.text));
+    }
     for u in &rc.unreachable {
         let _ = write!(
             where_,

@@ -55,6 +55,8 @@ struct Verdict<'a> {
     undecided: Option<J>,
     #[serde(skip_serializing_if = "Option::is_none")]
     recovery_unconfirmed: Option<J>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    not_excluded: Vec<J>,
     earlier: Vec<J>,
     scope: J,
     downstream: Vec<J>,
@@ -284,6 +286,19 @@ pub fn document(r: &Report) -> J {
                 "text": u.text,
             })
         }),
+        not_excluded: v
+            .not_excluded
+            .iter()
+            .map(|n| {
+                serde_json::json!({
+                    "leaf": n.leaf, "axis": n.axis,
+                    "unread": n.unread.iter().map(|s| serde_json::json!({
+                        "signal": s.signal, "description": s.description, "reason": s.reason,
+                    })).collect::<Vec<_>>(),
+                    "text": n.text,
+                })
+            })
+            .collect(),
         earlier: v.earlier.iter().map(episode).collect(),
         scope: serde_json::json!({
             "observed": r.scope.observed,

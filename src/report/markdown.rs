@@ -77,6 +77,9 @@ fn verdict(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             writeln!(out, "- **Localisation:** {l}")?;
         }
     }
+    for n in &r.verdict.not_excluded {
+        writeln!(out, "- **Not excluded:** {}", n.text)?;
+    }
     for d in &r.verdict.downstream {
         writeln!(out, "- **Downstream:** {}", d.note)?;
     }

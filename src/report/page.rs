@@ -346,6 +346,9 @@ fn where_notes(r: &Report, rc: &RootCause, p: &mut Page, with_date: bool) {
     if !rc.affected.is_empty() {
         p.wrap("  ", 4, &format!("also affected: {}", rc.affected.join(", ")));
     }
+    for n in &r.verdict.not_excluded {
+        p.wrap("  ", 4, &n.text);
+    }
 }
 
 /// The axes that began within one step of the failing axis: which came first

@@ -146,6 +146,9 @@ fn head(r: &Report, color: bool, width: usize, with_date: bool) -> Vec<String> {
     if let Some(rc) = r.verdict.failing() {
         failing_facts(rc, with_date, &mut line);
     }
+    for n in &r.verdict.not_excluded {
+        line("", &n.text);
+    }
     let named = |leaf: &str| {
         r.axes
             .iter()

@@ -254,6 +254,12 @@ pub struct Verdict {
     /// (the status stays degraded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery_unconfirmed: Option<RecoveryUnconfirmed>,
+    /// More precise answers the root cause could not exclude: leaves that
+    /// refine it (`refines:`) whose question could not be decided because
+    /// signals that could light it were not read (the CPU, for a slow disk
+    /// named without the peers' round trips).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_excluded: Vec<NotExcluded>,
     /// Axes lit after the root cause, with their lag.
     pub downstream: Vec<Downstream>,
     /// Axes whose onsets are within one step of the root cause's.
@@ -325,6 +331,20 @@ pub struct UnreadCause {
     pub reasons: Vec<String>,
     /// What to add to the monitoring to read it.
     pub remedy: Option<String>,
+}
+
+/// A leaf refining the root cause whose question could not be decided: the
+/// root cause may be it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NotExcluded {
+    /// The refining leaf.
+    pub leaf: String,
+    /// Its axis name (`etcd/cpu`).
+    pub axis: String,
+    /// Signals of its question, not read, that could light it.
+    pub unread: Vec<UnreadSignal>,
+    /// "etcd/cpu not excluded (no etcd_network_peer_round_trip_time_seconds_count)".
+    pub text: String,
 }
 
 /// A recovery the data cannot confirm: the incident's axes answer "no" at the

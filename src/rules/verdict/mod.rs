@@ -49,6 +49,7 @@ mod falsify;
 mod judge;
 pub mod loglines;
 mod recovery;
+mod refine;
 mod timeline;
 mod undecided;
 mod walk;
@@ -508,6 +509,25 @@ fn explain_root(
     let mut runbook = j.rules.leaves[l].runbook.clone();
     let name = axis_name(&ax.axis, &ax.sub_axis);
     let (instances, affected) = cause_members(j, ax, l, &unreachable);
+    if let Some(run) = j.sel.reported[l] {
+        verdict.not_excluded = refine::not_excluded(j.rules, j.input, j.judged, l, run.end);
+    }
+    // The first step of each alternative left open, after the root's own
+    // first two (the first page shows two).
+    for n in verdict.not_excluded.iter().rev() {
+        let first = j
+            .rules
+            .leaf(&n.leaf)
+            .and_then(|k| j.rules.leaves[k].runbook.first());
+        if let Some(step) = first {
+            let mut c = step.chars();
+            let step: String = c
+                .next()
+                .map(|f| f.to_lowercase().chain(c).collect())
+                .unwrap_or_default();
+            runbook.insert(runbook.len().min(2), format!("{} not excluded: {step}", n.axis));
+        }
+    }
     verdict.summary = root_summary(ax, &name, &unreachable, verdict, status);
     verdict.root_cause = Some(RootCause {
         leaf: ax.leaf.clone(),
@@ -618,6 +638,9 @@ fn root_summary(
             crate::timefmt::format_lag(rec.saturating_sub(o))
         )),
         _ => {}
+    }
+    for n in &verdict.not_excluded {
+        s.push_str(&format!("; {}", n.text));
     }
     if !verdict.downstream.is_empty() {
         let d: Vec<String> = verdict.downstream.iter().map(|d| d.note.clone()).collect();

@@ -40,7 +40,7 @@ fn unread_signal(input: &AssessInput, judged: &[Judged], k: usize) -> bool {
 /// The unread signals that could make `c` lit at step `i`, where the parts
 /// that were read leave it unlit: none when a read part of an `all` is
 /// unlit by itself (the condition cannot hold, whatever the others say).
-fn could_light(
+pub(super) fn could_light(
     c: &Condition,
     rules: &RuleSet,
     input: &AssessInput,
@@ -150,14 +150,7 @@ pub(super) fn unconfirmed(
     let since = input.steps.get(since?).copied()?;
     ks.sort_unstable();
     ks.dedup();
-    let unread: Vec<UnreadSignal> = ks
-        .iter()
-        .map(|&k| UnreadSignal {
-            signal: rules.signals[k].def.id.clone(),
-            description: rules.signals[k].def.description.clone(),
-            reason: input.signals[k].note.clone().unwrap_or_default(),
-        })
-        .collect();
+    let unread = unread_signals(rules, input, &ks);
     let text = text(&unread);
     Some(RecoveryUnconfirmed {
         leaves,
@@ -171,6 +164,19 @@ pub(super) fn unconfirmed(
 /// read (no etcd_server_leader_changes_seen_total, no … +2)": the first metric
 /// family each unread signal misses.
 fn text(unread: &[UnreadSignal]) -> String {
+    let what = match unread {
+        [one] => format!(
+            "`{}` ({}), which could show it continuing, was",
+            one.signal, one.description
+        ),
+        many => format!("{} signals that could show it continuing were", many.len()),
+    };
+    format!("recovery not confirmed: {what} not read{}", missing_text(unread))
+}
+
+/// " (no etcd_server_leader_changes_seen_total, no … +2)": the first metric
+/// family each unread signal misses, or nothing when none is named.
+pub(super) fn missing_text(unread: &[UnreadSignal]) -> String {
     let mut missing: Vec<String> = Vec::new();
     for u in unread {
         let first = u
@@ -186,17 +192,20 @@ fn text(unread: &[UnreadSignal]) -> String {
             }
         }
     }
-    let what = match unread {
-        [one] => format!(
-            "`{}` ({}), which could show it continuing, was",
-            one.signal, one.description
-        ),
-        many => format!("{} signals that could show it continuing were", many.len()),
-    };
-    let why = match missing.len() {
+    match missing.len() {
         0 => String::new(),
         1..=2 => format!(" ({})", missing.join(", ")),
         n => format!(" ({}, {} +{})", missing[0], missing[1], n - 2),
-    };
-    format!("recovery not confirmed: {what} not read{why}")
+    }
+}
+
+/// The unread signals `ks`, each with why it was not read.
+pub(super) fn unread_signals(rules: &RuleSet, input: &AssessInput, ks: &[usize]) -> Vec<UnreadSignal> {
+    ks.iter()
+        .map(|&k| UnreadSignal {
+            signal: rules.signals[k].def.id.clone(),
+            description: rules.signals[k].def.description.clone(),
+            reason: input.signals[k].note.clone().unwrap_or_default(),
+        })
+        .collect()
 }
