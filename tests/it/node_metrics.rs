@@ -14,6 +14,7 @@ use cptriage::source::Role;
 use cptriage_testkit::scenario;
 use support::etcd::Cluster;
 use support::node_exporter::NodeExporter;
+use support::report::evidence;
 
 /// `diagnose -o json` of a capture.
 fn diagnose(cap: &Path) -> serde_json::Value {
@@ -37,17 +38,6 @@ fn verdict(v: &serde_json::Value) -> String {
         ),
         None => v["status"].as_str().unwrap_or("").to_string(),
     }
-}
-
-/// The evidence of `signal` anywhere in the report's axes.
-fn evidence<'a>(v: &'a serde_json::Value, signal: &str) -> &'a serde_json::Value {
-    v["axes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|a| a["evidence"].as_array().into_iter().flatten())
-        .find(|e| e["signal"] == signal)
-        .unwrap_or_else(|| panic!("no evidence of {signal}"))
 }
 
 #[test]

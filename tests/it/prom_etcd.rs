@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use support::etcd::Cluster;
 use support::prometheus::Prometheus;
+use support::report::json_of;
 
 fn strace_available() -> bool {
     Path::new("/usr/bin/strace").exists()
@@ -48,17 +49,6 @@ fn verdict(v: &serde_json::Value) -> ((String, String, String, String), Vec<Stri
         .map(|a| a.iter().filter_map(|i| i.as_str()).map(port_of).collect())
         .unwrap_or_default();
     ((s(&rc["leaf"]), s(&rc["axis"]), s(&rc["sub_axis"]), only), ports)
-}
-
-fn json_of(out: &std::process::Output, what: &str) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{what}: not JSON ({e}); exit {:?}\nstdout:\n{}\nstderr:\n{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
 }
 
 #[test]

@@ -21,6 +21,7 @@ use std::time::Duration;
 use support::etcd::Cluster;
 use support::node_exporter::NodeExporter;
 use support::prometheus::Prometheus;
+use support::report::{find_evidence as evidence, json_of};
 use support::server::{Response, Server};
 
 /// The loopback address of each member and of the node-exporter beside it.
@@ -34,27 +35,6 @@ const SIGNALS: [&str; 3] = [
     "etcd_node_cpu_pressure",
     "etcd_node_cpu_starved",
 ];
-
-fn json_of(out: &std::process::Output, what: &str) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{what}: not JSON ({e}); exit {:?}\nstdout:\n{}\nstderr:\n{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
-/// The evidence of `signal` anywhere in the report's axes, if any.
-fn evidence<'a>(v: &'a serde_json::Value, signal: &str) -> Option<&'a serde_json::Value> {
-    v["axes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|a| a["evidence"].as_array().into_iter().flatten())
-        .find(|e| e["signal"] == signal)
-}
 
 /// Per-instance values of a signal's evidence, keyed by the host of the
 /// member (`host_of`: the recording's `m1` and Prometheus's `127.0.0.3:PORT`
@@ -306,29 +286,13 @@ fn prometheus_reads_node_metrics_per_member_as_a_recording_does() {
         w.contains("node target(s) left out") && w.contains("--instance-label job"),
         "{w}"
     );
-    assert!(
-        v["sources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|s| s["role"] != "node"),
-        "{}",
-        v["sources"]
-    );
+    assert_no_node_source(&v);
 
     // No node-exporter: no node target, no node evidence, no gap, no error.
     let (v, code) = diagnose_prom(&without_nodes, (&from, &to), &[]);
     assert_eq!(v["status"], remote["status"], "{}", v["summary"]);
     assert_eq!(code, dump_out.status.code());
-    assert!(
-        v["sources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|s| s["role"] != "node"),
-        "{}",
-        v["sources"]
-    );
+    assert_no_node_source(&v);
     for signal in SIGNALS {
         if let Some(e) = evidence(&v, signal) {
             assert_ne!(e["availability"], "evaluated", "{signal}: {e}");
@@ -346,4 +310,10 @@ fn prometheus_reads_node_metrics_per_member_as_a_recording_does() {
     );
     let w = v["warnings"].to_string();
     assert!(!w.contains("node"), "{w}");
+}
+
+/// The report lists no node target among its sources.
+fn assert_no_node_source(v: &serde_json::Value) {
+    let sources = v["sources"].as_array().expect("sources");
+    assert!(sources.iter().all(|s| s["role"] != "node"), "{}", v["sources"]);
 }

@@ -9,6 +9,7 @@ pub(crate) mod node_exporter;
 pub(crate) mod pki;
 pub(crate) mod prometheus;
 pub(crate) mod promrun;
+pub(crate) mod report;
 pub(crate) mod serve;
 pub(crate) mod server;
 pub(crate) mod snapshot;
