@@ -220,11 +220,57 @@ pub(crate) struct PeerNet<'a> {
     pub peer_ports: Vec<u16>,
 }
 
+/// A detached process that undoes a fault (`undo`, a shell command) after
+/// `life` if the lab dies before it does; the lab itself undoes the fault
+/// and disarms it (kills it), also when the guard is dropped.
+pub(crate) struct Watchdog(Option<std::process::Child>);
+
+impl Watchdog {
+    /// Starts `sleep life; undo` in its own session (so a signal to the lab
+    /// does not reach it), bounded by `timeout`. Without `setsid` there is
+    /// no watchdog: the fault is still undone by the lab.
+    pub(crate) fn spawn(life: Duration, undo: &str) -> Watchdog {
+        let secs = life.as_secs().max(1);
+        let child = Command::new("setsid")
+            .args(["timeout", &(secs + 10).to_string(), "sh", "-c"])
+            .arg(format!("sleep {secs}; {undo}; true"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok();
+        Watchdog(child)
+    }
+
+    /// Stops the watchdog: `timeout` passes TERM on to its shell, so nothing
+    /// of it is left.
+    pub(crate) fn disarm(&mut self) {
+        if let Some(mut w) = self.0.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &w.id().to_string()])
+                .stderr(Stdio::null())
+                .status();
+            let _ = w.wait();
+        }
+    }
+
+    /// No watchdog (the fault is not in place yet).
+    pub(crate) fn none() -> Watchdog {
+        Watchdog(None)
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.disarm();
+    }
+}
+
 /// An nftables table dropping a member's peer packets; deleted on drop.
 pub(crate) struct Drops {
     table: String,
     pub rules: String,
-    watchdog: Option<std::process::Child>,
+    watchdog: Watchdog,
 }
 
 fn nft(script: &str) -> Result<(), LabError> {
@@ -295,17 +341,7 @@ impl PeerNet<'_> {
         let table = unique("net").replace('-', "_");
         let rules = self.rules(&table, share_pct)?;
         nft(&rules)?;
-        let secs = life.as_secs().max(1);
-        let watchdog = Command::new("setsid")
-            .args(["timeout", &(secs + 10).to_string(), "sh", "-c"])
-            .arg(format!(
-                "sleep {secs}; nft delete table inet {table} 2>/dev/null; true"
-            ))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok();
+        let watchdog = Watchdog::spawn(life, &format!("nft delete table inet {table} 2>/dev/null"));
         Ok(Drops {
             table,
             rules,
@@ -322,15 +358,7 @@ impl Drops {
         }
         let res = nft(&format!("delete table inet {}\n", self.table));
         self.table.clear();
-        if let Some(mut w) = self.watchdog.take() {
-            // The watchdog runs in its own session; `timeout` passes TERM on
-            // to its shell, so nothing of it is left.
-            let _ = Command::new("kill")
-                .args(["-TERM", &w.id().to_string()])
-                .stderr(Stdio::null())
-                .status();
-            let _ = w.wait();
-        }
+        self.watchdog.disarm();
         res
     }
 }

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::faults::Watchdog;
 use crate::util::LabError;
 
 /// How long a blocking call waits before it looks at the stop flag again.
@@ -225,7 +226,7 @@ pub(crate) fn netem_available() -> bool {
 pub(crate) struct Netem {
     pub commands: String,
     active: bool,
-    watchdog: Option<std::process::Child>,
+    watchdog: Watchdog,
 }
 
 /// The `tc` commands adding the delay: a prio qdisc whose 4th band (no
@@ -268,23 +269,13 @@ impl Netem {
                 .collect::<Vec<_>>()
                 .join("\n"),
             active: true,
-            watchdog: None,
+            watchdog: Watchdog::none(),
         };
         for c in &cmds {
             // On failure, drop removes whatever was added.
             tc_line(c)?;
         }
-        let secs = life.as_secs().max(1);
-        n.watchdog = Command::new("setsid")
-            .args(["timeout", &(secs + 10).to_string(), "sh", "-c"])
-            .arg(format!(
-                "sleep {secs}; tc qdisc del dev lo root 2>/dev/null; true"
-            ))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok();
+        n.watchdog = Watchdog::spawn(life, "tc qdisc del dev lo root 2>/dev/null");
         Ok(n)
     }
 
@@ -294,13 +285,7 @@ impl Netem {
         }
         self.active = false;
         let res = tc_line("qdisc del dev lo root");
-        if let Some(mut w) = self.watchdog.take() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &w.id().to_string()])
-                .stderr(Stdio::null())
-                .status();
-            let _ = w.wait();
-        }
+        self.watchdog.disarm();
         res
     }
 }
