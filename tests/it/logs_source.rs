@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use cptriage::source::logs::{self, line, LogsConfig};
 use cptriage::store::Store;
-use cptriage_lab::judge::{judge, judge_logs};
+use cptriage_lab::judge::{judge, judge_logs, Outcome};
 use cptriage_lab::truth::{Truth, LOGS_DIR, RECORDING_DIR, TRUTH_FILE};
 
 use crate::support::run;
@@ -134,17 +134,29 @@ fn lab_logs_alone_name_etcd_the_member_and_the_onset() {
 #[test]
 fn lab_logs_beside_the_recording_keep_the_verdict_and_confirm_it() {
     let mut failed = Vec::new();
+    let mut mended = Vec::new();
     for r in runs_with_logs() {
         let t = truth(&r);
         let rec = s(&r.join(RECORDING_DIR));
         let metrics = verdict(&["--dump", &rec]);
         let both = verdict(&["--dump", &rec, "--logs", &s(&r.join(LOGS_DIR))]);
         let j = judge(&t, &both);
-        if j.pass() != t.known_failure.is_none() {
+        // Logs never lose what the recording gets right; they may mend a
+        // known failure (an onset the metrics show late: below).
+        if t.known_failure.is_none() && !j.pass() {
             failed.push(format!("{}: {}", r.display(), j.failures().join("; ")));
         }
-        let (ms, ma, mi, _) = root(&metrics);
-        let (bs, ba, bi, _) = root(&both);
+        if t.known_failure.is_some() && j.pass() {
+            mended.push(r.clone());
+        }
+        let (ms, ma, mi, mo) = root(&metrics);
+        let (bs, ba, bi, bo) = root(&both);
+        // Logs may date the root cause earlier, never later.
+        assert!(
+            bo <= mo,
+            "{}: logs moved the onset from {mo} to {bo}",
+            r.display()
+        );
         assert_eq!(
             (ms, ma, mi),
             (bs, ba, bi),
@@ -162,6 +174,34 @@ fn lab_logs_beside_the_recording_keep_the_verdict_and_confirm_it() {
         }
     }
     assert!(failed.is_empty(), "logs beside metrics:\n{}", failed.join("\n"));
+    // The delayed followers: their round trips show the delay 20–25 s after
+    // it began (etcd records them every 30 s), their logs at +5–10 s as
+    // "etcd (other)" on the same member; the network cause is dated from
+    // there. Every mended run is a known failure on onset alone.
+    let names: Vec<String> = mended
+        .iter()
+        .map(|r| r.file_name().unwrap().to_string_lossy().to_string())
+        .collect();
+    for f in [
+        "peer-latency-follower-etcd3.4-1",
+        "peer-latency-follower-etcd3.5-1",
+    ] {
+        assert!(
+            names.iter().any(|n| n == f),
+            "{f} not mended by its logs: {names:?}"
+        );
+    }
+    for r in &mended {
+        let t = truth(r);
+        let j = judge(&t, &verdict(&["--dump", &s(&r.join(RECORDING_DIR))]));
+        let failing: Vec<&str> = j
+            .checks
+            .iter()
+            .filter(|c| c.outcome == Outcome::Fail)
+            .map(|c| c.criterion)
+            .collect();
+        assert_eq!(failing, vec!["onset"], "{}: {:?}", r.display(), j.failures());
+    }
 }
 
 /// The lines of a run's member log, decompressed.

@@ -10,6 +10,8 @@
 
 use std::collections::BTreeMap;
 
+use super::axes::{deciding_signals, lit_instances, own_signals};
+use super::judge::Judged;
 use super::timeline::Run;
 use super::{axis_name, AssessInput};
 use crate::rules::load::RuleSet;
@@ -35,7 +37,13 @@ fn end_time(r: &Run, steps: &[Millis], at: usize) -> Millis {
 }
 
 /// Groups every leaf's episodes into incidents and selects one.
-pub(super) fn select(rules: &RuleSet, input: &AssessInput, runs: &[Vec<Run>], at: usize) -> Selection {
+pub(super) fn select(
+    rules: &RuleSet,
+    input: &AssessInput,
+    judged: &[Judged],
+    runs: &[Vec<Run>],
+    at: usize,
+) -> Selection {
     let steps = &input.steps;
     let mut all: Vec<(usize, Run)> = runs
         .iter()
@@ -102,6 +110,7 @@ pub(super) fn select(rules: &RuleSet, input: &AssessInput, runs: &[Vec<Run>], at
             superseded.insert(l, by);
         }
     }
+    date_back_superseding(rules, judged, &mut reported, &superseded);
     refine(rules, &mut reported, &mut incident, &mut superseded);
     incident.retain(|l| !superseded.contains_key(l));
     Selection {
@@ -109,6 +118,41 @@ pub(super) fn select(rules: &RuleSet, input: &AssessInput, runs: &[Vec<Run>], at
         incident,
         superseded,
         earlier,
+    }
+}
+
+/// A fallback leaf lit before the more specific leaf that supersedes it, on
+/// the same members and without a break between the two episodes, saw the
+/// same trouble before the evidence naming its cause came in: the specific
+/// leaf is dated from the fallback's onset, as a refining leaf is (etcd
+/// records its peers' round trips every 30 s; a member's logs say it is slow
+/// sooner). Members: those lit on the fallback's question from its onset to
+/// the specific leaf's, and those lit on the specific leaf's own question in
+/// its episode.
+fn date_back_superseding(
+    rules: &RuleSet,
+    judged: &[Judged],
+    reported: &mut [Option<Run>],
+    superseded: &BTreeMap<usize, Vec<usize>>,
+) {
+    for (&f, by) in superseded {
+        let Some(fb) = reported[f] else { continue };
+        for &s in by {
+            let Some(sp) = reported[s] else { continue };
+            let joined = fb.start < sp.start && fb.recovered.is_none_or(|r| r >= sp.start);
+            if !joined {
+                continue;
+            }
+            let before: Vec<usize> = (fb.start..sp.start).collect();
+            let during: Vec<usize> = (sp.start..=sp.end).collect();
+            let theirs = lit_instances(judged, &deciding_signals(rules, f), &before);
+            let mine = lit_instances(judged, &own_signals(rules, s), &during);
+            if theirs.intersection(&mine).next().is_some() {
+                if let Some(m) = reported[s].as_mut() {
+                    m.start = fb.start;
+                }
+            }
+        }
     }
 }
 

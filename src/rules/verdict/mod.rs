@@ -296,7 +296,7 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
 
     // 4. Episodes, and the incident the verdict is about.
     let runs = leaf_runs(rules, input, &judged, &leaf_states, at, single);
-    let sel = decide::select(rules, input, &runs, at);
+    let sel = decide::select(rules, input, &judged, &runs, at);
     let frame = axes::Frame {
         judged: &judged,
         leaf_states: &leaf_states,
