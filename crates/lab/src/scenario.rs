@@ -236,6 +236,8 @@ pub(crate) fn run(
     res
 }
 
+/// Sets the run up, lets its fault family inject (and clear) the fault,
+/// then ends the recording and writes the ground truth.
 fn run_inner(
     opts: &RunOpts,
     bin: &EtcdBin,
@@ -243,53 +245,67 @@ fn run_inner(
     run_dir: &Path,
     log: &Log,
 ) -> Result<Truth, LabError> {
+    let plan = Plan {
+        opts,
+        bin,
+        scenario,
+        dir: run_dir,
+    };
     let mut g = Gather {
         log: log.clone(),
         events: Vec::new(),
     };
+    let mut running = set_up(&plan, log, &mut g)?;
+    let fault = fault_phase(&plan, &mut running, &mut g)?;
+    finish(&plan, running, fault, g)
+}
+
+/// What one run runs, and where.
+struct Plan<'a> {
+    opts: &'a RunOpts,
+    bin: &'a EtcdBin,
+    scenario: &'a str,
+    dir: &'a Path,
+}
+
+/// What a run has going once its recording started. On an error the fields
+/// drop in this order, as the locals of one function would: the recording
+/// process (left to end by itself), the node-exporter, the load, the
+/// neighbours, the cluster last.
+struct Running {
+    rec: std::process::Child,
+    /// Held (scraped by the recording) until the truth is written.
+    _node: NodeExporter,
+    load: Load,
+    neighbours: Option<Neighbours>,
+    cluster: Cluster,
+    urls: Vec<String>,
+    /// The run's scratch directory (member data, neighbours' files).
+    scratch: PathBuf,
+    /// Every process ends by itself at the latest this long after the start.
+    life: Duration,
+    /// When the recording started: wall clock (ms) and the clock the lead-in,
+    /// the fault period and the recording's end are timed from.
+    rec_from: i64,
+    t0: Instant,
+}
+
+/// The set-up: the cluster, the neighbours, the prefill, the load through
+/// the warm-up, the node-exporter, and the recording started.
+fn set_up(plan: &Plan<'_>, log: &Log, g: &mut Gather) -> Result<Running, LabError> {
+    let (opts, scenario) = (plan.opts, plan.scenario);
     let rec_len = opts.recording(scenario);
     // Every process ends by itself at the latest this long after now.
     let life = opts.warmup + rec_len + Duration::from_secs(300);
     g.event(&format!(
         "run {scenario} on etcd {} ({}): warm-up {:?}, recording {:?} every {:?}",
-        bin.version,
-        bin.path.display(),
+        plan.bin.version,
+        plan.bin.path.display(),
         opts.warmup,
         rec_len,
         opts.interval
     ));
-    let nospace = scenario == "nospace";
-    // A latency fault: netem where the kernel has it, else every member
-    // behind a proxy (which one leads is known only once the cluster is up).
-    let latency = scenario.starts_with("peer-latency");
-    let netem = latency && crate::proxy::netem_available();
-    if latency {
-        g.event(if netem {
-            "tc netem available: the latency fault is a netem qdisc on the loopback"
-        } else {
-            "no tc netem on this kernel: each member is reached by its peers through a delaying proxy"
-        });
-    }
-    let scratch = opts.scratch.join(
-        run_dir
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_else(|| "run".into()),
-    );
-    let mut cluster = Cluster::start(
-        &ClusterSpec {
-            bin,
-            members: 3,
-            quota_bytes: nospace.then_some(opts.quota_bytes),
-            data_dir: scratch.join("data"),
-            log_dir: run_dir.join("etcd"),
-            life,
-            peer_proxies: latency && !netem,
-        },
-        log,
-    )?;
-    let l0 = leader(&cluster, &mut g)?;
-    g.event(&format!("cluster up, leader m{l0}"));
+    let (cluster, scratch) = start_cluster(plan, life, log, g)?;
     let neighbours = if scenario == "healthy-noisy" {
         Some(Neighbours::start(
             &opts.noise,
@@ -301,9 +317,86 @@ fn run_inner(
         None
     };
     let urls = cluster.client_urls();
+    prefill(scenario, &urls, g)?;
+    let load = Load::start(urls.clone(), &opts.load, Instant::now() + life);
+    g.event(&format!(
+        "load started: {} puts/s ({} B values over {} keys), {} gets/s (half linearizable), one watch per member",
+        opts.load.puts_per_s, opts.load.value_bytes, opts.load.keys, opts.load.gets_per_s
+    ));
+    std::thread::sleep(opts.warmup);
+
+    let node = NodeExporter::start(life, &plan.dir.join("node-exporter.log"))?;
+    g.event(&format!("node-exporter up: {}", node.metrics_url()));
+    let rec_dir = plan.dir.join(RECORDING_DIR);
+    let rec = record(opts, &cluster, &node, &rec_dir, rec_len, plan.dir)?;
+    let rec_from = now_ms();
+    let t0 = Instant::now();
+    g.event_at(rec_from, &format!("recording started: {}", rec_dir.display()));
+    Ok(Running {
+        rec,
+        _node: node,
+        load,
+        neighbours,
+        cluster,
+        urls,
+        scratch,
+        life,
+        rec_from,
+        t0,
+    })
+}
+
+/// Starts the run's 3-member cluster (with its small quota for nospace, its
+/// peers behind proxies for a latency fault without netem) and waits for a
+/// leader. Returns it and the run's scratch directory.
+fn start_cluster(
+    plan: &Plan<'_>,
+    life: Duration,
+    log: &Log,
+    g: &mut Gather,
+) -> Result<(Cluster, PathBuf), LabError> {
+    let nospace = plan.scenario == "nospace";
+    // A latency fault: netem where the kernel has it, else every member
+    // behind a proxy (which one leads is known only once the cluster is up).
+    let latency = plan.scenario.starts_with("peer-latency");
+    let netem = latency && crate::proxy::netem_available();
+    if latency {
+        g.event(if netem {
+            "tc netem available: the latency fault is a netem qdisc on the loopback"
+        } else {
+            "no tc netem on this kernel: each member is reached by its peers through a delaying proxy"
+        });
+    }
+    let scratch = plan.opts.scratch.join(
+        plan.dir
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_else(|| "run".into()),
+    );
+    let cluster = Cluster::start(
+        &ClusterSpec {
+            bin: plan.bin,
+            members: 3,
+            quota_bytes: nospace.then_some(plan.opts.quota_bytes),
+            data_dir: scratch.join("data"),
+            log_dir: plan.dir.join("etcd"),
+            life,
+            peer_proxies: latency && !netem,
+        },
+        log,
+    )?;
+    let l0 = leader(&cluster, g)?;
+    g.event(&format!("cluster up, leader m{l0}"));
+    Ok((cluster, scratch))
+}
+
+/// Writes what a scenario needs in the database before the load starts: a
+/// history to compact (compaction-defrag), a large compacted database
+/// (defrag-*); nothing for the others.
+fn prefill(scenario: &str, urls: &[String], g: &mut Gather) -> Result<(), LabError> {
     if scenario == "compaction-defrag" {
         let t = Instant::now();
-        let n = load::prefill(&urls, 20_000, 2_000, 1024);
+        let n = load::prefill(urls, 20_000, 2_000, 1024);
         g.event(&format!(
             "history written: {n} puts of 1 KiB over 2000 keys in {:.0?}",
             t.elapsed()
@@ -313,7 +406,7 @@ fn run_inner(
         // A large database, half of it history that the compaction frees:
         // a defragment rewrites ~100 MB and shrinks the file by about as much.
         let t = Instant::now();
-        let n = load::prefill(&urls, 24_000, 12_000, 8 << 10);
+        let n = load::prefill(urls, 24_000, 12_000, 8 << 10);
         g.event(&format!(
             "database written: {n} puts of 8 KiB over 12000 keys in {:.0?}",
             t.elapsed()
@@ -327,437 +420,566 @@ fn run_inner(
             Err(e) => g.event(&format!("compaction failed: {e}")),
         };
     }
-    let mut load = Load::start(urls.clone(), &opts.load, Instant::now() + life);
-    g.event(&format!(
-        "load started: {} puts/s ({} B values over {} keys), {} gets/s (half linearizable), one watch per member",
-        opts.load.puts_per_s, opts.load.value_bytes, opts.load.keys, opts.load.gets_per_s
-    ));
-    std::thread::sleep(opts.warmup);
+    Ok(())
+}
 
-    let node = NodeExporter::start(life, &run_dir.join("node-exporter.log"))?;
-    g.event(&format!("node-exporter up: {}", node.metrics_url()));
-    let rec_dir = run_dir.join(RECORDING_DIR);
-    let mut rec = record(opts, &cluster, &node, &rec_dir, rec_len, run_dir)?;
-    let rec_from = now_ms();
-    let t0 = Instant::now();
-    g.event_at(rec_from, &format!("recording started: {}", rec_dir.display()));
+/// What a fault family did: the ground truth's fault fields, and what lasts
+/// to the end of the recording and is undone there.
+struct Injected {
+    members: Vec<String>,
+    injected_at: Option<i64>,
+    cleared_at: Option<i64>,
+    fault_text: String,
+    expect: Expect,
+    /// The strace delaying fsyncs, stopped at the end of the recording.
+    strace: Option<Wrapped>,
+    /// Members stopped to the end, resumed at the end of the recording.
+    stopped: Vec<usize>,
+}
 
-    let inject_at = t0 + opts.lead_in;
-    let fault_end = inject_at + opts.fault;
-    let rec_end = t0 + rec_len;
-    let mut members: Vec<String> = Vec::new();
-    let mut injected: Option<i64> = None;
-    let mut cleared: Option<i64> = None;
-    let mut strace: Option<Wrapped> = None;
-    let mut stopped: Vec<usize> = Vec::new();
-    let fault_text;
-    let expect;
-    let degraded = |sub: &str| Expect {
+impl Injected {
+    fn new(
+        members: Vec<String>,
+        injected_at: Option<i64>,
+        cleared_at: Option<i64>,
+        fault_text: String,
+        expect: Expect,
+    ) -> Injected {
+        Injected {
+            members,
+            injected_at,
+            cleared_at,
+            fault_text,
+            expect,
+            strace: None,
+            stopped: Vec::new(),
+        }
+    }
+
+    /// A fault of member `t` injected at `at`.
+    fn member(t: usize, at: i64, cleared_at: Option<i64>, fault_text: String, expect: Expect) -> Injected {
+        Injected::new(vec![format!("m{t}")], Some(at), cleared_at, fault_text, expect)
+    }
+}
+
+/// The verdict expected of a fault of etcd's `sub` part.
+fn degraded(sub: &str) -> Expect {
+    Expect {
         status: "degraded".into(),
         axis: Some("etcd".into()),
         sub_axis: Some(sub.into()),
         healthy_accepted: false,
-    };
-    let healthy = Expect {
+    }
+}
+
+fn healthy() -> Expect {
+    Expect {
         status: "healthy".into(),
         axis: None,
         sub_axis: None,
         healthy_accepted: false,
-    };
-    let conditions = match &neighbours {
-        Some(_) => format!("{}; {}", load_text(&opts.load), opts.noise.describe(cores())),
-        None => load_text(&opts.load),
-    };
-    match scenario {
-        "healthy-noisy" => {
-            fault_text = "none".to_string();
-            expect = healthy;
-        }
+    }
+}
+
+/// What a fault family works with, from the injection on.
+struct Fault<'a> {
+    scenario: &'a str,
+    opts: &'a RunOpts,
+    cluster: &'a mut Cluster,
+    urls: &'a [String],
+    g: &'a mut Gather,
+    /// Every process ends by itself by then (a guard's watchdog).
+    life: Duration,
+    /// The end of the fault period.
+    fault_end: Instant,
+}
+
+impl Fault<'_> {
+    /// The member a single-member fault hits, and its role.
+    fn target(&mut self) -> Result<(usize, &'static str), LabError> {
+        target(self.cluster, self.g, self.scenario)
+    }
+
+    /// Logs `INJECT: what` stamped `at`; returns `at`.
+    fn inject(&mut self, at: i64, what: &str) -> i64 {
+        self.g.event_at(at, &format!("INJECT: {what}"));
+        at
+    }
+
+    /// Logs `CLEAR: what` now; returns when.
+    fn clear(&mut self, what: &str) -> i64 {
+        self.g.event(&format!("CLEAR: {what}"))
+    }
+
+    /// The fault period, whole seconds.
+    fn secs(&self) -> u64 {
+        self.opts.fault.as_secs()
+    }
+}
+
+/// A fault family: injects (and clears) one kind of fault.
+type Family = fn(&mut Fault<'_>) -> Result<Injected, LabError>;
+
+/// The fault family of a scenario; none for healthy-noisy.
+fn family(scenario: &str) -> Result<Option<Family>, LabError> {
+    let family: Family = match scenario {
+        "healthy-noisy" => return Ok(None),
         "fsync-slow-leader"
         | "fsync-slow-follower"
         | "fsync-slow-leader-30ms"
         | "fsync-slow-leader-1s"
         | "fsync-slow-follower-30ms"
-        | "fsync-slow-follower-1s" => {
-            sleep_until(inject_at);
-            let (target, role) = target(&cluster, &mut g, scenario)?;
-            let delay = fsync_delay(scenario, opts);
-            let before = now_ms();
-            let s = cluster.delay_fsync(target, delay, life)?;
-            // The delay applies from strace's attach; attaching -f to every
-            // thread takes a moment, so give it until the next call returns.
-            std::thread::sleep(Duration::from_millis(200));
-            injected = Some(before);
-            g.event_at(
-                before,
-                &format!(
-                    "INJECT: strace delays every fdatasync/fsync of m{target} ({role}, pid {}) by {:?}",
-                    cluster.pid(target).unwrap_or(0),
-                    delay
-                ),
-            );
-            strace = Some(s);
-            members.push(format!("m{target}"));
-            fault_text = format!(
-                "fdatasync/fsync of m{target} ({role}) delayed by {} ms (strace inject delay_enter) from the injection to the end of the recording",
-                delay.as_millis()
-            );
-            expect = degraded("disk");
-        }
-        "sigstop-leader" => {
-            sleep_until(inject_at);
-            let l = leader(&cluster, &mut g)?;
-            let at = cluster.signal(l, "STOP")?;
-            injected = Some(at);
-            stopped.push(l);
-            g.event_at(at, &format!("INJECT: SIGSTOP to m{l} (leader)"));
-            members.push(format!("m{l}"));
-            fault_text =
-                format!("m{l} (leader) stopped with SIGSTOP from the injection to the end of the recording");
-            expect = degraded("raft");
-        }
-        "sigkill-leader" => {
-            sleep_until(inject_at);
-            let l = leader(&cluster, &mut g)?;
-            let at = cluster.kill(l)?;
-            injected = Some(at);
-            g.event_at(at, &format!("INJECT: SIGKILL to m{l} (leader)"));
-            members.push(format!("m{l}"));
-            sleep_until(fault_end);
-            cluster.start_member(l, false)?;
-            let at = g.event(&format!("CLEAR: m{l} restarted with its data"));
-            cleared = Some(at);
-            if cluster.wait_healthy(l, Duration::from_secs(30)) {
-                g.event(&format!("m{l} healthy again"));
-            } else {
-                g.event(&format!("m{l} not healthy within 30 s of its restart"));
-            }
-            fault_text = format!(
-                "m{l} (leader) killed with SIGKILL, restarted with its data {} s later",
-                opts.fault.as_secs()
-            );
-            expect = degraded("raft");
-        }
-        "quorum-loss" => {
-            sleep_until(inject_at);
-            let l = leader(&cluster, &mut g)?;
-            let f = (0..3).find(|&i| i != l).unwrap_or(0);
-            let at = cluster.signal(l, "STOP")?;
-            cluster.signal(f, "STOP")?;
-            stopped.extend([l, f]);
-            injected = Some(at);
-            g.event_at(
-                at,
-                &format!("INJECT: SIGSTOP to m{l} (leader) and m{f}: no quorum"),
-            );
-            let mut ms = vec![format!("m{l}"), format!("m{f}")];
-            ms.sort();
-            members = ms;
-            sleep_until(fault_end);
-            cluster.signal(l, "CONT")?;
-            cluster.signal(f, "CONT")?;
-            stopped.clear();
-            cleared = Some(g.event(&format!("CLEAR: SIGCONT to m{l} and m{f}")));
-            match cluster.wait_leader(Duration::from_secs(30)) {
-                Some(n) => g.event(&format!("leader again: m{n}")),
-                None => g.event("no leader within 30 s of the resume"),
-            };
-            fault_text = format!(
-                "m{l} (leader) and m{f} stopped with SIGSTOP (quorum lost) for {} s, then resumed",
-                opts.fault.as_secs()
-            );
-            expect = degraded("raft");
-        }
-        "nospace" => {
-            sleep_until(inject_at);
-            let at = g.event(&format!(
-                "INJECT: filling the backend (quota {} MiB) with 256 KiB values",
-                opts.quota_bytes >> 20
-            ));
-            injected = Some(at);
-            match load::fill_until_nospace(&urls, 256 << 10, (opts.quota_bytes as usize) * 4)? {
-                Some(t) => g.event_at(
-                    t,
-                    &format!("first NOSPACE answer after {:.1} s", (t - at) as f64 / 1000.0),
-                ),
-                None => {
-                    g.event("no NOSPACE answer after writing 4× the quota");
-                }
-            }
-            fault_text = format!(
-                "backend quota of {} MiB filled with large values at the injection: NOSPACE alarm to the end",
-                opts.quota_bytes >> 20
-            );
-            expect = degraded("quota");
-        }
-        "compaction-defrag" => {
-            sleep_until(inject_at);
-            let gw = Gateway::new(Duration::from_secs(60));
-            let rev = gw.revision(&urls[0]).map_err(LabError::msg)?;
-            let at = g.event(&format!("compaction at revision {rev} (physical)"));
-            injected = Some(at);
-            if let Err(e) = gw.compact(&urls[0], rev) {
-                g.event(&format!("compaction failed: {e}"));
-            } else {
-                g.event("compaction done");
-            }
-            for (i, u) in urls.iter().enumerate() {
-                g.event(&format!("defragment m{i}"));
-                match gw.defragment(u) {
-                    Ok(_) => g.event(&format!("defragment m{i} done")),
-                    Err(e) => g.event(&format!("defragment m{i} failed: {e}")),
-                };
-            }
-            fault_text =
-                format!("not a fault: compaction of {rev} revisions and a defragment of every member");
-            expect = healthy;
-        }
-        "cpu-starved-leader" | "cpu-starved-follower" => {
-            sleep_until(inject_at);
-            let (t, role) = target(&cluster, &mut g, scenario)?;
-            let quota_us = (opts.cpu_quota_pct / 100.0 * crate::faults::CPU_PERIOD_US as f64).round() as u64;
-            let at = now_ms();
-            let file = cluster.cgroups.set_cpu_quota(t, Some(quota_us.max(1000)))?;
-            injected = Some(at);
-            g.event_at(at, &format!("INJECT: CPU quota of m{t} ({role}): {file}"));
-            members.push(format!("m{t}"));
-            sleep_until(fault_end);
-            let file = cluster.cgroups.set_cpu_quota(t, None)?;
-            cleared = Some(g.event(&format!("CLEAR: CPU quota of m{t} removed: {file}")));
-            fault_text = format!(
-                "m{t} ({role}) limited to {}% of one core ({quota_us} µs per {} µs, {}) for {} s, load unchanged",
-                opts.cpu_quota_pct,
-                crate::faults::CPU_PERIOD_US,
-                cluster.cgroups.describe(),
-                opts.fault.as_secs()
-            );
-            expect = degraded("cpu");
-        }
-        "cpu-neighbour-leader" => {
-            sleep_until(inject_at);
-            let (t, role) = target(&cluster, &mut g, scenario)?;
-            let n = cores();
-            let core = n - 1;
-            let pid = cluster.pid(t).unwrap_or(0);
-            let at = now_ms();
-            crate::faults::pin(pid, &core.to_string())?;
-            let spin = Neighbours::spinners(core, 4, opts.fault)?;
-            injected = Some(at);
-            g.event_at(
-                at,
-                &format!("INJECT: m{t} ({role}, pid {pid}) pinned to core {core} with 4 CPU-bound neighbours pinned there"),
-            );
-            members.push(format!("m{t}"));
-            sleep_until(fault_end);
-            drop(spin);
-            crate::faults::pin(pid, &format!("0-{}", n - 1))?;
-            cleared = Some(g.event(&format!(
-                "CLEAR: neighbours ended, m{t} unpinned (cores 0-{})",
-                n - 1
-            )));
-            fault_text = format!(
-                "m{t} ({role}) pinned to core {core} shared with 4 always-spinning neighbours (taskset) for {} s",
-                opts.fault.as_secs()
-            );
-            // The scheduler may give a sleeping etcd its share at once (on
-            // the lab's kernel nothing slowed): healthy passes too, another
-            // fault does not.
-            expect = Expect {
-                healthy_accepted: true,
-                ..degraded("cpu")
-            };
-        }
-        "partition-leader" | "partition-follower" | "peer-loss-follower" => {
-            sleep_until(inject_at);
-            let (t, role) = target(&cluster, &mut g, scenario)?;
-            let share = if scenario.starts_with("partition") {
-                100
-            } else {
-                opts.loss_pct.clamp(1, 100)
-            };
-            let net = crate::faults::PeerNet {
-                cgroups: &cluster.cgroups,
-                member: t,
-                peer_ports: cluster.peer_ports(),
-            };
-            let at = now_ms();
-            let mut drops = net.drop_packets(share, life)?;
-            injected = Some(at);
-            g.event_at(
-                at,
-                &format!(
-                    "INJECT: {share}% of the packets of every peer connection of m{t} ({role}) dropped; nftables:\n{}",
-                    drops.rules
-                ),
-            );
-            members.push(format!("m{t}"));
-            sleep_until(fault_end);
-            drops.remove()?;
-            cleared = Some(g.event(&format!(
-                "CLEAR: nftables table removed: m{t}'s peer traffic flows again"
-            )));
-            fault_text = if share >= 100 {
-                format!(
-                    "m{t} ({role}) cut off from its peers for {} s: every packet of every peer connection (its listener's and the ones it dialed) dropped with nftables",
-                    opts.fault.as_secs()
-                )
-            } else {
-                format!(
-                    "{share}% of the packets of every peer connection of m{t} ({role}) dropped at random (nftables numgen) for {} s",
-                    opts.fault.as_secs()
-                )
-            };
-            expect = degraded("network");
-        }
-        "peer-latency-leader" | "peer-latency-follower" => {
-            sleep_until(inject_at);
-            let (t, role) = target(&cluster, &mut g, scenario)?;
-            let (how, mut netem) = delay_peers(&cluster, t, opts.peer_delay, life)?;
-            let at = now_ms();
-            if let Some(p) = cluster.proxies.get(t) {
-                p.set_delay(opts.peer_delay);
-            }
-            injected = Some(at);
-            g.event_at(at, &format!("INJECT: m{t} ({role}): {how}"));
-            members.push(format!("m{t}"));
-            sleep_until(fault_end);
-            if let Some(p) = cluster.proxies.get(t) {
-                p.set_delay(Duration::ZERO);
-            }
-            if let Some(n) = netem.as_mut() {
-                n.remove()?;
-            }
-            cleared = Some(g.event(&format!("CLEAR: m{t}'s peer traffic undelayed")));
-            fault_text = format!("m{t} ({role}): {how}, for {} s", opts.fault.as_secs());
-            // A follower's slow link delays its own acknowledgements and
-            // the reads it forwards; with 3 members the leader commits with
-            // the other follower, so nothing else may degrade: healthy
-            // passes too, another fault does not. A leader's slows every commit.
-            expect = Expect {
-                healthy_accepted: role == "follower",
-                ..degraded("network")
-            };
-        }
-        "leader-flapping" => {
-            sleep_until(inject_at);
-            let mut frozen: Vec<usize> = Vec::new();
-            let mut rounds = 0;
-            while Instant::now() + Duration::from_secs(2) < fault_end && rounds < 100 {
-                rounds += 1;
-                let Some(l) = cluster.wait_leader(Duration::from_secs(4)) else {
-                    g.event("no leader within 4 s");
-                    continue;
-                };
-                let at = cluster.signal(l, "STOP")?;
-                injected.get_or_insert(at);
-                g.event_at(at, &format!("INJECT: SIGSTOP to m{l} (leader), 2 s"));
-                std::thread::sleep(Duration::from_secs(2));
-                cluster.signal(l, "CONT")?;
-                g.event(&format!("SIGCONT to m{l}"));
-                if !frozen.contains(&l) {
-                    frozen.push(l);
-                }
-                sleep_until((Instant::now() + Duration::from_secs(4)).min(fault_end));
-            }
-            cleared = Some(g.event(&format!("CLEAR: flapping over after {rounds} freezes")));
-            frozen.sort();
-            members = frozen.iter().map(|i| format!("m{i}")).collect();
-            fault_text = format!(
-                "whoever led frozen (SIGSTOP) for 2 s, every ~6 s, {rounds} times in {} s (members frozen: {})",
-                opts.fault.as_secs(),
-                members.join(",")
-            );
-            expect = degraded("raft");
-        }
-        "defrag-leader" | "defrag-follower" => {
-            sleep_until(inject_at);
-            let (t, role) = target(&cluster, &mut g, scenario)?;
-            let gw = Gateway::new(Duration::from_secs(120));
-            let mut n = 0;
-            while Instant::now() + Duration::from_secs(5) < fault_end && n < 10 {
-                n += 1;
-                let at = g.event(&format!("defragment m{t} ({role}), #{n}"));
-                if n == 1 {
-                    injected = Some(at);
-                    members.push(format!("m{t}"));
-                }
-                let t0 = Instant::now();
-                match gw.defragment(&urls[t]) {
-                    Ok(_) => g.event(&format!("defragment m{t} done in {:.1?}", t0.elapsed())),
-                    Err(e) => g.event(&format!("defragment m{t} failed after {:.1?}: {e}", t0.elapsed())),
-                };
-                sleep_until((t0 + Duration::from_secs(20)).min(fault_end));
-            }
-            cleared = Some(g.event("CLEAR: last defragment over"));
-            fault_text = format!(
-                "maintenance, not a resource fault: m{t} ({role}) defragmented {n} times (every 20 s) in {} s, its ~200 MB database half history",
-                opts.fault.as_secs()
-            );
-            // A stall of seconds may degrade nothing a scrape sees: healthy
-            // passes too, any other fault does not.
-            expect = Expect {
-                healthy_accepted: true,
-                ..degraded("maintenance")
-            };
-        }
-        "overload" => {
-            sleep_until(inject_at);
-            let at = g.event(
-                "INJECT: write burst: 8 clients putting 64 KiB values over 1000 keys, at most 600 MiB",
-            );
-            injected = Some(at);
-            let b = load::burst(&urls, 8, 64 << 10, 1000, fault_end, 600 << 20);
-            cleared = Some(g.event(&format!(
-                "CLEAR: burst over: {} puts ({} MiB), {} errors",
-                b.puts,
-                b.bytes >> 20,
-                b.errors
-            )));
-            fault_text = format!(
-                "overload, no faulty resource: 8 clients wrote {} values of 64 KiB ({} MiB) as fast as the cluster took them, for up to {} s",
-                b.puts,
-                b.bytes >> 20,
-                opts.fault.as_secs()
-            );
-            expect = degraded("load");
-        }
+        | "fsync-slow-follower-1s" => fsync_slow,
+        "sigstop-leader" => sigstop,
+        "sigkill-leader" => sigkill,
+        "quorum-loss" => quorum_loss,
+        "nospace" => nospace,
+        "compaction-defrag" => compaction_defrag,
+        "cpu-starved-leader" | "cpu-starved-follower" => cpu_starved,
+        "cpu-neighbour-leader" => cpu_neighbour,
+        "partition-leader" | "partition-follower" | "peer-loss-follower" => drop_peer_packets,
+        "peer-latency-leader" | "peer-latency-follower" => peer_latency,
+        "leader-flapping" => leader_flapping,
+        "defrag-leader" | "defrag-follower" => defrag_repeatedly,
+        "overload" => overload,
         other => return Err(LabError::msg(format!("unknown scenario `{other}`"))),
-    }
+    };
+    Ok(Some(family))
+}
 
-    sleep_until(rec_end);
-    let st = wait_child(&mut rec, Duration::from_secs(120));
+/// The fault phase: at the end of the lead-in, the scenario's fault family
+/// injects (and, for those with a fault period, clears) its fault.
+fn fault_phase(plan: &Plan<'_>, run: &mut Running, g: &mut Gather) -> Result<Injected, LabError> {
+    let Some(family) = family(plan.scenario)? else {
+        return Ok(Injected::new(
+            Vec::new(),
+            None,
+            None,
+            "none".to_string(),
+            healthy(),
+        ));
+    };
+    let inject_at = run.t0 + plan.opts.lead_in;
+    sleep_until(inject_at);
+    family(&mut Fault {
+        scenario: plan.scenario,
+        opts: plan.opts,
+        cluster: &mut run.cluster,
+        urls: &run.urls,
+        g,
+        life: run.life,
+        fault_end: inject_at + plan.opts.fault,
+    })
+}
+
+/// fsync-slow-*: every fdatasync/fsync of the target delayed (strace), to
+/// the end of the recording.
+fn fsync_slow(f: &mut Fault<'_>) -> Result<Injected, LabError> {
+    let (t, role) = f.target()?;
+    let delay = fsync_delay(f.scenario, f.opts);
+    let before = now_ms();
+    let s = f.cluster.delay_fsync(t, delay, f.life)?;
+    // The delay applies from strace's attach; attaching -f to every
+    // thread takes a moment, so give it until the next call returns.
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = f.cluster.pid(t).unwrap_or(0);
+    f.inject(
+        before,
+        &format!("strace delays every fdatasync/fsync of m{t} ({role}, pid {pid}) by {delay:?}"),
+    );
+    let text = format!(
+        "fdatasync/fsync of m{t} ({role}) delayed by {} ms (strace inject delay_enter) from the injection to the end of the recording",
+        delay.as_millis()
+    );
+    Ok(Injected {
+        strace: Some(s),
+        ..Injected::member(t, before, None, text, degraded("disk"))
+    })
+}
+
+/// sigstop-leader: the leader stopped to the end of the recording.
+fn sigstop(f: &mut Fault<'_>) -> Result<Injected, LabError> {
+    let (l, role) = f.target()?;
+    let at = f.cluster.signal(l, "STOP")?;
+    f.inject(at, &format!("SIGSTOP to m{l} ({role})"));
+    let text = format!("m{l} ({role}) stopped with SIGSTOP from the injection to the end of the recording");
+    Ok(Injected {
+        stopped: vec![l],
+        ..Injected::member(l, at, None, text, degraded("raft"))
+    })
+}
+
+/// sigkill-leader: the leader killed, restarted with its data after the
+/// fault period.
+fn sigkill(f: &mut Fault<'_>) -> Result<Injected, LabError> {
+    let (l, role) = f.target()?;
+    let at = f.cluster.kill(l)?;
+    f.inject(at, &format!("SIGKILL to m{l} ({role})"));
+    sleep_until(f.fault_end);
+    f.cluster.start_member(l, false)?;
+    let cleared = f.clear(&format!("m{l} restarted with its data"));
+    if f.cluster.wait_healthy(l, Duration::from_secs(30)) {
+        f.g.event(&format!("m{l} healthy again"));
+    } else {
+        f.g.event(&format!("m{l} not healthy within 30 s of its restart"));
+    }
+    let text = format!(
+        "m{l} ({role}) killed with SIGKILL, restarted with its data {} s later",
+        f.secs()
+    );
+    Ok(Injected::member(l, at, Some(cleared), text, degraded("raft")))
+}
+
+/// quorum-loss: the leader and a follower stopped for the fault period.
+fn quorum_loss(f: &mut Fault<'_>) -> Result<Injected, LabError> {
+    let l = leader(f.cluster, f.g)?;
+    let o = (0..3).find(|&i| i != l).unwrap_or(0);
+    let at = f.cluster.signal(l, "STOP")?;
+    f.cluster.signal(o, "STOP")?;
+    f.inject(at, &format!("SIGSTOP to m{l} (leader) and m{o}: no quorum"));
+    let mut members = vec![format!("m{l}"), format!("m{o}")];
+    members.sort();
+    sleep_until(f.fault_end);
+    f.cluster.signal(l, "CONT")?;
+    f.cluster.signal(o, "CONT")?;
+    let cleared = f.clear(&format!("SIGCONT to m{l} and m{o}"));
+    match f.cluster.wait_leader(Duration::from_secs(30)) {
+        Some(n) => f.g.event(&format!("leader again: m{n}")),
+        None => f.g.event("no leader within 30 s of the resume"),
+    };
+    let text = format!(
+        "m{l} (leader) and m{o} stopped with SIGSTOP (quorum lost) for {} s, then resumed",
+        f.secs()
+    );
+    Ok(Injected::new(
+        members,
+        Some(at),
+        Some(cleared),
+        text,
+        degraded("raft"),
+    ))
+}
+
+/// nospace: the backend filled to its small quota, the alarm to the end.
+fn nospace(f: &mut Fault<'_>) -> Result<Injected, LabError> {
+    let quota_mib = f.opts.quota_bytes >> 20;
+    let at = f.inject(
+        now_ms(),
+        &format!("filling the backend (quota {quota_mib} MiB) with 256 KiB values"),
+    );
+    match load::fill_until_nospace(f.urls, 256 << 10, (f.opts.quota_bytes as usize) * 4)? {
+        Some(t) => f.g.event_at(
+            t,
+            &format!("first NOSPACE answer after {:.1} s", (t - at) as f64 / 1000.0),
+        ),
+        None => {
+            f.g.event("no NOSPACE answer after writing 4× the quota");
+        }
+    }
+    let text = format!(
+        "backend quota of {quota_mib} MiB filled with large values at the injection: NOSPACE alarm to the end"
+    );
+    Ok(Injected::new(Vec::new(), Some(at), None, text, degraded("quota")))
+}
+
+/// compaction-defrag: not a fault; the history compacted and every member
+/// defragmented.
+fn compaction_defrag(f: &mut Fault<'_>) -> Result<Injected, LabError> {
+    let gw = Gateway::new(Duration::from_secs(60));
+    let rev = gw.revision(&f.urls[0]).map_err(LabError::msg)?;
+    let at = f.g.event(&format!("compaction at revision {rev} (physical)"));
+    if let Err(e) = gw.compact(&f.urls[0], rev) {
+        f.g.event(&format!("compaction failed: {e}"));
+    } else {
+        f.g.event("compaction done");
+    }
+    for (i, u) in f.urls.iter().enumerate() {
+        f.g.event(&format!("defragment m{i}"));
+        match gw.defragment(u) {
+            Ok(_) => f.g.event(&format!("defragment m{i} done")),
+            Err(e) => f.g.event(&format!("defragment m{i} failed: {e}")),
+        };
+    }
+    let text = format!("not a fault: compaction of {rev} revisions and a defragment of every member");
+    Ok(Injected::new(Vec::new(), Some(at), None, text, healthy()))
+}
+
+/// cpu-starved-*: the target's cgroup CPU quota set for the fault period.
+fn cpu_starved(f: &mut Fault<'_>) -> Result<Injected, LabError> {
+    let (t, role) = f.target()?;
+    let period = crate::faults::CPU_PERIOD_US;
+    let quota_us = (f.opts.cpu_quota_pct / 100.0 * period as f64).round() as u64;
+    let at = now_ms();
+    let file = f.cluster.cgroups.set_cpu_quota(t, Some(quota_us.max(1000)))?;
+    f.inject(at, &format!("CPU quota of m{t} ({role}): {file}"));
+    sleep_until(f.fault_end);
+    let file = f.cluster.cgroups.set_cpu_quota(t, None)?;
+    let cleared = f.clear(&format!("CPU quota of m{t} removed: {file}"));
+    let text = format!(
+        "m{t} ({role}) limited to {}% of one core ({quota_us} µs per {period} µs, {}) for {} s, load unchanged",
+        f.opts.cpu_quota_pct,
+        f.cluster.cgroups.describe(),
+        f.secs()
+    );
+    Ok(Injected::member(t, at, Some(cleared), text, degraded("cpu")))
+}
+
+/// cpu-neighbour-leader: the target pinned to the last core with 4 spinning
+/// neighbours pinned there, for the fault period.
+fn cpu_neighbour(f: &mut Fault<'_>) -> Result<Injected, LabError> {
+    let (t, role) = f.target()?;
+    let n = cores();
+    let core = n - 1;
+    let pid = f.cluster.pid(t).unwrap_or(0);
+    let at = now_ms();
+    crate::faults::pin(pid, &core.to_string())?;
+    let spin = Neighbours::spinners(core, 4, f.opts.fault)?;
+    f.inject(
+        at,
+        &format!("m{t} ({role}, pid {pid}) pinned to core {core} with 4 CPU-bound neighbours pinned there"),
+    );
+    sleep_until(f.fault_end);
+    drop(spin);
+    crate::faults::pin(pid, &format!("0-{}", n - 1))?;
+    let cleared = f.clear(&format!("neighbours ended, m{t} unpinned (cores 0-{})", n - 1));
+    let text = format!(
+        "m{t} ({role}) pinned to core {core} shared with 4 always-spinning neighbours (taskset) for {} s",
+        f.secs()
+    );
+    // The scheduler may give a sleeping etcd its share at once (on the
+    // lab's kernel nothing slowed): healthy passes too, another fault does not.
+    let expect = Expect {
+        healthy_accepted: true,
+        ..degraded("cpu")
+    };
+    Ok(Injected::member(t, at, Some(cleared), text, expect))
+}
+
+/// partition-*, peer-loss-follower: all (or a share of) the packets of the
+/// target's peer connections dropped (nftables) for the fault period.
+fn drop_peer_packets(f: &mut Fault<'_>) -> Result<Injected, LabError> {
+    let (t, role) = f.target()?;
+    let share = if f.scenario.starts_with("partition") {
+        100
+    } else {
+        f.opts.loss_pct.clamp(1, 100)
+    };
+    let net = crate::faults::PeerNet {
+        cgroups: &f.cluster.cgroups,
+        member: t,
+        peer_ports: f.cluster.peer_ports(),
+    };
+    let at = now_ms();
+    // Removes the table when dropped, on an error too.
+    let mut drops = net.drop_packets(share, f.life)?;
+    f.inject(
+        at,
+        &format!(
+            "{share}% of the packets of every peer connection of m{t} ({role}) dropped; nftables:\n{}",
+            drops.rules
+        ),
+    );
+    sleep_until(f.fault_end);
+    drops.remove()?;
+    let cleared = f.clear(&format!(
+        "nftables table removed: m{t}'s peer traffic flows again"
+    ));
+    let text = if share >= 100 {
+        format!(
+            "m{t} ({role}) cut off from its peers for {} s: every packet of every peer connection (its listener's and the ones it dialed) dropped with nftables",
+            f.secs()
+        )
+    } else {
+        format!(
+            "{share}% of the packets of every peer connection of m{t} ({role}) dropped at random (nftables numgen) for {} s",
+            f.secs()
+        )
+    };
+    Ok(Injected::member(t, at, Some(cleared), text, degraded("network")))
+}
+
+/// peer-latency-*: the target's peer traffic delayed (its proxy, or netem)
+/// for the fault period.
+fn peer_latency(f: &mut Fault<'_>) -> Result<Injected, LabError> {
+    let (t, role) = f.target()?;
+    // A netem guard removes its qdisc when dropped, on an error too.
+    let (how, mut netem) = delay_peers(f.cluster, t, f.opts.peer_delay, f.life)?;
+    let at = now_ms();
+    if let Some(p) = f.cluster.proxies.get(t) {
+        p.set_delay(f.opts.peer_delay);
+    }
+    f.inject(at, &format!("m{t} ({role}): {how}"));
+    sleep_until(f.fault_end);
+    if let Some(p) = f.cluster.proxies.get(t) {
+        p.set_delay(Duration::ZERO);
+    }
+    if let Some(n) = netem.as_mut() {
+        n.remove()?;
+    }
+    let cleared = f.clear(&format!("m{t}'s peer traffic undelayed"));
+    let text = format!("m{t} ({role}): {how}, for {} s", f.secs());
+    // A follower's slow link delays its own acknowledgements and the reads
+    // it forwards; with 3 members the leader commits with the other
+    // follower, so nothing else may degrade: healthy passes too, another
+    // fault does not. A leader's slows every commit.
+    let expect = Expect {
+        healthy_accepted: role == "follower",
+        ..degraded("network")
+    };
+    Ok(Injected::member(t, at, Some(cleared), text, expect))
+}
+
+/// leader-flapping: whoever leads frozen for 2 s every ~6 s of the fault
+/// period.
+fn leader_flapping(f: &mut Fault<'_>) -> Result<Injected, LabError> {
+    let mut injected: Option<i64> = None;
+    let mut frozen: Vec<usize> = Vec::new();
+    let mut rounds = 0;
+    while Instant::now() + Duration::from_secs(2) < f.fault_end && rounds < 100 {
+        rounds += 1;
+        let Some(l) = f.cluster.wait_leader(Duration::from_secs(4)) else {
+            f.g.event("no leader within 4 s");
+            continue;
+        };
+        let at = f.cluster.signal(l, "STOP")?;
+        injected.get_or_insert(at);
+        f.inject(at, &format!("SIGSTOP to m{l} (leader), 2 s"));
+        std::thread::sleep(Duration::from_secs(2));
+        f.cluster.signal(l, "CONT")?;
+        f.g.event(&format!("SIGCONT to m{l}"));
+        if !frozen.contains(&l) {
+            frozen.push(l);
+        }
+        sleep_until((Instant::now() + Duration::from_secs(4)).min(f.fault_end));
+    }
+    let cleared = f.clear(&format!("flapping over after {rounds} freezes"));
+    frozen.sort();
+    let members: Vec<String> = frozen.iter().map(|i| format!("m{i}")).collect();
+    let text = format!(
+        "whoever led frozen (SIGSTOP) for 2 s, every ~6 s, {rounds} times in {} s (members frozen: {})",
+        f.secs(),
+        members.join(",")
+    );
+    Ok(Injected::new(
+        members,
+        injected,
+        Some(cleared),
+        text,
+        degraded("raft"),
+    ))
+}
+
+/// defrag-*: the target defragmented every 20 s of the fault period.
+fn defrag_repeatedly(f: &mut Fault<'_>) -> Result<Injected, LabError> {
+    let (t, role) = f.target()?;
+    let gw = Gateway::new(Duration::from_secs(120));
+    let mut injected: Option<i64> = None;
+    let mut members: Vec<String> = Vec::new();
+    let mut n = 0;
+    while Instant::now() + Duration::from_secs(5) < f.fault_end && n < 10 {
+        n += 1;
+        let at = f.g.event(&format!("defragment m{t} ({role}), #{n}"));
+        if n == 1 {
+            injected = Some(at);
+            members.push(format!("m{t}"));
+        }
+        let t0 = Instant::now();
+        match gw.defragment(&f.urls[t]) {
+            Ok(_) => {
+                f.g.event(&format!("defragment m{t} done in {:.1?}", t0.elapsed()))
+            }
+            Err(e) => {
+                f.g.event(&format!("defragment m{t} failed after {:.1?}: {e}", t0.elapsed()))
+            }
+        };
+        sleep_until((t0 + Duration::from_secs(20)).min(f.fault_end));
+    }
+    let cleared = f.clear("last defragment over");
+    let text = format!(
+        "maintenance, not a resource fault: m{t} ({role}) defragmented {n} times (every 20 s) in {} s, its ~200 MB database half history",
+        f.secs()
+    );
+    // A stall of seconds may degrade nothing a scrape sees: healthy passes
+    // too, any other fault does not.
+    let expect = Expect {
+        healthy_accepted: true,
+        ..degraded("maintenance")
+    };
+    Ok(Injected::new(members, injected, Some(cleared), text, expect))
+}
+
+/// overload: a burst of large writes for the fault period.
+fn overload(f: &mut Fault<'_>) -> Result<Injected, LabError> {
+    let at = f.inject(
+        now_ms(),
+        "write burst: 8 clients putting 64 KiB values over 1000 keys, at most 600 MiB",
+    );
+    let b = load::burst(f.urls, 8, 64 << 10, 1000, f.fault_end, 600 << 20);
+    let cleared = f.clear(&format!(
+        "burst over: {} puts ({} MiB), {} errors",
+        b.puts,
+        b.bytes >> 20,
+        b.errors
+    ));
+    let text = format!(
+        "overload, no faulty resource: 8 clients wrote {} values of 64 KiB ({} MiB) as fast as the cluster took them, for up to {} s",
+        b.puts,
+        b.bytes >> 20,
+        f.secs()
+    );
+    Ok(Injected::new(
+        Vec::new(),
+        Some(at),
+        Some(cleared),
+        text,
+        degraded("load"),
+    ))
+}
+
+/// The ending: waits for the recording, stops the load, undoes what lasted
+/// to the end (strace, stopped members), stops the cluster and writes the
+/// ground truth. The node-exporter stops last, once the truth is written.
+fn finish(plan: &Plan<'_>, mut run: Running, mut fault: Injected, mut g: Gather) -> Result<Truth, LabError> {
+    let opts = plan.opts;
+    let conditions = match &run.neighbours {
+        Some(_) => format!("{}; {}", load_text(&opts.load), opts.noise.describe(cores())),
+        None => load_text(&opts.load),
+    };
+    sleep_until(run.t0 + opts.recording(plan.scenario));
+    let st = wait_child(&mut run.rec, Duration::from_secs(120));
     let rec_to = now_ms();
     g.event(&format!("recording ended ({st})"));
-    load.stop();
-    g.event(&format!("load: {}", load.counters.line()));
-    if let Some(mut s) = strace.take() {
+    run.load.stop();
+    g.event(&format!("load: {}", run.load.counters.line()));
+    if let Some(mut s) = fault.strace.take() {
         s.stop();
     }
-    for i in stopped {
-        let _ = cluster.signal(i, "CONT");
+    for i in fault.stopped {
+        let _ = run.cluster.signal(i, "CONT");
     }
-    drop(neighbours);
-    drop(cluster);
-    let _ = fs::remove_dir_all(&scratch);
+    drop(run.neighbours);
+    drop(run.cluster);
+    let _ = fs::remove_dir_all(&run.scratch);
+    let scenario = plan.scenario;
     let truth = Truth {
         scenario: scenario.to_string(),
-        etcd_version: bin.version.clone(),
-        fault: fault_text,
-        single_member: members.len() == 1 && scenario != "nospace" && scenario != "overload",
-        members,
-        injected_at_ms: injected,
-        cleared_at_ms: cleared,
-        recording_from_ms: rec_from,
+        etcd_version: plan.bin.version.clone(),
+        single_member: fault.members.len() == 1 && scenario != "nospace" && scenario != "overload",
+        fault: fault.fault_text,
+        members: fault.members,
+        injected_at_ms: fault.injected_at,
+        cleared_at_ms: fault.cleared_at,
+        recording_from_ms: run.rec_from,
         recording_to_ms: rec_to,
         interval_seconds: opts.interval.as_secs_f64(),
         conditions,
-        expect,
+        expect: fault.expect,
         events: g.events,
         known_failure: None,
         known_failure_logs: None,
     };
     let text = serde_json::to_string_pretty(&truth).map_err(|e| LabError::msg(e.to_string()))?;
-    fs::write(run_dir.join(TRUTH_FILE), text + "\n")?;
+    fs::write(plan.dir.join(TRUTH_FILE), text + "\n")?;
     Ok(truth)
 }
 
@@ -840,5 +1062,20 @@ fn wait_child(child: &mut std::process::Child, extra: Duration) -> String {
                 return "killed: did not finish in time".into();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_scenario_has_its_fault_family() {
+        for (name, _) in SCENARIOS {
+            let f = family(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(f.is_none(), *name == "healthy-noisy", "{name}");
+        }
+        let e = family("fsync-slow-leader-2s").err().map(|e| e.to_string());
+        assert_eq!(e.as_deref(), Some("unknown scenario `fsync-slow-leader-2s`"));
     }
 }
