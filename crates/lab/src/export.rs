@@ -11,10 +11,11 @@ use std::path::{Path, PathBuf};
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 
+use cptriage_lab::interval::{self, duration_text, Sampling};
 use cptriage_lab::truth::{Truth, ETCD_LOG_DIR, LOGS_DIR, RECORDING_DIR, TRUTH_FILE};
 
 use crate::util::LabError;
-use crate::verdicts;
+use crate::verdicts::{self, DiagnoseFrom};
 
 /// The families kept: every etcd family the shipped rules read (METRICS.md
 /// names, etcd 3.4–3.6), the ones that identify a member, its version and its
@@ -335,18 +336,66 @@ fn mark_one(bin: &Path, run: &Path) -> Result<Truth, LabError> {
     Ok(truth)
 }
 
-/// `lab mark`: rewrites the `known_failure` of every run under `dirs`.
-pub(crate) fn mark(dirs: &[PathBuf], bin: &Path) -> Result<i32, LabError> {
+/// Judges `run` as scraped every `interval_ms` and writes its
+/// `known_failures_at` entry for that interval: what failed, or nothing when
+/// it passes or is too short to be judged there. At the recording's own
+/// interval (or faster), `known_failure`.
+fn mark_one_at(bin: &Path, run: &Path, interval_ms: i64) -> Result<Truth, LabError> {
+    let mut truth = Truth::read(&run.join(TRUTH_FILE))?;
+    if interval::sampling(&truth, interval_ms) == Sampling::AsRecorded {
+        return mark_one(bin, run);
+    }
+    truth
+        .known_failures_at
+        .retain(|k, _| interval::parse_duration(k).map_or(true, |d| d.as_millis() as i64 != interval_ms));
+    if interval::eligibility(&truth, interval_ms).is_ok() {
+        let (r, _) = verdicts::diagnose_and_judge_from(bin, run, DiagnoseFrom::Metrics, Some(interval_ms))?;
+        if !r.pass {
+            truth
+                .known_failures_at
+                .insert(duration_text(interval_ms), r.judgement.failures().join("; "));
+        }
+    }
+    write_truth(run, &truth)?;
+    Ok(truth)
+}
+
+/// What `lab mark` did to one run's entry.
+fn change_text(before: Option<&String>, after: Option<&String>) -> String {
+    match (before, after) {
+        (None, None) => "passes".to_string(),
+        (Some(_), None) => "passes now (or too short): known failure removed".to_string(),
+        (b, Some(a)) if b == Some(a) => format!("known failure: {a}"),
+        (_, Some(a)) => format!("known failure now: {a}"),
+    }
+}
+
+/// `lab mark`: rewrites the `known_failure` of every run under `dirs`, or
+/// with `intervals` its `known_failures_at` entries for them.
+pub(crate) fn mark(dirs: &[PathBuf], bin: &Path, intervals: &[i64]) -> Result<i32, LabError> {
     for run in verdicts::find_runs(dirs)? {
-        let before = Truth::read(&run.join(TRUTH_FILE))?.known_failure;
-        let after = mark_one(bin, &run)?.known_failure;
-        let change = match (&before, &after) {
-            (None, None) => "passes".to_string(),
-            (Some(_), None) => "passes now: known_failure removed".to_string(),
-            (b, Some(a)) if b.as_deref() == Some(a.as_str()) => format!("known failure: {a}"),
-            (_, Some(a)) => format!("known failure now: {a}"),
-        };
-        println!("{}: {change}", run.display());
+        if intervals.is_empty() {
+            let before = Truth::read(&run.join(TRUTH_FILE))?.known_failure;
+            let after = mark_one(bin, &run)?.known_failure;
+            println!(
+                "{}: {}",
+                run.display(),
+                change_text(before.as_ref(), after.as_ref())
+            );
+        }
+        for &iv in intervals {
+            let before = Truth::read(&run.join(TRUTH_FILE))?;
+            let after = mark_one_at(bin, &run, iv)?;
+            println!(
+                "{} at {}: {}",
+                run.display(),
+                duration_text(iv),
+                change_text(
+                    interval::known_failure_at(&before, iv),
+                    interval::known_failure_at(&after, iv)
+                )
+            );
+        }
     }
     Ok(0)
 }

@@ -115,8 +115,16 @@ pub fn rfc3339_ms(s: &str) -> Option<i64> {
         .map(|t| t.timestamp_millis())
 }
 
-/// Judges `verdict` against `truth`.
+/// Judges `verdict` against `truth`, the onset within
+/// [[`ONSET_EARLIEST_S`], [`ONSET_LATEST_S`]].
 pub fn judge(truth: &Truth, verdict: &Value) -> Judgement {
+    judge_within(truth, verdict, ONSET_LATEST_S)
+}
+
+/// Judges `verdict` against `truth`, the onset within
+/// [[`ONSET_EARLIEST_S`], `onset_latest_s`] (wider for a recording read at a
+/// slower scrape interval: `crate::interval::onset_latest_s`).
+pub fn judge_within(truth: &Truth, verdict: &Value, onset_latest_s: f64) -> Judgement {
     let got = got(verdict);
     let want = &truth.expect;
     // A fault undone before the recording ends may be over by the end of the
@@ -176,16 +184,29 @@ pub fn judge(truth: &Truth, verdict: &Value) -> Judgement {
             }
         },
     );
-    let onset_ms = got.onset.as_deref().and_then(rfc3339_ms);
-    let delta = match (truth.injected_at_ms, onset_ms) {
-        (Some(inj), Some(on)) => Some((on - inj) as f64 / 1000.0),
-        _ => None,
-    };
-    let judged_onset = truth.injected_at_ms.is_some() && want.status != "healthy" && !healthy_ok;
-    checks.push(Check {
+    checks.push(onset_check(truth, &got, healthy_ok, onset_latest_s));
+    Judgement {
+        onset_delta_s: onset_delta_s(truth, &got),
+        got,
+        checks,
+    }
+}
+
+/// Onset minus injection, in seconds, when both exist.
+fn onset_delta_s(truth: &Truth, got: &Got) -> Option<f64> {
+    let onset_ms = got.onset.as_deref().and_then(rfc3339_ms)?;
+    Some((onset_ms - truth.injected_at_ms?) as f64 / 1000.0)
+}
+
+/// The onset criterion: within [[`ONSET_EARLIEST_S`], `latest`] of the
+/// injection, judged for a fault answered as one.
+fn onset_check(truth: &Truth, got: &Got, healthy_ok: bool, latest: f64) -> Check {
+    let delta = onset_delta_s(truth, got);
+    let judged_onset = truth.injected_at_ms.is_some() && truth.expect.status != "healthy" && !healthy_ok;
+    Check {
         criterion: "onset",
         expected: if judged_onset {
-            format!("{ONSET_EARLIEST_S:+}s..{ONSET_LATEST_S:+}s")
+            onset_bound_text(latest)
         } else {
             "-".into()
         },
@@ -195,16 +216,16 @@ pub fn judge(truth: &Truth, verdict: &Value) -> Judgement {
             (None, None) => "-".into(),
         },
         outcome: if judged_onset {
-            outcome(delta.is_some_and(|d| (ONSET_EARLIEST_S..=ONSET_LATEST_S).contains(&d)))
+            outcome(delta.is_some_and(|d| (ONSET_EARLIEST_S..=latest).contains(&d)))
         } else {
             Outcome::NotApplicable
         },
-    });
-    Judgement {
-        got,
-        onset_delta_s: delta,
-        checks,
     }
+}
+
+/// The accepted onset range, as the table and the failures say it: `-5s..+20s`.
+pub fn onset_bound_text(latest: f64) -> String {
+    format!("{}..{}", onset_text(ONSET_EARLIEST_S), onset_text(latest))
 }
 
 /// An onset offset in seconds, to the tenth when it is not whole: +20.1 s
@@ -296,6 +317,7 @@ mod tests {
             events: vec![],
             known_failure: None,
             known_failure_logs: None,
+            known_failures_at: Default::default(),
         }
     }
 

@@ -4,5 +4,6 @@
 //! and judges `cptriage diagnose`; the repository's regression test of the
 //! committed recordings (tests/lab_recordings.rs) uses this library only.
 
+pub mod interval;
 pub mod judge;
 pub mod truth;

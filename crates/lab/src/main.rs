@@ -180,6 +180,19 @@ struct JudgeArgs {
     /// member and onset, and never healthy), or from both.
     #[arg(long, value_enum, default_value = "metrics")]
     from: verdicts::DiagnoseFrom,
+    /// Judge each run as a Prometheus scraping every DUR would have recorded
+    /// it (repeatable or a comma list: `--interval 15s,30s`; one table each):
+    /// each target's first snapshot, then each next one at least DUR after
+    /// the last kept, in a temporary copy. A run whose cluster came up less
+    /// than one rate window (4 × DUR) before its recording, or whose first
+    /// quarter (the baseline) ends after the injection, is listed as too
+    /// short, not judged; the latest accepted onset grows by DUR minus the
+    /// recording's interval; truth.json `known_failures_at` holds the known
+    /// failures per DUR. A DUR not above the recording's interval judges it
+    /// as it is. Ignored with `--from logs`; `--from both` subsamples the
+    /// recording only.
+    #[arg(long, value_name = "DUR", value_delimiter = ',', value_parser = parse_duration)]
+    interval: Vec<Duration>,
 }
 
 #[derive(Debug, Args)]
@@ -189,6 +202,11 @@ struct MarkArgs {
     dirs: Vec<PathBuf>,
     #[command(flatten)]
     bin: BinArgs,
+    /// Judge the recordings as scraped every DUR (like `lab judge
+    /// --interval`) and rewrite `known_failures_at` for DUR instead of
+    /// `known_failure`; runs too short for DUR lose their entry.
+    #[arg(long, value_name = "DUR", value_delimiter = ',', value_parser = parse_duration)]
+    interval: Vec<Duration>,
 }
 
 #[derive(Debug, Args)]
@@ -271,7 +289,7 @@ fn run(cli: Cli) -> Result<i32, LabError> {
     match cli.command {
         Cmd::Run(a) => cmd_run(a, &log),
         Cmd::Judge(a) => cmd_judge(a),
-        Cmd::Mark(a) => export::mark(&a.dirs, &a.bin.path()),
+        Cmd::Mark(a) => export::mark(&a.dirs, &a.bin.path(), &millis(&a.interval)),
         Cmd::Export(a) => export::run(&a.runs, &a.to, a.mark_known_failures.then(|| a.bin.path())),
         Cmd::Fetch(a) => {
             let b = cluster::resolve("3.5", &a.dir(), &log)?;
@@ -396,7 +414,11 @@ fn cmd_run(a: RunArgs, log: &Log) -> Result<i32, LabError> {
                                 r.judgement.failures().join("; ")
                             ));
                             results.push(r);
-                            verdicts::write_results(&session.join("results.json"), &judge, &results)?;
+                            verdicts::write_results(
+                                &session.join("results.json"),
+                                &judge,
+                                &[verdicts::Block::as_recorded(results.clone())],
+                            )?;
                         }
                         Err(e) => {
                             log.say(&format!("{name}: not judged: {e}"));
@@ -421,6 +443,11 @@ fn cmd_run(a: RunArgs, log: &Log) -> Result<i32, LabError> {
     Ok(i32::from(!results.iter().all(|r| r.pass)))
 }
 
+/// Durations as unix-ms spans.
+fn millis(d: &[Duration]) -> Vec<i64> {
+    d.iter().map(|d| d.as_millis() as i64).collect()
+}
+
 fn cmd_judge(a: JudgeArgs) -> Result<i32, LabError> {
     let cptriage = a.bin.path();
     let judge = verdicts::Judge::of(&cptriage, &repo_root())?;
@@ -433,23 +460,36 @@ fn cmd_judge(a: JudgeArgs) -> Result<i32, LabError> {
             without.len()
         );
     }
-    let t = std::time::Instant::now();
-    let results = verdicts::judge_all(&cptriage, &runs, a.jobs, a.from)?;
-    println!("{}", verdicts::table(&results));
-    if a.why {
-        for r in results.iter().filter(|r| !r.pass) {
-            println!("{}: {}", r.run.display(), r.judgement.failures().join("; "));
+    let intervals: Vec<Option<i64>> = if a.interval.is_empty() || a.from == verdicts::DiagnoseFrom::Logs {
+        if !a.interval.is_empty() {
+            eprintln!("--interval ignored: --from logs reads no recording");
         }
+        vec![None]
+    } else {
+        millis(&a.interval).into_iter().map(Some).collect()
+    };
+    let t = std::time::Instant::now();
+    let mut blocks = Vec::new();
+    for iv in intervals {
+        let b = verdicts::judge_block(&cptriage, &runs, a.jobs, a.from, iv)?;
+        println!("{}", verdicts::block_text(&b));
+        if a.why {
+            for r in b.results.iter().filter(|r| !r.pass) {
+                println!("{}: {}", r.run.display(), r.judgement.failures().join("; "));
+            }
+        }
+        blocks.push(b);
     }
     eprintln!(
         "judged {} runs with {} ({}) in {:.1?}",
-        results.len(),
+        blocks.iter().map(|b| b.results.len()).sum::<usize>(),
         judge.version,
         judge.commit.as_deref().unwrap_or("commit unknown"),
         t.elapsed()
     );
     if let Some(p) = &a.results {
-        verdicts::write_results(p, &judge, &results)?;
+        verdicts::write_results(p, &judge, &blocks)?;
     }
-    Ok(i32::from(!results.iter().all(|r| r.pass)))
+    let all_pass = blocks.iter().flat_map(|b| &b.results).all(|r| r.pass);
+    Ok(i32::from(!all_pass))
 }

@@ -977,6 +977,7 @@ fn finish(plan: &Plan<'_>, mut run: Running, mut fault: Injected, mut g: Gather)
         events: g.events,
         known_failure: None,
         known_failure_logs: None,
+        known_failures_at: Default::default(),
     };
     let text = serde_json::to_string_pretty(&truth).map_err(|e| LabError::msg(e.to_string()))?;
     fs::write(plan.dir.join(TRUTH_FILE), text + "\n")?;

@@ -2,6 +2,7 @@
 //! done to the cluster, when (wall clock, unix ms, logged at the moment of the
 //! injection), and the verdict cptriage should give.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -77,6 +78,12 @@ pub struct Truth {
     /// (`judge::judge_logs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub known_failure_logs: Option<String>,
+    /// The same for the verdict from the recording subsampled to a slower
+    /// scrape interval (`lab judge --interval`, crate::interval), keyed by
+    /// that interval (`15s`, `30s`). `known_failure` stays the recording's
+    /// own interval's.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub known_failures_at: BTreeMap<String, String>,
 }
 
 /// A ground-truth file that cannot be used.

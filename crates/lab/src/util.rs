@@ -2,6 +2,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+pub(crate) use cptriage_lab::interval::parse_duration;
+
 /// A lab failure, with the message to print.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum LabError {
@@ -11,6 +13,8 @@ pub(crate) enum LabError {
     Io(#[from] std::io::Error),
     #[error(transparent)]
     Truth(#[from] cptriage_lab::truth::TruthError),
+    #[error(transparent)]
+    Subsample(#[from] cptriage_lab::interval::SubsampleError),
 }
 
 impl LabError {
@@ -32,41 +36,6 @@ pub(crate) fn rfc3339(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
         .unwrap_or_else(|| ms.to_string())
-}
-
-/// Parses `90s`, `5m`, `1m30s`, `250ms`.
-pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    let mut total_ms: u64 = 0;
-    let mut num = String::new();
-    let mut chars = s.chars().peekable();
-    if s.is_empty() {
-        return Err("empty duration".into());
-    }
-    while let Some(c) = chars.next() {
-        if c.is_ascii_digit() {
-            num.push(c);
-            continue;
-        }
-        let n: u64 = num
-            .parse()
-            .map_err(|_| format!("`{s}`: a number must come before each unit"))?;
-        num.clear();
-        let unit_ms = match c {
-            'h' => 3_600_000,
-            'm' if chars.peek() == Some(&'s') => {
-                chars.next();
-                1
-            }
-            'm' => 60_000,
-            's' => 1000,
-            _ => return Err(format!("`{s}`: unknown unit `{c}` (use h, m, s, ms)")),
-        };
-        total_ms += n * unit_ms;
-    }
-    if !num.is_empty() {
-        return Err(format!("`{s}`: a unit must follow `{num}` (h, m, s, ms)"));
-    }
-    Ok(std::time::Duration::from_millis(total_ms))
 }
 
 #[cfg(test)]

@@ -11,7 +11,10 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde::Serialize;
 use serde_json::Value;
 
-use cptriage_lab::judge::{judge, judge_logs, Judgement, Outcome, CRITERIA};
+use cptriage_lab::interval::{self, duration_text, subsample, Sampling, TooShort};
+use cptriage_lab::judge::{
+    judge_logs, judge_within, onset_bound_text, Judgement, Outcome, CRITERIA, ONSET_EARLIEST_S,
+};
 use cptriage_lab::truth::{Truth, ETCD_LOG_DIR, LOGS_DIR, RECORDING_DIR, TRUTH_FILE};
 
 use crate::util::LabError;
@@ -26,6 +29,13 @@ pub(crate) struct Result1 {
     pub expect: cptriage_lab::truth::Expect,
     pub members: Vec<String>,
     pub injected_at_ms: Option<i64>,
+    /// The scrape interval judged at, seconds: the recording's own, or the
+    /// slower one it was subsampled to.
+    pub interval_seconds: f64,
+    /// The recording was subsampled to `interval_seconds`.
+    pub subsampled: bool,
+    /// The accepted onset, seconds after the injection: [earliest, latest].
+    pub onset_window_seconds: [f64; 2],
     pub exit_code: Option<i32>,
     /// `diagnose` failed to produce a verdict: its stderr.
     pub error: Option<String>,
@@ -72,13 +82,142 @@ impl Judge {
     }
 }
 
-/// The results file.
+/// The results file, schema `cptriage-lab/results/v2`:
+///
+/// ```text
+/// { "schema": "cptriage-lab/results/v2",
+///   "cptriage": { "path", "version", "commit" },
+///   "intervals": [ {                 // one per `lab judge --interval`, in order
+///       "interval_seconds": 30,      // null: the recordings as they are
+///       "window_seconds": 120,       // cptriage's rate window there; null as recorded
+///       "results": [ Result1… ],     // the runs judged
+///       "too_short": [ { "run", "reason" } ] } ] }   // not judged, not failures
+/// ```
+///
+/// Each result (`Result1`) has v1's fields plus `interval_seconds` (the
+/// interval it was judged at), `subsampled` and `onset_window_seconds`
+/// ([earliest, latest] seconds after the injection). v1 had one `results`
+/// list and one top-level `onset_window_seconds`.
 #[derive(Debug, Serialize)]
 pub(crate) struct Results<'a> {
     pub schema: &'static str,
     pub cptriage: &'a Judge,
-    pub onset_window_seconds: [f64; 2],
-    pub results: &'a [Result1],
+    pub intervals: &'a [Block],
+}
+
+/// A run not judged at an interval: its data cannot hold a verdict there.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct TooShortRun {
+    pub run: PathBuf,
+    pub reason: String,
+    #[serde(skip)]
+    pub why: TooShort,
+}
+
+/// The runs judged at one interval (none: as recorded).
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Block {
+    pub interval_seconds: Option<f64>,
+    pub window_seconds: Option<f64>,
+    pub results: Vec<Result1>,
+    pub too_short: Vec<TooShortRun>,
+}
+
+impl Block {
+    /// The recordings as they are.
+    pub(crate) fn as_recorded(results: Vec<Result1>) -> Block {
+        Block {
+            interval_seconds: None,
+            window_seconds: None,
+            results,
+            too_short: Vec::new(),
+        }
+    }
+}
+
+/// Judges `runs` at `interval_ms` (none: as recorded): the runs whose data
+/// can hold a verdict there are diagnosed, the others listed as too short.
+/// From logs alone the interval is ignored.
+pub(crate) fn judge_block(
+    cptriage: &Path,
+    runs: &[PathBuf],
+    jobs: usize,
+    from: DiagnoseFrom,
+    interval_ms: Option<i64>,
+) -> Result<Block, LabError> {
+    let interval_ms = interval_ms.filter(|_| from != DiagnoseFrom::Logs);
+    let Some(iv) = interval_ms else {
+        return Ok(Block::as_recorded(judge_all(cptriage, runs, jobs, from, None)?));
+    };
+    let mut eligible = Vec::new();
+    let mut too_short = Vec::new();
+    for run in runs {
+        let truth = Truth::read(&run.join(TRUTH_FILE))?;
+        match interval::eligibility(&truth, iv) {
+            Ok(()) => eligible.push(run.clone()),
+            Err(why) => too_short.push(TooShortRun {
+                run: run.clone(),
+                reason: why.to_string(),
+                why,
+            }),
+        }
+    }
+    Ok(Block {
+        interval_seconds: Some(iv as f64 / 1000.0),
+        window_seconds: Some(interval::window_ms(iv) as f64 / 1000.0),
+        results: judge_all(cptriage, &eligible, jobs, from, interval_ms)?,
+        too_short,
+    })
+}
+
+/// A block as `lab judge` prints it: for an interval, its title, then the
+/// table, then the runs too short for it.
+pub(crate) fn block_text(b: &Block) -> String {
+    let mut out = String::new();
+    if let (Some(iv), Some(w)) = (b.interval_seconds, b.window_seconds) {
+        let _ = writeln!(
+            out,
+            "judged as scraped every {} (window {}): {} runs, {} too short\n",
+            duration_text((iv * 1000.0) as i64),
+            duration_text((w * 1000.0) as i64),
+            b.results.len(),
+            b.too_short.len()
+        );
+    }
+    out.push_str(&table(&b.results));
+    out.push_str(&too_short_text(b));
+    out
+}
+
+/// The runs too short for a block's interval, once each, grouped by reason:
+/// `too short for 30s: <reason>: run (up 15 s), …`.
+fn too_short_text(b: &Block) -> String {
+    let iv = duration_text((b.interval_seconds.unwrap_or(0.0) * 1000.0) as i64);
+    let mut kinds: Vec<String> = b.too_short.iter().map(|t| t.why.kind()).collect();
+    kinds.sort();
+    kinds.dedup();
+    let mut out = String::new();
+    for k in kinds {
+        let runs: Vec<String> = b
+            .too_short
+            .iter()
+            .filter(|t| t.why.kind() == k)
+            .map(|t| {
+                let name = t
+                    .run
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .to_string();
+                match t.why.amount() {
+                    Some(a) => format!("{name} ({a})"),
+                    None => name,
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "too short for {iv}: {k}: {}", runs.join(", "));
+    }
+    out
 }
 
 /// Finds run directories (holding `truth.json`) under each path, sorted.
@@ -156,30 +295,49 @@ pub(crate) fn has_input(run: &Path, from: DiagnoseFrom) -> bool {
 
 /// Runs `cptriage diagnose` on a run's recording and judges it.
 pub(crate) fn diagnose_and_judge(cptriage: &Path, run: &Path) -> Result<(Result1, Option<Value>), LabError> {
-    diagnose_and_judge_from(cptriage, run, DiagnoseFrom::Metrics)
+    diagnose_and_judge_from(cptriage, run, DiagnoseFrom::Metrics, None)
 }
 
-/// Runs `cptriage diagnose` on a run's recording, logs, or both, and judges it.
-pub(crate) fn diagnose_and_judge_from(
-    cptriage: &Path,
-    run: &Path,
-    from: DiagnoseFrom,
-) -> Result<(Result1, Option<Value>), LabError> {
-    let truth = Truth::read(&run.join(TRUTH_FILE))?;
+/// The recording to diagnose: the run's own, or a subsampled copy in a
+/// temporary directory (removed when the returned guard drops).
+fn recording_at(run: &Path, sampling: Sampling) -> Result<(PathBuf, Option<tempfile::TempDir>), LabError> {
     let rec = run.join(RECORDING_DIR);
+    let Sampling::Every(iv) = sampling else {
+        return Ok((rec, None));
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix("cptriage-lab-interval-")
+        .tempdir()?;
+    let out = tmp.path().join(RECORDING_DIR);
+    subsample(&rec, &out, iv)?;
+    Ok((out, Some(tmp)))
+}
+
+/// What `cptriage diagnose -o json` answered.
+struct Diagnosis {
+    verdict: Option<Value>,
+    exit_code: Option<i32>,
+    /// No verdict: why.
+    error: Option<String>,
+}
+
+/// Runs `cptriage diagnose -o json` on a recording and/or logs.
+fn diagnose(
+    cptriage: &Path,
+    rec: Option<&Path>,
+    logs: Option<&Path>,
+    to_ms: Option<i64>,
+) -> Result<Diagnosis, LabError> {
     let mut cmd = Command::new(cptriage);
     cmd.arg("diagnose");
-    if from != DiagnoseFrom::Logs {
-        cmd.arg("--dump").arg(&rec);
+    if let Some(rec) = rec {
+        cmd.arg("--dump").arg(rec);
     }
-    if from != DiagnoseFrom::Metrics {
-        cmd.arg("--logs").arg(logs_dir(run));
+    if let Some(logs) = logs {
+        cmd.arg("--logs").arg(logs);
     }
-    if from == DiagnoseFrom::Logs {
-        // The run ends with its recording: the lab's teardown after it (the
-        // members killed) is not part of the scenario.
-        cmd.arg("--to")
-            .arg(format!("{}", (truth.recording_to_ms + 999) / 1000));
+    if let Some(to) = to_ms {
+        cmd.arg("--to").arg(format!("{}", (to + 999) / 1000));
     }
     let out = cmd
         .args(["-o", "json"])
@@ -190,11 +348,51 @@ pub(crate) fn diagnose_and_judge_from(
         let e = String::from_utf8_lossy(&out.stderr);
         format!("no JSON verdict (exit {:?}): {}", out.status.code(), e.trim())
     });
+    Ok(Diagnosis {
+        verdict,
+        exit_code: out.status.code(),
+        error,
+    })
+}
+
+/// Runs `cptriage diagnose` on a run's recording, logs, or both, and judges
+/// it; with `interval_ms`, the recording as scraped at that interval
+/// (crate `interval`; the logs are never subsampled).
+pub(crate) fn diagnose_and_judge_from(
+    cptriage: &Path,
+    run: &Path,
+    from: DiagnoseFrom,
+    interval_ms: Option<i64>,
+) -> Result<(Result1, Option<Value>), LabError> {
+    let truth = Truth::read(&run.join(TRUTH_FILE))?;
+    // 0: not above any recording's own interval, i.e. the recording as it is.
+    let interval_ms = interval_ms.filter(|_| from != DiagnoseFrom::Logs).unwrap_or(0);
+    let sampling = interval::sampling(&truth, interval_ms);
+    let (rec, _tmp) = recording_at(run, sampling)?;
+    let logs = (from != DiagnoseFrom::Metrics).then(|| logs_dir(run));
+    // From logs alone, the run ends with its recording: the lab's teardown
+    // after it (the members killed) is not part of the scenario.
+    let Diagnosis {
+        verdict,
+        exit_code,
+        error,
+    } = diagnose(
+        cptriage,
+        (from != DiagnoseFrom::Logs).then_some(rec.as_path()),
+        logs.as_deref(),
+        (from == DiagnoseFrom::Logs).then_some(truth.recording_to_ms),
+    )?;
     let v = verdict.as_ref().unwrap_or(&Value::Null);
+    let latest = interval::onset_latest_s(&truth, interval_ms);
     let judgement = if from == DiagnoseFrom::Logs {
         judge_logs(&truth, v)
     } else {
-        judge(&truth, v)
+        judge_within(&truth, v, latest)
+    };
+    let known_failure = if from == DiagnoseFrom::Logs {
+        truth.known_failure_logs.clone()
+    } else {
+        interval::known_failure_at(&truth, interval_ms).cloned()
     };
     Ok((
         Result1 {
@@ -204,15 +402,14 @@ pub(crate) fn diagnose_and_judge_from(
             expect: truth.expect.clone(),
             members: truth.members.clone(),
             injected_at_ms: truth.injected_at_ms,
-            exit_code: out.status.code(),
+            interval_seconds: interval::effective_ms(&truth, interval_ms) as f64 / 1000.0,
+            subsampled: sampling != Sampling::AsRecorded,
+            onset_window_seconds: [ONSET_EARLIEST_S, latest],
+            exit_code,
             error,
             pass: judgement.pass(),
             judgement,
-            known_failure: if from == DiagnoseFrom::Logs {
-                truth.known_failure_logs.clone()
-            } else {
-                truth.known_failure.clone()
-            },
+            known_failure,
         },
         verdict,
     ))
@@ -224,6 +421,7 @@ pub(crate) fn judge_all(
     runs: &[PathBuf],
     jobs: usize,
     from: DiagnoseFrom,
+    interval_ms: Option<i64>,
 ) -> Result<Vec<Result1>, LabError> {
     let next = Mutex::new(0usize);
     let slots: Mutex<Vec<Option<Result<Result1, LabError>>>> =
@@ -240,7 +438,7 @@ pub(crate) fn judge_all(
                 if i >= runs.len() {
                     break;
                 }
-                let r = diagnose_and_judge_from(cptriage, &runs[i], from).map(|(r, _)| r);
+                let r = diagnose_and_judge_from(cptriage, &runs[i], from, interval_ms).map(|(r, _)| r);
                 slots.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
             });
         }
@@ -305,14 +503,35 @@ fn run_name(r: &Result1) -> String {
         .unwrap_or_default()
 }
 
+/// The onset column's header: with the accepted range when every run
+/// shares it (`onset -5s..+45s`).
+fn onset_header(results: &[Result1]) -> String {
+    let mut bounds: Vec<String> = results
+        .iter()
+        .map(|r| onset_bound_text(r.onset_window_seconds[1]))
+        .collect();
+    bounds.sort();
+    bounds.dedup();
+    match bounds.as_slice() {
+        [one] => format!("onset {one}"),
+        _ => "onset".into(),
+    }
+}
+
 /// The confusion table: one row per run, a column per criterion, then totals
 /// per scenario and etcd version.
 pub(crate) fn table(results: &[Result1]) -> String {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
-    let mut header = vec!["scenario", "etcd", "run", "expected", "got"];
-    header.extend(CRITERIA);
-    header.push("result");
+    let mut header: Vec<String> = ["scenario", "etcd", "run", "expected", "got"]
+        .iter()
+        .map(|h| h.to_string())
+        .collect();
+    header.extend(CRITERIA.iter().map(|c| match *c {
+        "onset" => onset_header(results),
+        c => c.to_string(),
+    }));
+    header.push("result".into());
     t.set_header(header);
     for r in results {
         let mut row = vec![
@@ -450,16 +669,12 @@ fn matrix(results: &[Result1]) -> String {
     t.to_string()
 }
 
-/// Writes the results file (JSON).
-pub(crate) fn write_results(path: &Path, judge: &Judge, results: &[Result1]) -> Result<(), LabError> {
+/// Writes the results file (JSON, [`Results`]).
+pub(crate) fn write_results(path: &Path, judge: &Judge, blocks: &[Block]) -> Result<(), LabError> {
     let doc = Results {
-        schema: "cptriage-lab/results/v1",
+        schema: "cptriage-lab/results/v2",
         cptriage: judge,
-        onset_window_seconds: [
-            cptriage_lab::judge::ONSET_EARLIEST_S,
-            cptriage_lab::judge::ONSET_LATEST_S,
-        ],
-        results,
+        intervals: blocks,
     };
     let text = serde_json::to_string_pretty(&doc).map_err(|e| LabError::msg(e.to_string()))?;
     std::fs::write(path, text + "\n").map_err(|e| LabError::msg(format!("`{}`: {e}", path.display())))
