@@ -201,7 +201,7 @@ pub(super) fn judge_signal(input: &SignalInput, plan: &Plan) -> Judged {
         for (inst, vals) in &input.values {
             let b = baseline.get(inst).copied();
             let raw = raw_lit(input, inst, vals, b, plan);
-            let mut p = persist(&raw, plan);
+            let mut p = persist(&raw, &blank_steps(vals, plan.steps.len()), plan);
             if let Some(short) = &input.short {
                 if let Some(svals) = short.values.get(inst) {
                     let sraw = raw_lit(short, inst, svals, b, plan);
@@ -268,6 +268,17 @@ fn raw_lit(
         .collect()
 }
 
+/// The steps whose value is NaN: the expression had nothing to measure in
+/// the window (no probe round trip recorded, no request answered). They are
+/// unlit, but they are no evidence that a lit run ended: etcd records its
+/// peers' round trips every 30 s, so a 20 s window holds one only part of the
+/// time.
+fn blank_steps(vals: &[Option<f64>], n: usize) -> Vec<bool> {
+    (0..n)
+        .map(|i| vals.get(i).copied().flatten().is_some_and(f64::is_nan))
+        .collect()
+}
+
 /// Dates each confirmed run back over the steps just before it where the
 /// short window is lit (at most `max` steps): the full window dilutes a new
 /// fault with what came before it, the short one does not. Only runs the full
@@ -306,9 +317,11 @@ struct Persisted {
 /// alert's `for:`: lit steps separated by fewer unlit milliseconds than the
 /// persistence form one run, and a run counts when its first and last lit steps
 /// are at least the persistence apart. Unlit gaps inside a counted run become
-/// lit (one episode, not several); unknown steps stay unknown. A run too short
-/// that reaches the assessment time may still grow: its steps are unknown.
-fn persist(raw: &[Option<bool>], plan: &Plan) -> Persisted {
+/// lit (one episode, not several); unknown steps stay unknown. Blank steps
+/// (nothing measured, [`blank_steps`]) neither break a run nor count as its
+/// unlit time. A run too short that reaches the assessment time (or is
+/// followed only by blank steps up to it) may still grow: its steps are unknown.
+fn persist(raw: &[Option<bool>], blank: &[bool], plan: &Plan) -> Persisted {
     let mut out = raw.to_vec();
     let lit_idx: Vec<usize> = (0..raw.len()).filter(|&i| raw[i] == Some(true)).collect();
     let mut transient = 0;
@@ -320,7 +333,7 @@ fn persist(raw: &[Option<bool>], plan: &Plan) -> Persisted {
             let (a, b) = (lit_idx[end], lit_idx[end + 1]);
             // Unlit time between two lit steps (unknown steps do not break a run).
             let unlit: Millis = (a + 1..b)
-                .filter(|&i| raw[i] == Some(false))
+                .filter(|&i| raw[i] == Some(false) && !blank.get(i).copied().unwrap_or(false))
                 .map(|i| plan.steps[i].saturating_sub(plan.steps[i - 1]))
                 .sum();
             if unlit < plan.persistence || (unlit == 0) {
@@ -337,7 +350,7 @@ fn persist(raw: &[Option<bool>], plan: &Plan) -> Persisted {
                     *x = Some(true);
                 }
             }
-        } else if last >= plan.at {
+        } else if last >= plan.at || (last + 1..=plan.at).all(|i| blank.get(i).copied().unwrap_or(false)) {
             pending += end - k + 1;
             for x in out.iter_mut().take(last + 1).skip(first) {
                 if *x == Some(true) {
@@ -478,26 +491,53 @@ mod tests {
         let f = Some(false);
         let l = Some(true);
         // 3 lit steps = 10 s from first to last: transient.
-        let r = persist(&[f, l, l, l, f, f, f, f, f, f], &p);
+        let r = persist(&[f, l, l, l, f, f, f, f, f, f], &[false; 10], &p);
         assert_eq!(r.lit, vec![f; 10]);
         assert_eq!(r.transient, 3);
         // 5 lit steps = 20 s: counts.
-        let r = persist(&[f, l, l, l, l, l, f, f, f, f], &p);
+        let r = persist(&[f, l, l, l, l, l, f, f, f, f], &[false; 10], &p);
         assert_eq!(r.lit[1..6], [l; 5]);
         // Two short runs 5 s apart (gap shorter than 20 s) are one run of 25 s.
-        let r = persist(&[l, l, f, l, l, l, f, f, f, f], &p);
+        let r = persist(&[l, l, f, l, l, l, f, f, f, f], &[false; 10], &p);
         assert_eq!(r.lit[0..6], [l; 6]);
         // A short run at the end may still grow: unknown, not unlit.
-        let r = persist(&[f, f, f, f, f, f, f, f, l, l], &p);
+        let r = persist(&[f, f, f, f, f, f, f, f, l, l], &[false; 10], &p);
         assert_eq!(r.lit[8..], [None, None]);
         assert_eq!(r.pending, 2);
         // Persistence 0: every lit step counts.
         let p0 = plan(&steps, 0, &t);
-        let r = persist(&[f, l, f, f, f, f, f, f, f, f], &p0);
+        let r = persist(&[f, l, f, f, f, f, f, f, f, f], &[false; 10], &p0);
         assert_eq!(r.lit[1], l);
         // Unknown steps neither break nor extend a run.
-        let r = persist(&[l, None, None, None, l, f, f, f, f, f], &p);
+        let r = persist(&[l, None, None, None, l, f, f, f, f, f], &[false; 10], &p);
         assert_eq!(r.lit[0], l);
         assert_eq!(r.lit[1], None);
+    }
+
+    #[test]
+    fn steps_with_nothing_measured_do_not_break_a_run() {
+        // etcd records a peer round trip every 30 s: a 20 s window at 5 s
+        // steps may see one for 3 steps, then none for 4.
+        let steps: Vec<Millis> = (0..12).map(|i| i * 5000).collect();
+        let t = th();
+        let p = plan(&steps, 20_000, &t);
+        let (f, l) = (Some(false), Some(true));
+        let raw = [f, l, l, l, f, f, f, f, l, l, l, f];
+        let mut blank = [false; 12];
+        blank[4..8].fill(true);
+        let r = persist(&raw, &blank, &p);
+        assert_eq!(r.lit[1..11], [l; 10], "one run of 45 s from step 1");
+        assert_eq!(r.transient, 0);
+        // The same gap measured unlit: two runs of 10 s, neither counts.
+        let r = persist(&raw, &[false; 12], &p);
+        assert_eq!(r.lit, vec![f; 12]);
+        assert_eq!(r.transient, 6);
+        // A short run followed only by blank steps to the end may still grow.
+        let raw = [f, f, f, f, f, f, f, f, l, l, f, f];
+        let mut blank = [false; 12];
+        blank[10..].fill(true);
+        let r = persist(&raw, &blank, &p);
+        assert_eq!(r.lit[8..10], [None, None]);
+        assert_eq!(r.pending, 2);
     }
 }
