@@ -1196,6 +1196,7 @@ mod tests {
                 factor: 4.0,
                 floor: 0.05,
                 direction: Direction::Above,
+                peers: false,
             }),
             combine: Combine::Any,
         };
@@ -1213,6 +1214,7 @@ mod tests {
                 factor: 0.2,
                 floor: 1.0,
                 direction: Direction::Below,
+                peers: false,
             }),
             combine: Combine::Any,
         };

@@ -628,6 +628,7 @@ fn check_placeholder(
         .or(top)
         .or_else(|| ph.strip_suffix(".since"))
         .or_else(|| ph.strip_suffix(".others"))
+        .or_else(|| ph.strip_suffix(".peers"))
         .or_else(|| ph.strip_prefix("if:"))
         .unwrap_or(ph);
     if ph == "instance" || ph == "others" {

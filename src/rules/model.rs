@@ -474,6 +474,14 @@ pub struct Relative {
     pub floor: f64,
     #[serde(default)]
     pub direction: Direction,
+    /// Where no instance has a baseline (the window holds no step outside
+    /// warm-up in its first quarter), judge each step against the median of
+    /// the other instances at that step instead (at least two of them). Only
+    /// for signals on which the instances are peers doing the same work
+    /// (the round trips of the probes to each etcd member): one member far
+    /// from the others is the anomaly a baseline would have shown.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub peers: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]

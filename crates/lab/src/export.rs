@@ -386,15 +386,14 @@ pub(crate) fn mark(dirs: &[PathBuf], bin: &Path, intervals: &[i64]) -> Result<i3
         for &iv in intervals {
             let before = Truth::read(&run.join(TRUTH_FILE))?;
             let after = mark_one_at(bin, &run, iv)?;
-            println!(
-                "{} at {}: {}",
-                run.display(),
-                duration_text(iv),
-                change_text(
+            let change = match interval::eligibility(&after, iv) {
+                Err(short) => format!("too short, not judged: {short}"),
+                Ok(()) => change_text(
                     interval::known_failure_at(&before, iv),
-                    interval::known_failure_at(&after, iv)
-                )
-            );
+                    interval::known_failure_at(&after, iv),
+                ),
+            };
+            println!("{} at {}: {change}", run.display(), duration_text(iv));
         }
     }
     Ok(0)

@@ -19,8 +19,11 @@
 //!   recording started, and (b) for a fault, the first quarter of the
 //!   recording ends no later than the injection.
 //! - **Onset** ([`onset_latest_s`]): a fault injected just after a scrape is
-//!   first seen one interval later, so the latest accepted onset grows by
-//!   the interval minus the recording's own.
+//!   first seen one interval later, and a rate or ratio over the window
+//!   (four scrapes) passes its threshold about one scrape after the first
+//!   changed sample; each of the two delays grows by the interval minus the
+//!   recording's own, so the latest accepted onset grows by twice that
+//!   (+40 s at 15 s, +70 s at 30 s, for a 5 s recording).
 //!
 //! An interval not above the recording's own judges the recording as it is:
 //! no subsampling, no eligibility rule, the plain bound and `known_failure`.
@@ -69,10 +72,12 @@ pub fn window_ms(interval_ms: i64) -> i64 {
 }
 
 /// The latest accepted onset at `interval_ms`, seconds after the injection:
-/// [`ONSET_LATEST_S`] plus the sampling delay the slower scrape adds.
+/// [`ONSET_LATEST_S`] plus the two delays the slower scrape adds (the first
+/// scrape after the injection, the window's crossing of a threshold), each
+/// the interval minus the recording's own.
 pub fn onset_latest_s(truth: &Truth, interval_ms: i64) -> f64 {
     let extra = effective_ms(truth, interval_ms) - recorded_ms(truth);
-    ONSET_LATEST_S + extra as f64 / 1000.0
+    ONSET_LATEST_S + 2.0 * extra as f64 / 1000.0
 }
 
 /// Scrape times kept at `interval_ms`: the first, then each at least the
@@ -540,14 +545,14 @@ mod tests {
         let t = truth(Some(1_000_000), Some(200));
         assert_eq!(onset_latest_s(&t, 5000), 20.0);
         assert_eq!(onset_latest_s(&t, 1000), 20.0);
-        assert_eq!(onset_latest_s(&t, 15_000), 30.0);
-        assert_eq!(onset_latest_s(&t, 30_000), 45.0);
-        // 1_000_000 ms is 1970-01-01T00:16:40Z; +40 s.
+        assert_eq!(onset_latest_s(&t, 15_000), 40.0);
+        assert_eq!(onset_latest_s(&t, 30_000), 70.0);
+        // 1_000_000 ms is 1970-01-01T00:16:40Z; +50 s.
         let v = serde_json::json!({"status": "degraded", "root_cause": {
-            "axis": "etcd", "sub_axis": "disk", "instances": ["m1"], "onset": "1970-01-01T00:17:20Z"}});
+            "axis": "etcd", "sub_axis": "disk", "instances": ["m1"], "onset": "1970-01-01T00:17:30Z"}});
         assert!(judge_within(&t, &v, onset_latest_s(&t, 30_000)).pass());
         let at_15 = judge_within(&t, &v, onset_latest_s(&t, 15_000));
-        assert_eq!(at_15.failures(), vec!["onset: expected -5s..+30s, got +40s"]);
+        assert_eq!(at_15.failures(), vec!["onset: expected -5s..+40s, got +50s"]);
         assert_eq!(window_ms(15_000), 60_000);
         assert_eq!(window_ms(7_300), 30_000);
     }

@@ -186,8 +186,8 @@ struct JudgeArgs {
     /// the last kept, in a temporary copy. A run whose cluster came up less
     /// than one rate window (4 × DUR) before its recording, or whose first
     /// quarter (the baseline) ends after the injection, is listed as too
-    /// short, not judged; the latest accepted onset grows by DUR minus the
-    /// recording's interval; truth.json `known_failures_at` holds the known
+    /// short, not judged; the latest accepted onset grows by twice DUR minus
+    /// the recording's interval (first scrape, window crossing); truth.json `known_failures_at` holds the known
     /// failures per DUR. A DUR not above the recording's interval judges it
     /// as it is. Ignored with `--from logs`; `--from both` subsamples the
     /// recording only.

@@ -54,18 +54,59 @@ impl Facts<'_> {
 
     /// [`Facts::value`] as a number.
     fn number(&self, id: &str) -> Option<f64> {
+        self.number_at(id).map(|(_, v)| v)
+    }
+
+    /// [`Facts::number`] with the step it was read at.
+    fn number_at(&self, id: &str) -> Option<(usize, f64)> {
         let e = self.signal(id)?;
         let inst = self.instances.iter().next()?;
         let series = e.instance_series.get(inst)?;
         let lit = e.instance_lit.get(inst);
         let (a, b) = self.span;
         let is_lit = |i: usize| lit.and_then(|l| l.get(i).copied().flatten()) == Some(true);
-        let known = |i: usize| series.get(i).copied().flatten().filter(|v| !v.is_nan());
+        let known = |i: usize| {
+            series
+                .get(i)
+                .copied()
+                .flatten()
+                .filter(|v| !v.is_nan())
+                .map(|v| (i, v))
+        };
         (a..=b)
             .rev()
             .filter(|&i| is_lit(i))
             .find_map(known)
             .or_else(|| (a..=b).rev().find_map(known))
+    }
+
+    /// What the cause member's value was judged against where no instance
+    /// had a baseline (`relative.peers`): the median of the other
+    /// instances' values at the step [`Facts::value`] reads. `None` where the
+    /// member has a baseline (`{ID.baseline}` says it) or fewer than two
+    /// others had a value there.
+    fn peers(&self, id: &str) -> Option<String> {
+        let e = self.signal(id)?;
+        if !e.threshold.relative.as_ref().is_some_and(|r| r.peers) {
+            return None;
+        }
+        let inst = self.instances.iter().next()?;
+        let mine = e.instances.iter().find(|i| &i.instance == inst);
+        if mine.is_some_and(|i| i.baseline.is_some()) {
+            return None;
+        }
+        let (at, _) = self.number_at(id)?;
+        let others: Vec<f64> = e
+            .instance_series
+            .iter()
+            .filter(|(other, _)| *other != inst)
+            .filter_map(|(_, s)| s.get(at).copied().flatten())
+            .filter(|v| v.is_finite())
+            .collect();
+        if others.len() < 2 {
+            return None;
+        }
+        Some(e.unit.format(super::judge::median(others)?))
     }
 
     /// The signal's contributors, largest first, when it is lit on some
@@ -233,6 +274,8 @@ pub(super) fn sentence(clauses: &[String], f: &Facts) -> Option<String> {
                         f.since(id)
                     } else if let Some(id) = ph.strip_suffix(".others") {
                         f.on_others(id)
+                    } else if let Some(id) = ph.strip_suffix(".peers") {
+                        f.peers(id)
                     } else {
                         f.value(ph).filter(|_| f.lit(ph))
                     }

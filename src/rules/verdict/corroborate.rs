@@ -128,6 +128,7 @@ fn by_source(
         rules,
         input,
         judged,
+        cause: &rc.instances,
         role,
         who: source_name(role),
         l,
@@ -155,6 +156,7 @@ fn by_source(
     }
     vec![r
         .confirms()
+        .or_else(|| r.elsewhere())
         .or_else(|| r.contradicts())
         .unwrap_or_else(|| r.neither())]
 }
@@ -164,6 +166,8 @@ struct Reading<'a> {
     rules: &'a RuleSet,
     input: &'a AssessInput,
     judged: &'a [Judged],
+    /// The root cause's members.
+    cause: &'a [String],
     role: SignalRole,
     who: &'static str,
     /// The root cause's leaf, its axis name, and the source's signals of it.
@@ -183,12 +187,36 @@ impl Reading<'_> {
         self.rules.signals[k].def.unit
     }
 
-    /// Confirmed: an own signal lit during the episode.
+    /// Whether signal `k`'s members can be told against the root cause's:
+    /// a log signal with a series named like one of the cause members (the
+    /// logs and the metrics name the members alike). Otherwise where it is
+    /// lit is not compared.
+    fn comparable(&self, k: usize) -> bool {
+        self.role == SignalRole::Logs
+            && self
+                .input
+                .signals
+                .get(k)
+                .is_some_and(|s| s.values.keys().any(|i| self.cause.contains(i)))
+    }
+
+    /// Whether own signal `k`, lit during the episode, is lit on a cause
+    /// member (or cannot be compared).
+    fn on_cause(&self, k: usize) -> bool {
+        !self.comparable(k)
+            || lit_on(self.judged, k, self.a, self.b)
+                .iter()
+                .any(|i| self.cause.contains(i))
+    }
+
+    /// Confirmed: an own signal lit during the episode, on the cause member
+    /// where the logs name the members as the metrics do.
     fn confirms(&self) -> Option<Corroboration> {
         let (judged, input, (a, b)) = (self.judged, self.input, (self.a, self.b));
         let (k, (i, v)) = self
             .own
             .iter()
+            .filter(|&&k| self.on_cause(k))
             .find_map(|&k| lit_in(judged, input, k, a, b).map(|x| (k, x)))?;
         let on = lit_on(judged, k, a, b);
         let members = if self.role == SignalRole::Logs && !on.is_empty() && on.iter().all(|i| i != "(all)") {
@@ -210,6 +238,37 @@ impl Reading<'_> {
                 self.desc(k),
                 self.unit(k).format(v),
                 format_time(input.steps[i])
+            ),
+        })
+    }
+
+    /// Not confirmed on the cause member: an own log signal lit during the
+    /// episode on other members only ("the logs do not confirm etcd/cpu on
+    /// m1: … 57% on m0").
+    fn elsewhere(&self) -> Option<Corroboration> {
+        let (judged, input, (a, b)) = (self.judged, self.input, (self.a, self.b));
+        let (k, (i, v)) = self
+            .own
+            .iter()
+            .filter(|&&k| !self.on_cause(k))
+            .find_map(|&k| lit_in(judged, input, k, a, b).map(|x| (k, x)))?;
+        let on = lit_on(judged, k, a, b).join(", ");
+        Some(Corroboration {
+            kind: CorroborationKind::DoesNotConfirm,
+            axis: self.axis.clone(),
+            signal: self.rules.signals[k].def.id.clone(),
+            other_axis: None,
+            from: Some(input.steps[i]),
+            value: v.is_finite().then_some(v),
+            text: format!(
+                "{} do not confirm {} on {}: {} {} on {on} from {}, not on {}",
+                self.who,
+                self.axis,
+                self.cause.join(", "),
+                self.desc(k),
+                self.unit(k).format(v),
+                format_time(input.steps[i]),
+                self.cause.join(", ")
             ),
         })
     }

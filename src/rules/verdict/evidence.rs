@@ -119,6 +119,12 @@ pub(super) fn evidence(
             j.dated_back
         ));
     }
+    if j.peer_judged {
+        notes.push(
+            "no baseline in the window: the relative part compared each step with the median of the other instances"
+                .to_string(),
+        );
+    }
     if j.transient_steps > 0 {
         notes.push(format!(
             "{} step(s) above the threshold for less than its persistence of {} were not counted",

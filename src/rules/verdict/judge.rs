@@ -14,6 +14,9 @@ use crate::store::Millis;
 pub(super) struct Judged {
     /// Instance → baseline.
     pub baseline: BTreeMap<String, f64>,
+    /// No instance had a baseline and the relative part compared each step
+    /// with the other instances' median instead (`relative.peers`).
+    pub peer_judged: bool,
     /// Instance → lit per step, after persistence: a run shorter than the
     /// signal's persistence is unlit (or unknown while it may still grow at the
     /// end of the window).
@@ -197,14 +200,19 @@ pub(super) fn judge_signal(input: &SignalInput, plan: &Plan) -> Judged {
     let mut transient_steps = 0;
     let mut dated_back = 0;
     let mut pending = BTreeMap::new();
+    let by_peers = baseline.is_empty() && plan.threshold.relative.as_ref().is_some_and(|r| r.peers);
+    let mut peer_judged = false;
     if input.availability == Availability::Evaluated {
         for (inst, vals) in &input.values {
             let b = baseline.get(inst).copied();
-            let raw = raw_lit(input, inst, vals, b, plan);
+            let bases = step_bases(input, inst, b, by_peers);
+            peer_judged |= by_peers && bases.iter().any(Option::is_some);
+            let raw = raw_lit(input, inst, vals, &bases, plan);
             let mut p = persist(&raw, &blank_steps(vals, plan.steps.len()), plan);
             if let Some(short) = &input.short {
                 if let Some(svals) = short.values.get(inst) {
-                    let sraw = raw_lit(short, inst, svals, b, plan);
+                    let sbases = step_bases(short, inst, b, by_peers);
+                    let sraw = raw_lit(short, inst, svals, &sbases, plan);
                     dated_back += date_back(&mut p.lit, &sraw, plan.refine_steps);
                 }
             }
@@ -228,6 +236,7 @@ pub(super) fn judge_signal(input: &SignalInput, plan: &Plan) -> Judged {
     );
     Judged {
         baseline,
+        peer_judged,
         lit,
         states,
         unavailable,
@@ -238,14 +247,41 @@ pub(super) fn judge_signal(input: &SignalInput, plan: &Plan) -> Judged {
     }
 }
 
+/// What each step of `inst` is judged against: its baseline `b` at every
+/// step or, with `by_peers` (no instance has a baseline, the threshold says
+/// `peers`), the median of the other instances' values at that step, where
+/// at least two of them were judged there.
+fn step_bases(input: &SignalInput, inst: &str, b: Option<f64>, by_peers: bool) -> Vec<Option<f64>> {
+    let n = input.values.values().map(Vec::len).max().unwrap_or(0);
+    if !by_peers {
+        return vec![b; n];
+    }
+    (0..n)
+        .map(|i| {
+            let others: Vec<f64> = input
+                .values
+                .iter()
+                .filter(|(other, _)| other.as_str() != inst && !skipped(input, other, i))
+                .filter_map(|(_, v)| v.get(i).copied().flatten())
+                .filter(|v| v.is_finite())
+                .collect();
+            if others.len() >= 2 {
+                median(others)
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
 /// One instance's values judged against the threshold, before persistence:
 /// skipped steps are unknown; a share of observations is judged by its Wilson
-/// bound.
+/// bound. `bases`: what each step's relative part compares with.
 fn raw_lit(
     input: &SignalInput,
     inst: &str,
     vals: &[Option<f64>],
-    b: Option<f64>,
+    bases: &[Option<f64>],
     plan: &Plan,
 ) -> Vec<Option<bool>> {
     let t = plan.threshold;
@@ -260,9 +296,13 @@ fn raw_lit(
             match (plan.proportion, v, n) {
                 (true, Some(p), Some(n)) if p.is_finite() && n > 0.0 => {
                     let (lo, hi) = wilson(p, n);
-                    judge(t, Some(if is_below(t) { hi } else { lo }), b)
+                    judge(
+                        t,
+                        Some(if is_below(t) { hi } else { lo }),
+                        bases.get(i).copied().flatten(),
+                    )
                 }
-                _ => judge(t, v, b),
+                _ => judge(t, v, bases.get(i).copied().flatten()),
             }
         })
         .collect()
@@ -434,6 +474,7 @@ mod tests {
                 factor: 4.0,
                 floor: 0.05,
                 direction: Direction::Above,
+                peers: false,
             }),
             combine: Combine::All,
         };
@@ -461,6 +502,7 @@ mod tests {
                 factor: 0.5,
                 floor: 0.1,
                 direction: Direction::Below,
+                peers: false,
             }),
             combine: Combine::Any,
         };
@@ -468,6 +510,67 @@ mod tests {
         assert_eq!(lines.len(), 1);
         assert_eq!(lines[0].instance.as_deref(), Some("b"));
         assert!(!lines[0].above);
+    }
+
+    #[test]
+    fn without_any_baseline_peers_judge_each_step_against_the_others_median() {
+        use crate::rules::model::Relative;
+        use crate::rules::verdict::SignalInput;
+        let rel = |peers| Threshold {
+            above: Some(0.15),
+            below: None,
+            relative: Some(Relative {
+                factor: 4.0,
+                floor: 0.01,
+                direction: Direction::Above,
+                peers,
+            }),
+            combine: Combine::Any,
+        };
+        let steps: Vec<Millis> = (0..4).map(|i| i * 60_000).collect();
+        let v = |xs: [f64; 4]| xs.iter().map(|x| Some(*x)).collect::<Vec<_>>();
+        // The window has no baseline steps; m1 is reached 20× slower than
+        // the others from step 2 on (a starved member at 60 s scrapes).
+        let values: BTreeMap<String, Vec<Option<f64>>> = [
+            ("m0".to_string(), v([0.0008, 0.0008, 0.0009, 0.0008])),
+            ("m1".to_string(), v([0.0008, 0.0009, 0.017, 0.018])),
+            ("m2".to_string(), v([0.0007, 0.0008, 0.0008, 0.0009])),
+        ]
+        .into_iter()
+        .collect();
+        let input = SignalInput::evaluated(values.clone());
+        let t = rel(true);
+        let j = judge_signal(&input, &plan(&steps, 0, &t));
+        assert!(j.peer_judged && j.baseline.is_empty());
+        let (l, f) = (Some(true), Some(false));
+        assert_eq!(j.lit["m1"], vec![f, f, l, l]);
+        assert_eq!(j.lit["m0"], vec![f; 4]);
+        // Without `peers`, the absolute part alone decides: 17 ms < 150 ms.
+        let t = rel(false);
+        let j = judge_signal(&input, &plan(&steps, 0, &t));
+        assert!(!j.peer_judged);
+        assert_eq!(j.lit["m1"], vec![f; 4]);
+        // With a baseline, `peers` changes nothing: the baseline decides.
+        let mut with_base = SignalInput::evaluated(values);
+        with_base.baseline = Some(
+            [("m0", 0.0008), ("m1", 0.005), ("m2", 0.0008)]
+                .into_iter()
+                .map(|(k, b)| (k.to_string(), b))
+                .collect(),
+        );
+        let t = rel(true);
+        let j = judge_signal(&with_base, &plan(&steps, 0, &t));
+        assert!(!j.peer_judged);
+        assert_eq!(j.lit["m1"], vec![f; 4], "17 ms is under 4 × its 5 ms baseline");
+        // One other member is not a peer median: no comparison.
+        let two: BTreeMap<String, Vec<Option<f64>>> = [
+            ("m0".to_string(), v([0.0008; 4])),
+            ("m1".to_string(), v([0.017; 4])),
+        ]
+        .into_iter()
+        .collect();
+        let j = judge_signal(&SignalInput::evaluated(two), &plan(&steps, 0, &t));
+        assert_eq!(j.lit["m1"], vec![f; 4]);
     }
 
     #[test]

@@ -918,6 +918,7 @@ mod tests {
                 factor,
                 floor,
                 direction: Direction::Above,
+                peers: false,
             }),
             combine: Combine::Any,
         }
@@ -942,6 +943,7 @@ mod tests {
                 factor: 0.2,
                 floor: 5.0,
                 direction: Direction::Below,
+                peers: false,
             }),
             combine: Combine::Any,
         };
