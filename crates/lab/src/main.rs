@@ -273,6 +273,9 @@ impl CacheArgs {
 }
 
 fn main() {
+    // reqwest's rustls has no provider of its own (`rustls-no-provider`):
+    // without one every HTTP client of the lab panics when built.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     let code = match run(cli) {
         Ok(c) => c,
