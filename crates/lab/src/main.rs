@@ -187,8 +187,8 @@ struct JudgeArgs {
     /// than one rate window (4 × DUR) before its recording, or whose first
     /// quarter (the baseline) ends after the injection, is listed as too
     /// short, not judged; the latest accepted onset grows by twice DUR minus
-    /// the recording's interval (first scrape, window crossing); truth.json `known_failures_at` holds the known
-    /// failures per DUR. A DUR not above the recording's interval judges it
+    /// the recording's interval (first scrape, window crossing); truth.json
+    /// `known_failures_at` holds the known failures per DUR. A DUR not above the recording's interval judges it
     /// as it is. Ignored with `--from logs`; `--from both` subsamples the
     /// recording only.
     #[arg(long, value_name = "DUR", value_delimiter = ',', value_parser = parse_duration)]

@@ -264,11 +264,9 @@ pub fn compare(full: &Report, got: &Report, fallbacks: &[String]) -> Outcome {
     };
     // Degraded for want of the signals that would show the end, where the
     // full data saw it end: no claim that the incident is over, said so.
-    let unconfirmed = full.status == Status::Recovered
-        && got.status == Status::Degraded
-        && got.verdict.recovery_unconfirmed.is_some();
-    let end_not_in_window = full.status == Status::Recovered
-        && got.status == Status::Degraded
+    let still_failing = full.status == Status::Recovered && got.status == Status::Degraded;
+    let unconfirmed = still_failing && got.verdict.recovery_unconfirmed.is_some();
+    let end_not_in_window = still_failing
         && want
             .recovered
             .is_some_and(|r| r > got.window.at - got.window.range);

@@ -96,17 +96,12 @@ impl Facts<'_> {
             return None;
         }
         let (at, _) = self.number_at(id)?;
-        let others: Vec<f64> = e
+        let others = e
             .instance_series
             .iter()
             .filter(|(other, _)| *other != inst)
-            .filter_map(|(_, s)| s.get(at).copied().flatten())
-            .filter(|v| v.is_finite())
-            .collect();
-        if others.len() < 2 {
-            return None;
-        }
-        Some(e.unit.format(super::judge::median(others)?))
+            .map(|(_, s)| s.get(at).copied().flatten());
+        Some(e.unit.format(super::judge::peer_median(others)?))
     }
 
     /// The signal's contributors, largest first, when it is lit on some

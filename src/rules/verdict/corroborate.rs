@@ -209,68 +209,67 @@ impl Reading<'_> {
                 .any(|i| self.cause.contains(i))
     }
 
+    /// The first own signal lit during the episode whose lit members are
+    /// (`on_cause`) or are not the cause's: its index, first lit step and
+    /// largest value there.
+    fn first_lit(&self, on_cause: bool) -> Option<(usize, usize, f64)> {
+        let (judged, input, (a, b)) = (self.judged, self.input, (self.a, self.b));
+        self.own
+            .iter()
+            .filter(|&&k| self.on_cause(k) == on_cause)
+            .find_map(|&k| lit_in(judged, input, k, a, b).map(|(i, v)| (k, i, v)))
+    }
+
+    /// A statement about own signal `k` lit from step `i` with value `v`.
+    fn statement(&self, kind: CorroborationKind, k: usize, i: usize, v: f64, text: String) -> Corroboration {
+        Corroboration {
+            kind,
+            axis: self.axis.clone(),
+            signal: self.rules.signals[k].def.id.clone(),
+            other_axis: None,
+            from: Some(self.input.steps[i]),
+            value: v.is_finite().then_some(v),
+            text,
+        }
+    }
+
     /// Confirmed: an own signal lit during the episode, on the cause member
     /// where the logs name the members as the metrics do.
     fn confirms(&self) -> Option<Corroboration> {
-        let (judged, input, (a, b)) = (self.judged, self.input, (self.a, self.b));
-        let (k, (i, v)) = self
-            .own
-            .iter()
-            .filter(|&&k| self.on_cause(k))
-            .find_map(|&k| lit_in(judged, input, k, a, b).map(|x| (k, x)))?;
-        let on = lit_on(judged, k, a, b);
+        let (k, i, v) = self.first_lit(true)?;
+        let on = lit_on(self.judged, k, self.a, self.b);
         let members = if self.role == SignalRole::Logs && !on.is_empty() && on.iter().all(|i| i != "(all)") {
             format!(" on {}", on.join(", "))
         } else {
             String::new()
         };
-        Some(Corroboration {
-            kind: CorroborationKind::Confirms,
-            axis: self.axis.clone(),
-            signal: self.rules.signals[k].def.id.clone(),
-            other_axis: None,
-            from: Some(input.steps[i]),
-            value: v.is_finite().then_some(v),
-            text: format!(
-                "{} confirm {}: {} {}{members} from {}",
-                self.who,
-                self.axis,
-                self.desc(k),
-                self.unit(k).format(v),
-                format_time(input.steps[i])
-            ),
-        })
+        let text = format!(
+            "{} confirm {}: {} {}{members} from {}",
+            self.who,
+            self.axis,
+            self.desc(k),
+            self.unit(k).format(v),
+            format_time(self.input.steps[i])
+        );
+        Some(self.statement(CorroborationKind::Confirms, k, i, v, text))
     }
 
     /// Not confirmed on the cause member: an own log signal lit during the
     /// episode on other members only ("the logs do not confirm etcd/cpu on
     /// m1: … 57% on m0").
     fn elsewhere(&self) -> Option<Corroboration> {
-        let (judged, input, (a, b)) = (self.judged, self.input, (self.a, self.b));
-        let (k, (i, v)) = self
-            .own
-            .iter()
-            .filter(|&&k| !self.on_cause(k))
-            .find_map(|&k| lit_in(judged, input, k, a, b).map(|x| (k, x)))?;
-        let on = lit_on(judged, k, a, b).join(", ");
-        Some(Corroboration {
-            kind: CorroborationKind::DoesNotConfirm,
-            axis: self.axis.clone(),
-            signal: self.rules.signals[k].def.id.clone(),
-            other_axis: None,
-            from: Some(input.steps[i]),
-            value: v.is_finite().then_some(v),
-            text: format!(
-                "{} do not confirm {} on {}: {} {} on {on} from {}, not on {}",
-                self.who,
-                self.axis,
-                self.cause.join(", "),
-                self.desc(k),
-                self.unit(k).format(v),
-                format_time(input.steps[i]),
-                self.cause.join(", ")
-            ),
-        })
+        let (k, i, v) = self.first_lit(false)?;
+        let on = lit_on(self.judged, k, self.a, self.b).join(", ");
+        let cause = self.cause.join(", ");
+        let text = format!(
+            "{} do not confirm {} on {cause}: {} {} on {on} from {}, not on {cause}",
+            self.who,
+            self.axis,
+            self.desc(k),
+            self.unit(k).format(v),
+            format_time(self.input.steps[i]),
+        );
+        Some(self.statement(CorroborationKind::DoesNotConfirm, k, i, v, text))
     }
 
     /// Contradicted: another axis's signal of this source lit instead.

@@ -205,13 +205,13 @@ pub(super) fn judge_signal(input: &SignalInput, plan: &Plan) -> Judged {
     if input.availability == Availability::Evaluated {
         for (inst, vals) in &input.values {
             let b = baseline.get(inst).copied();
-            let bases = step_bases(input, inst, b, by_peers);
-            peer_judged |= by_peers && bases.iter().any(Option::is_some);
+            let bases = Bases::of(input, inst, b, by_peers);
+            peer_judged |= bases.by_peers();
             let raw = raw_lit(input, inst, vals, &bases, plan);
             let mut p = persist(&raw, &blank_steps(vals, plan.steps.len()), plan);
             if let Some(short) = &input.short {
                 if let Some(svals) = short.values.get(inst) {
-                    let sbases = step_bases(short, inst, b, by_peers);
+                    let sbases = Bases::of(short, inst, b, by_peers);
                     let sraw = raw_lit(short, inst, svals, &sbases, plan);
                     dated_back += date_back(&mut p.lit, &sraw, plan.refine_steps);
                 }
@@ -247,31 +247,61 @@ pub(super) fn judge_signal(input: &SignalInput, plan: &Plan) -> Judged {
     }
 }
 
-/// What each step of `inst` is judged against: its baseline `b` at every
-/// step or, with `by_peers` (no instance has a baseline, the threshold says
-/// `peers`), the median of the other instances' values at that step, where
-/// at least two of them were judged there.
-fn step_bases(input: &SignalInput, inst: &str, b: Option<f64>, by_peers: bool) -> Vec<Option<f64>> {
-    let n = input.values.values().map(Vec::len).max().unwrap_or(0);
-    if !by_peers {
-        return vec![b; n];
+/// The median of the other instances' values at one step, the stand-in for
+/// a missing baseline with `relative.peers`: their finite values, at least
+/// two of them (one other member is no majority to stand out from).
+pub(super) fn peer_median(others: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+    let v: Vec<f64> = others.into_iter().flatten().filter(|v| v.is_finite()).collect();
+    if v.len() >= 2 {
+        median(v)
+    } else {
+        None
     }
-    (0..n)
-        .map(|i| {
-            let others: Vec<f64> = input
-                .values
-                .iter()
-                .filter(|(other, _)| other.as_str() != inst && !skipped(input, other, i))
-                .filter_map(|(_, v)| v.get(i).copied().flatten())
-                .filter(|v| v.is_finite())
-                .collect();
-            if others.len() >= 2 {
-                median(others)
-            } else {
-                None
-            }
-        })
-        .collect()
+}
+
+/// What each step of one instance is judged against.
+enum Bases {
+    /// Its baseline (or none) at every step.
+    Fixed(Option<f64>),
+    /// Per step, the other instances' [`peer_median`] (`relative.peers`, no
+    /// instance has a baseline).
+    Peers(Vec<Option<f64>>),
+}
+
+impl Bases {
+    /// For `inst`: its baseline `b`, or with `by_peers` the other instances'
+    /// median at each step where they were judged.
+    fn of(input: &SignalInput, inst: &str, b: Option<f64>, by_peers: bool) -> Bases {
+        if !by_peers {
+            return Bases::Fixed(b);
+        }
+        let n = input.values.values().map(Vec::len).max().unwrap_or(0);
+        Bases::Peers(
+            (0..n)
+                .map(|i| {
+                    peer_median(
+                        input
+                            .values
+                            .iter()
+                            .filter(|(other, _)| other.as_str() != inst && !skipped(input, other, i))
+                            .map(|(_, v)| v.get(i).copied().flatten()),
+                    )
+                })
+                .collect(),
+        )
+    }
+
+    fn at(&self, i: usize) -> Option<f64> {
+        match self {
+            Bases::Fixed(b) => *b,
+            Bases::Peers(v) => v.get(i).copied().flatten(),
+        }
+    }
+
+    /// Whether some step was judged against the other instances.
+    fn by_peers(&self) -> bool {
+        matches!(self, Bases::Peers(v) if v.iter().any(Option::is_some))
+    }
 }
 
 /// One instance's values judged against the threshold, before persistence:
@@ -281,7 +311,7 @@ fn raw_lit(
     input: &SignalInput,
     inst: &str,
     vals: &[Option<f64>],
-    bases: &[Option<f64>],
+    bases: &Bases,
     plan: &Plan,
 ) -> Vec<Option<bool>> {
     let t = plan.threshold;
@@ -296,13 +326,9 @@ fn raw_lit(
             match (plan.proportion, v, n) {
                 (true, Some(p), Some(n)) if p.is_finite() && n > 0.0 => {
                     let (lo, hi) = wilson(p, n);
-                    judge(
-                        t,
-                        Some(if is_below(t) { hi } else { lo }),
-                        bases.get(i).copied().flatten(),
-                    )
+                    judge(t, Some(if is_below(t) { hi } else { lo }), bases.at(i))
                 }
-                _ => judge(t, v, bases.get(i).copied().flatten()),
+                _ => judge(t, v, bases.at(i)),
             }
         })
         .collect()
