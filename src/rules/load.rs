@@ -320,6 +320,7 @@ pub fn analyse(src: &str, origin: &str) -> (Option<RuleSet>, Vec<Diagnostic>) {
         check_leaf_refs(&file, l, &loc, &ix, &mut used_signals, &mut d);
     }
     check_advisories(&file, &loc, &ix, &mut used_signals, &mut d);
+    check_quiet_after(&file, &loc, &ix, &mut used_signals, &mut d);
     let scopes = build_scopes(&file, &loc, &ix, &mut d);
     let causes = check_causes(&file, &loc, &ix.signal, &ix.leaf, &mut used_signals, &mut d);
     warn_unused(&file, &loc, &used_signals, &mut d);
@@ -558,6 +559,39 @@ fn check_node_needs(
     }
 }
 
+/// A signal's `quiet_after:` names another known signal, which is not itself
+/// quieted by one (the quiet is applied once, after every signal is judged).
+fn check_quiet_after(
+    file: &RuleFile,
+    loc: &Locator,
+    ix: &Indices,
+    used_signals: &mut BTreeSet<String>,
+    d: &mut Vec<Diagnostic>,
+) {
+    for s in &file.signals {
+        let Some(q) = &s.quiet_after else { continue };
+        used_signals.insert(q.signal.clone());
+        let found = require_signal(&ix.signal, loc, ("signals", &s.id), &q.signal, d, || {
+            format!("signal `{}` is quiet after unknown signal `{}`", s.id, q.signal)
+        });
+        let chained = file
+            .signals
+            .iter()
+            .any(|o| o.id == q.signal && (o.id == s.id || o.quiet_after.is_some()));
+        if found.is_some() && chained {
+            d.push(loc.token(
+                ("signals", &s.id),
+                &q.signal,
+                Level::Error,
+                format!(
+                    "signal `{}` is quiet after `{}`, which is itself or quiet after another: name the signal that shows the fault",
+                    s.id, q.signal
+                ),
+            ));
+        }
+    }
+}
+
 /// What a leaf refers to: evidence signals, cause members, the leaf it refines,
 /// and the placeholders of its cause sentence.
 fn check_leaf_refs(
@@ -580,6 +614,12 @@ fn check_leaf_refs(
                 "leaf `{}` takes its cause members from unknown signal `{c}`",
                 l.id
             )
+        });
+    }
+    for s in l.early_signs.iter().flat_map(|e| &e.signals) {
+        used_signals.insert(s.clone());
+        require_signal(&ix.signal, loc, ("leaves", &l.id), s, d, || {
+            format!("leaf `{}` is dated by unknown signal `{s}`", l.id)
         });
     }
     if let Some(r) = &l.refines {

@@ -282,6 +282,24 @@ pub struct SignalDef {
     /// warm-up would otherwise hide.
     #[serde(default)]
     pub judge_warmup: bool,
+    /// Steps at which this signal's value still carries an earlier fault's
+    /// wait, not the present (see [`QuietAfter`]).
+    #[serde(default)]
+    pub quiet_after: Option<QuietAfter>,
+}
+
+/// A signal not counted while another is lit on any instance and for `for`
+/// after it (see [`SignalDef::quiet_after`]). etcd's peers keep probing a
+/// member that is cut off; the probes sent into the cut complete when it
+/// heals, and etcd's smoothed round trip carries their wait for minutes
+/// after: those round trips are the echo of the cut, not a slow path now.
+/// Such steps are judged unlit, and the evidence says how many.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuietAfter {
+    pub signal: String,
+    #[serde(rename = "for")]
+    pub duration: RuleDuration,
 }
 
 /// The contributors to a signal (see [`SignalDef::breakdown`]): an expression
@@ -646,6 +664,41 @@ pub struct LeafDef {
     /// when it lit on any; otherwise they come from the leaf's own question.
     #[serde(default)]
     pub cause_instances: Option<String>,
+    /// Signals that show this leaf's trouble on its cause members before its
+    /// own question can (see [`EarlySigns`]).
+    #[serde(default)]
+    pub early_signs: Option<EarlySigns>,
+}
+
+/// A leaf's early signs (see [`LeafDef::early_signs`]). Some deciding
+/// signals are recorded late: etcd records its peers' round trips only every
+/// 30 s, so the network leaf confirms a slow path up to 30 s after it began,
+/// while the member's own slow linearizable reads show it at the next scrape.
+/// The leaf's onset is dated from the start of an unbroken run of these
+/// signals on its cause members that reaches its episode, when that run
+/// began after a step where they were judged unlit, and at most `within`
+/// (plus one step) before the episode: a run older than that is a condition
+/// of its own, not this leaf's first sign.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EarlySigns {
+    pub signals: Vec<String>,
+    /// How late the leaf's own question can confirm (a duration).
+    pub within: RuleDuration,
+}
+
+/// A duration written in a rule file (`30s`, `1m`), in milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct RuleDuration(pub i64);
+
+impl TryFrom<String> for RuleDuration {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        crate::timefmt::parse_duration(&s)
+            .map(RuleDuration)
+            .map_err(|_| format!("invalid duration `{s}`: expected e.g. 30s or 1m"))
+    }
 }
 
 /// The `{…}` placeholders of a cause clause, in order.

@@ -244,3 +244,99 @@ fn runs_up_less_than_a_window_before_their_recording_are_not_judged_and_are_warm
         );
     }
 }
+
+/// A member behind a delayed path: etcd records its peers' round trips every
+/// 30 s, so they show the delay up to 30 s late; the member's linearizable
+/// reads slow at once (etcd counts them as slow applies). Each delayed run is
+/// named etcd/network on the delayed member, dated from those reads, earlier
+/// than the episode of the round trips themselves, and says so.
+#[test]
+fn a_delayed_path_is_dated_from_the_members_slow_reads_not_the_late_round_trips() {
+    let runs: Vec<PathBuf> = recordings()
+        .into_iter()
+        .filter(|r| name(r).contains("peer-latency"))
+        .collect();
+    assert!(runs.len() >= 4, "{} peer-latency runs", runs.len());
+    for run in &runs {
+        let truth = Truth::read(&run.join(TRUTH_FILE)).unwrap();
+        let v = diagnose(run);
+        let n = name(run);
+        let rc = &v["root_cause"];
+        assert_eq!(rc["leaf"], "etcd-network", "{n}: {rc}");
+        assert_eq!(rc["instances"][0], truth.members[0].as_str(), "{n}: {rc}");
+        let onset = rfc3339_ms(rc["onset"].as_str().unwrap()).unwrap();
+        let lag = (onset - truth.injected_at_ms.unwrap()) as f64 / 1000.0;
+        assert!((-5.0..=20.0).contains(&lag), "{n}: onset {lag:+} s");
+        let axis = v["axes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["leaf"] == "etcd-network")
+            .unwrap();
+        let note = axis["note"].as_str().unwrap_or_default();
+        assert!(
+            note.starts_with("onset dated from `etcd_slow_applies` on ")
+                && note.contains(truth.members[0].as_str()),
+            "{n}: {note}"
+        );
+        let own = rfc3339_ms(axis["episodes"][0]["onset"].as_str().unwrap()).unwrap();
+        assert!(
+            own > onset,
+            "{n}: the round trips' episode {own} not after {onset}"
+        );
+        let said = v["assumptions"].as_array().unwrap();
+        assert!(
+            said.iter().any(|a| a
+                .as_str()
+                .is_some_and(|a| a.starts_with("etcd/network: onset dated from"))),
+            "{n}: {said:?}"
+        );
+    }
+}
+
+/// A follower cut off for 3 minutes: its peers' probes sent into the cut
+/// complete after the heal, and etcd records their wait (13.7 s, then 5.4 s)
+/// 55 s later. Those round trips are the echo of the cut (`quiet_after:`),
+/// not a new incident: the verdict is the partition, recovered at the heal,
+/// dated from its start, and the round-trip evidence says what it left out.
+#[test]
+fn the_echo_of_a_healed_partition_is_not_a_new_incident() {
+    let run = recordings()
+        .into_iter()
+        .find(|r| name(r) == "long-partition-follower-etcd3.4-1")
+        .expect("the long partitioned follower");
+    let truth = Truth::read(&run.join(TRUTH_FILE)).unwrap();
+    let v = diagnose(&run);
+    let rc = &v["root_cause"];
+    assert_eq!(v["status"], "recovered", "{rc}");
+    assert_eq!(rc["leaf"], "etcd-network", "{rc}");
+    assert_eq!(rc["instances"][0], "m0", "{rc}");
+    let onset = rfc3339_ms(rc["onset"].as_str().unwrap()).unwrap();
+    let lag = (onset - truth.injected_at_ms.unwrap()) as f64 / 1000.0;
+    assert!((-5.0..=20.0).contains(&lag), "onset {lag:+} s");
+    let healed = truth.cleared_at_ms.unwrap();
+    let over = rfc3339_ms(rc["recovered"].as_str().unwrap()).unwrap();
+    assert!(
+        (over - healed).abs() <= 30_000,
+        "recovered {} s after the heal",
+        (over - healed) / 1000
+    );
+    assert_eq!(v["earlier"].as_array().map(Vec::len), Some(0), "{}", v["earlier"]);
+    let axis = v["axes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["leaf"] == "etcd-network")
+        .unwrap();
+    let note = axis["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["signal"] == "etcd_peer_rtt_to_member")
+        .and_then(|e| e["note"].as_str())
+        .unwrap_or_default();
+    assert!(
+        note.contains("not counted") && note.contains("etcd_member_isolated"),
+        "{note}"
+    );
+}

@@ -236,23 +236,10 @@ fn lab_logs_beside_the_recording_keep_the_verdict_and_confirm_it() {
         }
     }
     assert!(failed.is_empty(), "logs beside metrics:\n{}", failed.join("\n"));
-    // The delayed followers: their round trips show the delay 20–25 s after
-    // it began (etcd records them every 30 s), their logs at +5–10 s as
-    // "etcd (other)" on the same member; the network cause is dated from
-    // there. Every mended run is a known failure on onset alone.
-    let names: Vec<String> = mended
-        .iter()
-        .map(|r| r.file_name().unwrap().to_string_lossy().to_string())
-        .collect();
-    for f in [
-        "peer-latency-follower-etcd3.4-1",
-        "peer-latency-follower-etcd3.5-1",
-    ] {
-        assert!(
-            names.iter().any(|n| n == f),
-            "{f} not mended by its logs: {names:?}"
-        );
-    }
+    // A known failure the logs mend is one the metrics date late (the logs
+    // say when a member lost its leader or slowed, to the second): it fails
+    // on onset alone. (The delayed members and the partitioned follower were
+    // such runs until the metrics dated them right themselves.)
     for r in &mended {
         let t = truth(r);
         let j = judge(&t, &verdict(&["--dump", &s(&r.join(RECORDING_DIR))]));

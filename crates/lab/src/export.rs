@@ -331,9 +331,19 @@ fn write_truth(run: &Path, truth: &Truth) -> Result<(), LabError> {
 fn mark_one(bin: &Path, run: &Path) -> Result<Truth, LabError> {
     let (r, _) = verdicts::diagnose_and_judge(bin, run)?;
     let mut truth = Truth::read(&run.join(TRUTH_FILE))?;
-    truth.known_failure = (!r.pass).then(|| r.judgement.failures().join("; "));
+    truth.known_failure =
+        (!r.pass).then(|| with_reason(truth.known_failure.as_ref(), r.judgement.failures().join("; ")));
     write_truth(run, &truth)?;
     Ok(truth)
+}
+
+/// The entry for what failed, keeping the reason someone wrote after the
+/// same failures in the entry before (`onset: …, got +235.1s (why)`).
+fn with_reason(before: Option<&String>, failed: String) -> String {
+    match before {
+        Some(b) if b.strip_prefix(&failed).is_some_and(|rest| rest.starts_with(" (")) => b.clone(),
+        _ => failed,
+    }
 }
 
 /// Judges `run` as scraped every `interval_ms` and writes its
@@ -345,15 +355,15 @@ fn mark_one_at(bin: &Path, run: &Path, interval_ms: i64) -> Result<Truth, LabErr
     if interval::sampling(&truth, interval_ms) == Sampling::AsRecorded {
         return mark_one(bin, run);
     }
+    let before = interval::known_failure_at(&truth, interval_ms).cloned();
     truth
         .known_failures_at
         .retain(|k, _| interval::parse_duration(k).map_or(true, |d| d.as_millis() as i64 != interval_ms));
     if interval::eligibility(&truth, interval_ms).is_ok() {
         let (r, _) = verdicts::diagnose_and_judge_from(bin, run, DiagnoseFrom::Metrics, Some(interval_ms))?;
         if !r.pass {
-            truth
-                .known_failures_at
-                .insert(duration_text(interval_ms), r.judgement.failures().join("; "));
+            let entry = with_reason(before.as_ref(), r.judgement.failures().join("; "));
+            truth.known_failures_at.insert(duration_text(interval_ms), entry);
         }
     }
     write_truth(run, &truth)?;
@@ -445,6 +455,20 @@ pub(crate) fn run(runs: &[PathBuf], to: &Path, judge_with: Option<PathBuf>) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn marking_keeps_a_reason_written_after_the_same_failures() {
+        let why = "onset: expected -5s..+20s, got +235.1s (the echo of a healed partition)".to_string();
+        let failed = "onset: expected -5s..+20s, got +235.1s".to_string();
+        assert_eq!(with_reason(Some(&why), failed.clone()), why);
+        // Other failures now, or no entry before: the failures as they are.
+        let other = "onset: expected -5s..+20s, got +240s".to_string();
+        assert_eq!(with_reason(Some(&why), other.clone()), other);
+        assert_eq!(with_reason(None, failed.clone()), failed);
+        // A longer list of failures that begins with the old one is not a reason.
+        let more = format!("{failed}; member: expected m0, got m1");
+        assert_eq!(with_reason(Some(&failed), more.clone()), more);
+    }
 
     #[test]
     fn grpc_series_zero_throughout_are_dropped_but_every_code_and_method_stays() {

@@ -501,14 +501,14 @@ pub const KNOWN_WRONG: &[(&str, &str, &str)] = &[
         "the same 35 s burst inside a 4 min rate window: every latency stays under its threshold, and a write surge alone does not decide",
     ),
     (
-        "long-partition-leader-etcd3.5-1",
-        "scrape-60s",
-        "after the partition healed (90 s before the end), etcd's smoothed round trip to m0 stayed at seconds (13.7 s, then 5.4 s over the next records), which the full data reads as ongoing at its last step; at 60 s it reads recovered, which the lab's truth accepts too",
-    ),
-    (
         "leader-flapping-etcd3.5-1",
         "sum-count-only",
         "the flapping ended 30 s before the end; the full data's last peer round trips (recorded every 30 s, 367-406 ms, of the flapping) keep etcd/raft lit through the steps with no record since; this profile drops the peer histograms, and the leader changes it reads stopped: recovered, which the lab's truth accepts too",
+    ),
+    (
+        "long-peer-latency-follower-etcd3.5-1",
+        "scrape-60s",
+        "at 60 s scrapes (rates over 4 min) the slow path to m0 lights only in the last steps of the 7.5 min recording, under the round-trip ratio's persistence of one window: healthy, with the warning that etcd/network is lit on m0 but not yet confirmed",
     ),
 ];
 

@@ -21,6 +21,8 @@ pub(super) struct Frame<'a> {
     /// The episode each leaf is reported with (the one in the incident the
     /// verdict is about, else its latest).
     pub reported: &'a [Option<Run>],
+    /// Leaves dated from their early signs, with the note that says so.
+    pub dated: &'a std::collections::BTreeMap<usize, String>,
     /// Index of the assessment time.
     pub at: usize,
     /// The data is one snapshot (no onsets).
@@ -122,7 +124,9 @@ fn leaf_report(
     let lit_single = f.single && states.first() == Some(&StepState::Lit);
     let lit = run.is_some() || lit_single;
     let state = axis_state(input, states, &sigs, &own, lit, at);
-    let note = (state == AxisState::NotChecked).then(|| not_checked(rules, input, l, &own, gaps));
+    let note = (state == AxisState::NotChecked)
+        .then(|| not_checked(rules, input, l, &own, gaps))
+        .or_else(|| f.dated.get(&l).cloned());
     leaf_warnings(rules, f, l, &own, lit, warnings);
     // Reference step for evidence: `at` if the episode lasts until then,
     // else its last lit step.

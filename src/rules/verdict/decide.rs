@@ -30,6 +30,9 @@ pub(super) struct Selection {
     pub superseded: BTreeMap<usize, Vec<usize>>,
     /// Episodes of earlier incidents, in time order.
     pub earlier: Vec<(usize, Run)>,
+    /// Leaves dated from their early signs (`early_signs:`), with the note
+    /// that says from which.
+    pub dated: BTreeMap<usize, String>,
 }
 
 fn end_time(r: &Run, steps: &[Millis], at: usize) -> Millis {
@@ -110,6 +113,7 @@ pub(super) fn select(
             superseded.insert(l, by);
         }
     }
+    let dated = date_by_early_signs(rules, input, judged, &mut reported);
     date_back_superseding(rules, judged, &mut reported, &superseded);
     refine(rules, &mut reported, &mut incident, &mut superseded);
     incident.retain(|l| !superseded.contains_key(l));
@@ -118,7 +122,73 @@ pub(super) fn select(
         incident,
         superseded,
         earlier,
+        dated,
     }
+}
+
+/// A leaf with early signs is dated from the start of their unbroken run on
+/// its cause members that reaches its episode (the rules are in
+/// [`crate::rules::model::EarlySigns`]); returns the note of each leaf dated.
+fn date_by_early_signs(
+    rules: &RuleSet,
+    input: &AssessInput,
+    judged: &[Judged],
+    reported: &mut [Option<Run>],
+) -> BTreeMap<usize, String> {
+    let mut dated = BTreeMap::new();
+    for (l, leaf) in rules.leaves.iter().enumerate() {
+        let (Some(signs), Some(run)) = (&leaf.early_signs, reported[l]) else {
+            continue;
+        };
+        let during: Vec<usize> = (run.start..=run.end).collect();
+        let members = lit_instances(judged, &own_signals(rules, l), &during);
+        let limit = signs.within.0.saturating_add(input.step);
+        let mut first: Option<(usize, &str, &str)> = None;
+        for k in signs.signals.iter().filter_map(|s| rules.signal(s)) {
+            for m in &members {
+                let Some(s0) = judged[k].lit.get(m).and_then(|lit| early_start(lit, run.start)) else {
+                    continue;
+                };
+                let early = input.steps[run.start].saturating_sub(input.steps[s0]) <= limit;
+                if early && first.is_none_or(|(f, _, _)| s0 < f) {
+                    first = Some((s0, m, &rules.signals[k].def.id));
+                }
+            }
+        }
+        let Some((s0, m, id)) = first else { continue };
+        let lag = input.steps[run.start] - input.steps[s0];
+        if let Some(r) = reported[l].as_mut() {
+            r.start = s0;
+        }
+        dated.insert(
+            l,
+            format!(
+                "onset dated from `{id}` on {m}, lit {} before the leaf's own signals (they confirm up to {} late)",
+                crate::timefmt::format_lag(lag),
+                crate::timefmt::format_lag(signs.within.0)
+            ),
+        );
+    }
+    dated
+}
+
+/// The first step of an unbroken lit run that reaches step `start` (lit there
+/// or at the step before), when it began earlier than `start` and after a
+/// step judged unlit (a run from the window's start or from unknown data may
+/// be older than it looks).
+fn early_start(lit: &[Option<bool>], start: usize) -> Option<usize> {
+    let at = |i: usize| lit.get(i).copied().flatten();
+    let mut i = if at(start) == Some(true) {
+        start
+    } else if start > 0 && at(start - 1) == Some(true) {
+        start - 1
+    } else {
+        return None;
+    };
+    while i > 0 && at(i - 1) == Some(true) {
+        i -= 1;
+    }
+    (i < start && i > 0 && at(i - 1) == Some(false)).then_some(i)
 }
 
 /// A fallback leaf lit before the more specific leaf that supersedes it, on
@@ -220,6 +290,13 @@ pub(super) fn root_cause(
     } else {
         None
     };
+    if let Some(r) = root_axis {
+        if let Some(note) = rules.leaf(&axes[r].leaf).and_then(|l| sel.dated.get(&l)) {
+            verdict
+                .assumptions
+                .push(format!("{}: {note}", axis_name(&axes[r].axis, &axes[r].sub_axis)));
+        }
+    }
     if let Some((r, note)) = root_axis.and_then(|r| unchecked_notes.get(&r).map(|n| (r, n))) {
         verdict
             .assumptions
@@ -430,4 +507,28 @@ fn order_by_tree(
         });
     }
     c[0]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::early_start;
+
+    const T: Option<bool> = Some(true);
+    const F: Option<bool> = Some(false);
+
+    #[test]
+    fn an_early_run_must_reach_the_episode_and_begin_after_an_unlit_step() {
+        // Lit from step 1 up to the episode at 3: dated from 1.
+        assert_eq!(early_start(&[F, T, T, T], 3), Some(1));
+        // Lit up to the step before the episode: the same.
+        assert_eq!(early_start(&[F, T, T, F], 3), Some(1));
+        // Lit from the window's start, or after unknown data: may be older.
+        assert_eq!(early_start(&[T, T, T], 2), None);
+        assert_eq!(early_start(&[None, T, T], 2), None);
+        // A run that ended before the episode, or none before it.
+        assert_eq!(early_start(&[F, T, F, F, T], 4), None);
+        assert_eq!(early_start(&[F, F, F, T], 3), None);
+        // The episode at the first step has nothing before it.
+        assert_eq!(early_start(&[T], 0), None);
+    }
 }

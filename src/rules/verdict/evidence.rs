@@ -119,6 +119,14 @@ pub(super) fn evidence(
             j.dated_back
         ));
     }
+    if let (true, Some(q)) = (j.quieted > 0, &sig.def.quiet_after) {
+        notes.push(format!(
+            "{} lit step(s) not counted: within {} after `{}` was lit (what was recorded then carries that fault's wait)",
+            j.quieted,
+            crate::timefmt::format_lag(q.duration.0),
+            q.signal
+        ));
+    }
     if j.peer_judged {
         notes.push(
             "no baseline in the window: the relative part compared each step with the median of the other instances"

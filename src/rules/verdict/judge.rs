@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::SignalInput;
+use crate::rules::load::RuleSet;
 use crate::rules::model::{Combine, Direction, Threshold};
 use crate::rules::report::{Availability, StepState, ThresholdLine};
 use crate::store::Millis;
@@ -36,6 +37,9 @@ pub(super) struct Judged {
     /// Steps by which runs were dated back with the short window, over all
     /// instances.
     pub dated_back: usize,
+    /// Lit steps not counted by the signal's `quiet_after:`, over all
+    /// instances.
+    pub quieted: usize,
 }
 
 /// Judges one value against a threshold. `None` = cannot decide (no value).
@@ -244,7 +248,61 @@ pub(super) fn judge_signal(input: &SignalInput, plan: &Plan) -> Judged {
         pending,
         persistence: plan.persistence,
         dated_back,
+        quieted: 0,
     }
+}
+
+/// Applies every signal's `quiet_after:` ([`crate::rules::model::QuietAfter`]):
+/// its lit steps while the other signal is lit on any instance, and up to
+/// its duration after, are judged unlit, and counted.
+pub(super) fn apply_quiet(rules: &RuleSet, steps: &[Millis], judged: &mut [Judged]) {
+    for (k, s) in rules.signals.iter().enumerate() {
+        let Some(q) = &s.def.quiet_after else { continue };
+        let Some(o) = rules.signal(&q.signal) else {
+            continue;
+        };
+        let quiet = quiet_steps(&judged[o].states, steps, q.duration.0);
+        judged[k].quieted = quiet_lit(&mut judged[k], &quiet);
+    }
+}
+
+/// The steps at which another signal is lit, or was at most `dur` before.
+fn quiet_steps(other: &[StepState], steps: &[Millis], dur: Millis) -> Vec<bool> {
+    let mut last: Option<Millis> = None;
+    steps
+        .iter()
+        .zip(other)
+        .map(|(&t, st)| {
+            if *st == StepState::Lit {
+                last = Some(t);
+            }
+            last.is_some_and(|l| t - l <= dur)
+        })
+        .collect()
+}
+
+/// Judges a signal unlit at the quiet steps; returns how many lit steps
+/// that took, over all instances.
+fn quiet_lit(j: &mut Judged, quiet: &[bool]) -> usize {
+    let mut n = 0;
+    for lit in j.lit.values_mut() {
+        for (x, _) in lit
+            .iter_mut()
+            .zip(quiet)
+            .filter(|(x, q)| **q && **x == Some(true))
+        {
+            *x = Some(false);
+            n += 1;
+        }
+    }
+    for (i, st) in j.states.iter_mut().enumerate() {
+        let at = j.lit.values().filter_map(|l| l.get(i).copied().flatten());
+        *st = at.fold(StepState::Unknown, |s, x| match (x, s) {
+            (true, _) | (false, StepState::Lit) => StepState::Lit,
+            (false, _) => StepState::Unlit,
+        });
+    }
+    n
 }
 
 /// The median of the other instances' values at one step, the stand-in for
@@ -463,6 +521,43 @@ mod tests {
             relative: None,
             combine: Combine::Any,
         }
+    }
+
+    #[test]
+    fn quiet_steps_run_from_the_other_signal_lit_to_the_duration_after() {
+        use StepState::{Lit, Unknown, Unlit};
+        let steps = [0, 5_000, 10_000, 15_000, 20_000, 25_000];
+        let other = [Unlit, Lit, Unlit, Unknown, Unlit, Unlit];
+        // Lit at 5 s: quiet there and up to 10 s after (5, 10, 15 s).
+        assert_eq!(
+            super::quiet_steps(&other, &steps, 10_000),
+            vec![false, true, true, true, false, false]
+        );
+        assert_eq!(super::quiet_steps(&[Unlit; 6], &steps, 10_000), vec![false; 6]);
+    }
+
+    #[test]
+    fn quieted_lit_steps_turn_unlit_and_are_counted() {
+        let mut j = super::judge_signal(
+            &SignalInput::evaluated(BTreeMap::from([
+                ("a".to_string(), vec![Some(1.0), Some(9.0), Some(9.0)]),
+                ("b".to_string(), vec![Some(9.0), Some(1.0), None]),
+            ])),
+            &plan(
+                &[0, 5_000, 10_000],
+                0,
+                &Threshold {
+                    above: Some(5.0),
+                    ..th()
+                },
+            ),
+        );
+        assert_eq!(j.states, vec![StepState::Lit, StepState::Lit, StepState::Lit]);
+        let n = super::quiet_lit(&mut j, &[false, true, true]);
+        assert_eq!(n, 2);
+        assert_eq!(j.lit["a"], vec![Some(false), Some(false), Some(false)]);
+        assert_eq!(j.lit["b"], vec![Some(true), Some(false), None]);
+        assert_eq!(j.states, vec![StepState::Lit, StepState::Unlit, StepState::Unlit]);
     }
 
     #[test]

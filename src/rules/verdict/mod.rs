@@ -239,7 +239,7 @@ fn judge_all(rules: &RuleSet, input: &AssessInput) -> Vec<judge::Judged> {
     let at = input.at_index.min(n.saturating_sub(1));
     let single = n <= 1;
     let empty = SignalInput::unavailable(Availability::Error, "missing input");
-    rules
+    let mut judged: Vec<judge::Judged> = rules
         .signals
         .iter()
         .enumerate()
@@ -262,7 +262,9 @@ fn judge_all(rules: &RuleSet, input: &AssessInput) -> Vec<judge::Judged> {
                 },
             )
         })
-        .collect()
+        .collect();
+    judge::apply_quiet(rules, &input.steps, &mut judged);
+    judged
 }
 
 /// The signals lit at some step of the window for some instance, once
@@ -302,6 +304,7 @@ pub fn assess(rules: &RuleSet, input: &AssessInput) -> Report {
         leaf_states: &leaf_states,
         runs: &runs,
         reported: &sel.reported,
+        dated: &sel.dated,
         at,
         single,
     };
