@@ -176,6 +176,41 @@ fn logs_lit_on_another_member_do_not_confirm_the_cause() {
     );
 }
 
+/// From logs alone, a member cut off calls elections while its peers log it
+/// unreachable: the network leaf, on that member. A stopped leader's
+/// followers campaign too, and a lost quorum's survivor: no one logs them
+/// unreachable, and those runs stay raft.
+#[test]
+fn logs_alone_tell_a_cut_off_member_from_a_stopped_leader() {
+    let (mut cut, mut stopped) = (0, 0);
+    for r in runs_with_logs() {
+        let n = r.file_name().unwrap().to_string_lossy().to_string();
+        let t = truth(&r);
+        let v = verdict(&["--logs", &s(&r.join(LOGS_DIR))]);
+        let rc = &v["root_cause"];
+        if n.contains("partition") {
+            assert_eq!(rc["leaf"], "etcd-network", "{n}: {rc}");
+            assert_eq!(rc["instances"], serde_json::json!(t.members), "{n}: {rc}");
+            let why = rc["localisation"].as_str().unwrap_or_default();
+            assert!(
+                why.contains("calling elections while its peers logged it unreachable"),
+                "{n}: {why}"
+            );
+            cut += 1;
+        } else if ["sigstop", "sigkill", "quorum-loss"]
+            .iter()
+            .any(|f| n.contains(f))
+        {
+            assert_eq!(rc["leaf"], "etcd-raft", "{n}: {rc}");
+            stopped += 1;
+        }
+    }
+    assert!(
+        cut >= 2 && stopped >= 6,
+        "{cut} partitions, {stopped} stopped members with logs"
+    );
+}
+
 /// Whether the leaf lists a log signal in its evidence: only then can the
 /// logs confirm it (a write burst, etcd/load, is seen in metrics alone).
 fn leaf_reads_logs(leaf: &serde_json::Value) -> bool {

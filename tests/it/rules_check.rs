@@ -18,7 +18,7 @@ fn first_error(file: &str) -> String {
 #[test]
 fn bad_rule_files_give_located_messages() {
     let cases: &[(&str, &str, &str)] = &[
-        ("unknown_key", "18:5: error: signals[1]: unknown field `treshold`, expected one of `id`, `role`, `description`, `unit`, `expr`, `alternatives`, `optional_metrics`, `threshold`, `snapshot`, `mean`, `for`, `observations`, `breakdown`, `judge_warmup`", "treshold: {below: 1}"),
+        ("unknown_key", "18:5: error: signals[1]: unknown field `treshold`, expected one of `id`, `role`, `description`, `unit`, `expr`, `alternatives`, `optional_metrics`, `threshold`, `snapshot`, `mean`, `for`, `observations`, `breakdown`, `judge_warmup`, `quiet_after`", "treshold: {below: 1}"),
         ("bad_yaml", "13:5: error: signals[1]: missing field `unit`", "- id: no_leader"),
         ("bad_severity", "35:15: error: leaves[0].severity: unknown variant `P5`, expected one of `P0`, `P1`, `P2`, `P3`", "severity: P5"),
         ("bad_version", "2:1: error: unsupported rule format version 2 (this build reads version 1)", "version: 2"),
