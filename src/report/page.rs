@@ -14,7 +14,7 @@ use super::headline::{Headline, CANNOT_DECIDE};
 use super::style::{self, Tone};
 use super::text::{axis_name, fit_timeline, shown_threshold, shown_value, signal_label};
 use crate::rules::model::Severity;
-use crate::rules::report::{AxisReport, AxisState, Evidence, Report, RootCause, Status};
+use crate::rules::report::{AxisReport, AxisState, Evidence, Report, RootCause, Status, NOT_YET_CONFIRMED};
 use crate::timefmt::{format_clock, format_offset, format_span, same_day};
 
 /// How to render for a screen.
@@ -525,6 +525,9 @@ fn no_cause(r: &Report, p: &mut Page) {
                     "no axis is lit in the logs, and logs alone cannot show that the control plane is healthy: a quiet log is not proof".to_string()
                 } else if roles.is_empty() && sc.judged.is_empty() {
                     "the data holds no target the rules judge".to_string()
+                } else if let Some(w) = r.warnings.iter().find(|w| w.ends_with(NOT_YET_CONFIRMED)) {
+                    let what = w.trim_end_matches(NOT_YET_CONFIRMED).trim_end_matches(": ");
+                    format!("nothing is confirmed failing yet: {what}; look again in one window")
                 } else if roles.is_empty() {
                     "nothing is failing, but the signals that say \"healthy\" were not all read".to_string()
                 } else {

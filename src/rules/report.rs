@@ -7,6 +7,10 @@
 
 use std::collections::BTreeMap;
 
+/// How a warning ends when an axis is lit at the end of the window for less
+/// than its persistence: the data cannot say yet whether it will hold.
+pub const NOT_YET_CONFIRMED: &str = "not yet confirmed";
+
 use serde::{Deserialize, Serialize};
 
 use super::model::{Severity, Threshold, Unit};

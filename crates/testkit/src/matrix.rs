@@ -505,11 +505,6 @@ pub const KNOWN_WRONG: &[(&str, &str, &str)] = &[
         "sum-count-only",
         "the flapping ended 30 s before the end; the full data's last peer round trips (recorded every 30 s, 367-406 ms, of the flapping) keep etcd/raft lit through the steps with no record since; this profile drops the peer histograms, and the leader changes it reads stopped: recovered, which the lab's truth accepts too",
     ),
-    (
-        "long-peer-latency-follower-etcd3.5-1",
-        "scrape-60s",
-        "at 60 s scrapes (rates over 4 min) the slow path to m0 lights only in the last steps of the 7.5 min recording, under the round-trip ratio's persistence of one window: healthy, with the warning that etcd/network is lit on m0 but not yet confirmed",
-    ),
 ];
 
 /// Why a cell is known to be wrong ([`KNOWN_WRONG`]).

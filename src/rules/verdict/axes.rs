@@ -256,8 +256,9 @@ fn leaf_warnings(rules: &RuleSet, f: &Frame, l: usize, own: &[usize], lit: bool,
         let pending: BTreeSet<&String> = own.iter().flat_map(|&k| f.judged[k].pending.keys()).collect();
         if !pending.is_empty() {
             warnings.push(format!(
-                "{name} is lit at the end of the window on {} for less than its persistence: not yet confirmed",
-                pending.into_iter().cloned().collect::<Vec<_>>().join(", ")
+                "{name} is lit at the end of the window on {} for less than its persistence: {}",
+                pending.into_iter().cloned().collect::<Vec<_>>().join(", "),
+                crate::rules::report::NOT_YET_CONFIRMED
             ));
         }
     }

@@ -206,6 +206,9 @@ pub(super) fn judge_signal(input: &SignalInput, plan: &Plan) -> Judged {
     let mut pending = BTreeMap::new();
     let by_peers = baseline.is_empty() && plan.threshold.relative.as_ref().is_some_and(|r| r.peers);
     let mut peer_judged = false;
+    // Steps where an instance's run is lit but not yet confirmed at the end
+    // of the window: the signal is unknown there, not unlit.
+    let mut pending_at = vec![false; nsteps];
     if input.availability == Availability::Evaluated {
         for (inst, vals) in &input.values {
             let b = baseline.get(inst).copied();
@@ -225,6 +228,9 @@ pub(super) fn judge_signal(input: &SignalInput, plan: &Plan) -> Judged {
                 pending.insert(inst.clone(), p.pending);
             }
             for (i, x) in p.lit.iter().enumerate() {
+                if x.is_none() && raw.get(i) == Some(&Some(true)) {
+                    pending_at[i] = true;
+                }
                 match (x, states[i]) {
                     (Some(true), _) => states[i] = StepState::Lit,
                     (Some(false), StepState::Unknown) => states[i] = StepState::Unlit,
@@ -233,6 +239,13 @@ pub(super) fn judge_signal(input: &SignalInput, plan: &Plan) -> Judged {
             }
             lit.insert(inst.clone(), p.lit);
         }
+    }
+    for (st, _) in states
+        .iter_mut()
+        .zip(&pending_at)
+        .filter(|(st, p)| **p && **st == StepState::Unlit)
+    {
+        *st = StepState::Unknown;
     }
     let unavailable = matches!(
         input.availability,
@@ -295,7 +308,14 @@ fn quiet_lit(j: &mut Judged, quiet: &[bool]) -> usize {
             n += 1;
         }
     }
-    for (i, st) in j.states.iter_mut().enumerate() {
+    // Only the quiet steps change (elsewhere a run not yet confirmed keeps
+    // the signal unknown).
+    for (i, st) in j
+        .states
+        .iter_mut()
+        .enumerate()
+        .filter(|(i, _)| quiet.get(*i) == Some(&true))
+    {
         let at = j.lit.values().filter_map(|l| l.get(i).copied().flatten());
         *st = at.fold(StepState::Unknown, |s, x| match (x, s) {
             (true, _) | (false, StepState::Lit) => StepState::Lit,
@@ -534,6 +554,32 @@ mod tests {
             vec![false, true, true, true, false, false]
         );
         assert_eq!(super::quiet_steps(&[Unlit; 6], &steps, 10_000), vec![false; 6]);
+    }
+
+    #[test]
+    fn a_run_not_yet_confirmed_at_the_end_leaves_the_signal_unknown_there() {
+        let steps: Vec<Millis> = (0..5).map(|i| i * 60_000).collect();
+        let j = super::judge_signal(
+            &SignalInput::evaluated(BTreeMap::from([
+                (
+                    "m0".to_string(),
+                    vec![Some(1.0), Some(1.0), Some(1.0), Some(9.0), Some(9.0)],
+                ),
+                ("m1".to_string(), vec![Some(1.0); 5]),
+            ])),
+            &plan(
+                &steps,
+                180_000,
+                &Threshold {
+                    above: Some(5.0),
+                    ..th()
+                },
+            ),
+        );
+        assert_eq!(j.lit["m0"][3..], [None, None]);
+        // m1 is unlit, but m0 may still confirm: unknown, not unlit.
+        assert_eq!(j.states[3..], [StepState::Unknown, StepState::Unknown]);
+        assert_eq!(j.states[..3], [StepState::Unlit; 3]);
     }
 
     #[test]
