@@ -264,15 +264,9 @@ fn a_delayed_path_is_dated_from_the_members_slow_reads_not_the_late_round_trips(
         let rc = &v["root_cause"];
         assert_eq!(rc["leaf"], "etcd-network", "{n}: {rc}");
         assert_eq!(rc["instances"][0], truth.members[0].as_str(), "{n}: {rc}");
-        let onset = rfc3339_ms(rc["onset"].as_str().unwrap()).unwrap();
-        let lag = (onset - truth.injected_at_ms.unwrap()) as f64 / 1000.0;
+        let (onset, lag) = onset_after_injection(rc, &truth);
         assert!((-5.0..=20.0).contains(&lag), "{n}: onset {lag:+} s");
-        let axis = v["axes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|a| a["leaf"] == "etcd-network")
-            .unwrap();
+        let axis = axis_of(&v, "etcd-network");
         let note = axis["note"].as_str().unwrap_or_default();
         assert!(
             note.starts_with("onset dated from `etcd_slow_applies` on ")
@@ -311,8 +305,7 @@ fn the_echo_of_a_healed_partition_is_not_a_new_incident() {
     assert_eq!(v["status"], "recovered", "{rc}");
     assert_eq!(rc["leaf"], "etcd-network", "{rc}");
     assert_eq!(rc["instances"][0], "m0", "{rc}");
-    let onset = rfc3339_ms(rc["onset"].as_str().unwrap()).unwrap();
-    let lag = (onset - truth.injected_at_ms.unwrap()) as f64 / 1000.0;
+    let (_, lag) = onset_after_injection(rc, &truth);
     assert!((-5.0..=20.0).contains(&lag), "onset {lag:+} s");
     let healed = truth.cleared_at_ms.unwrap();
     let over = rfc3339_ms(rc["recovered"].as_str().unwrap()).unwrap();
@@ -322,12 +315,7 @@ fn the_echo_of_a_healed_partition_is_not_a_new_incident() {
         (over - healed) / 1000
     );
     assert_eq!(v["earlier"].as_array().map(Vec::len), Some(0), "{}", v["earlier"]);
-    let axis = v["axes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["leaf"] == "etcd-network")
-        .unwrap();
+    let axis = axis_of(&v, "etcd-network");
     let note = axis["evidence"]
         .as_array()
         .unwrap()
@@ -339,4 +327,18 @@ fn the_echo_of_a_healed_partition_is_not_a_new_incident() {
         note.contains("not counted") && note.contains("etcd_member_isolated"),
         "{note}"
     );
+}
+
+/// The axis report of `leaf` in a verdict.
+fn axis_of<'a>(v: &'a Value, leaf: &str) -> &'a Value {
+    v["axes"]
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["leaf"] == leaf))
+        .unwrap_or_else(|| panic!("no axis {leaf}"))
+}
+
+/// The root cause's onset (ms) and its lag after the injection (s).
+fn onset_after_injection(rc: &Value, truth: &Truth) -> (i64, f64) {
+    let onset = rfc3339_ms(rc["onset"].as_str().unwrap()).unwrap();
+    (onset, (onset - truth.injected_at_ms.unwrap()) as f64 / 1000.0)
 }

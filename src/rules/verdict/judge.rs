@@ -231,14 +231,12 @@ pub(super) fn judge_signal(input: &SignalInput, plan: &Plan) -> Judged {
                 if x.is_none() && raw.get(i) == Some(&Some(true)) {
                     pending_at[i] = true;
                 }
-                match (x, states[i]) {
-                    (Some(true), _) => states[i] = StepState::Lit,
-                    (Some(false), StepState::Unknown) => states[i] = StepState::Unlit,
-                    _ => {}
-                }
             }
             lit.insert(inst.clone(), p.lit);
         }
+    }
+    for (i, st) in states.iter_mut().enumerate() {
+        *st = step_state(&lit, i);
     }
     for (st, _) in states
         .iter_mut()
@@ -316,13 +314,19 @@ fn quiet_lit(j: &mut Judged, quiet: &[bool]) -> usize {
         .enumerate()
         .filter(|(i, _)| quiet.get(*i) == Some(&true))
     {
-        let at = j.lit.values().filter_map(|l| l.get(i).copied().flatten());
-        *st = at.fold(StepState::Unknown, |s, x| match (x, s) {
-            (true, _) | (false, StepState::Lit) => StepState::Lit,
-            (false, _) => StepState::Unlit,
-        });
+        *st = step_state(&j.lit, i);
     }
     n
+}
+
+/// A signal's state at step `i` from its instances': lit if one is lit,
+/// unlit if one is unlit and none lit, unknown otherwise.
+fn step_state(lit: &BTreeMap<String, Vec<Option<bool>>>, i: usize) -> StepState {
+    let at = lit.values().filter_map(|l| l.get(i).copied().flatten());
+    at.fold(StepState::Unknown, |s, x| match (x, s) {
+        (true, _) | (false, StepState::Lit) => StepState::Lit,
+        (false, _) => StepState::Unlit,
+    })
 }
 
 /// The median of the other instances' values at one step, the stand-in for
