@@ -388,6 +388,7 @@ fn axis_json(a: &model::AxisReport) -> J {
         "episodes": a.episodes.iter().map(episode).collect::<Vec<_>>(),
         "instances": a.instances,
         "localisation": a.localisation,
+        "pending": a.pending,
         "timeline": to_json(&a.timeline),
         "evidence": a.evidence.iter().map(evidence).collect::<Vec<_>>(),
         "note": a.note,

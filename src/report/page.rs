@@ -14,7 +14,7 @@ use super::headline::{Headline, CANNOT_DECIDE};
 use super::style::{self, Tone};
 use super::text::{axis_name, fit_timeline, shown_threshold, shown_value, signal_label};
 use crate::rules::model::Severity;
-use crate::rules::report::{AxisReport, AxisState, Evidence, Report, RootCause, Status, NOT_YET_CONFIRMED};
+use crate::rules::report::{AxisReport, AxisState, Evidence, Report, RootCause, Status};
 use crate::timefmt::{format_clock, format_offset, format_span, same_day};
 
 /// How to render for a screen.
@@ -525,8 +525,7 @@ fn no_cause(r: &Report, p: &mut Page) {
                     "no axis is lit in the logs, and logs alone cannot show that the control plane is healthy: a quiet log is not proof".to_string()
                 } else if roles.is_empty() && sc.judged.is_empty() {
                     "the data holds no target the rules judge".to_string()
-                } else if let Some(w) = r.warnings.iter().find(|w| w.ends_with(NOT_YET_CONFIRMED)) {
-                    let what = w.trim_end_matches(NOT_YET_CONFIRMED).trim_end_matches(": ");
+                } else if let Some(what) = not_yet_confirmed(r) {
                     format!("nothing is confirmed failing yet: {what}; look again in one window")
                 } else if roles.is_empty() {
                     "nothing is failing, but the signals that say \"healthy\" were not all read".to_string()
@@ -639,6 +638,24 @@ fn not_checked(r: &Report, p: &mut Page) {
     };
     let dim = p.paint(Tone::Dim, &text);
     p.wrap("", 0, &dim);
+}
+
+/// The axes lit at the end of the window for less than their persistence,
+/// with their instances: "etcd/network on m0" (`None` when there are none).
+fn not_yet_confirmed(r: &Report) -> Option<String> {
+    let parts: Vec<String> = r
+        .axes
+        .iter()
+        .filter(|a| !a.pending.is_empty())
+        .map(|a| {
+            format!(
+                "{} is lit at the end of the window on {} for less than its persistence",
+                axis_name(r, a),
+                a.pending.join(", ")
+            )
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// A warning for the page: a parenthesised list of more than three ids

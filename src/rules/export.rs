@@ -449,7 +449,19 @@ fn cond_expr(
             let k = rules
                 .signal(s)
                 .ok_or_else(|| err(format!("unknown signal `{s}`")))?;
-            lit_expr(s, &rules.signals[k].def.threshold, opts)
+            let def = &rules.signals[k].def;
+            let lit = lit_expr(s, &def.threshold, opts)?;
+            let Some(q) = &def.quiet_after else {
+                return Ok(lit);
+            };
+            let qk = rules
+                .signal(&q.signal)
+                .ok_or_else(|| err(format!("unknown signal `{}`", q.signal)))?;
+            Ok(quiet_expr(
+                &lit,
+                &lit_expr(&q.signal, &rules.signals[qk].def.threshold, opts)?,
+                q.duration.0,
+            ))
         }
         Condition::Any { any } => {
             if any.is_empty() {
@@ -472,6 +484,16 @@ fn cond_expr(
             Ok(parts.join(" and on () "))
         }
     }
+}
+
+/// A signal's lit instances with its `quiet_after:` applied: none while the
+/// other signal is lit on any instance or was within `for` (a subquery at
+/// the rule group's evaluation interval).
+fn quiet_expr(lit: &str, quiet_lit: &str, for_ms: i64) -> String {
+    format!(
+        "({lit}) unless on () count_over_time(({quiet_lit})[{}:])",
+        format_duration(for_ms)
+    )
 }
 
 /// Escapes Go-template actions in fixed annotation text.
@@ -732,6 +754,10 @@ pub struct UnitTestInput<'a> {
     /// instance is kept so that zero-anchors (`or … * 0`) still have a series.
     /// Metrics read by instant selectors (gauges) are always kept whole.
     pub prune_constant: bool,
+    /// How far a sample may be from its grid point and still be placed there
+    /// (ms): 0 for generated data, up to half the interval for real scrapes,
+    /// which start a few milliseconds late or early.
+    pub snap: Millis,
 }
 
 #[derive(Serialize)]
@@ -910,7 +936,7 @@ pub fn promtool_test(
         .time_range()
         .map(|(_, b)| b)
         .unwrap_or(input.start);
-    let steps = usize::try_from((end - input.start) / input.interval).unwrap_or(0) + 1;
+    let steps = usize::try_from((end - input.start + input.snap) / input.interval).unwrap_or(0) + 1;
     let mut series = Vec::new();
     for (id, s) in input.data.store.series().iter().enumerate() {
         let Some(name) = s.labels.metric_name() else {
@@ -929,7 +955,8 @@ pub fn promtool_test(
         let mut points = vec![None; steps];
         for p in s.points.iter() {
             let off = p.t - input.start;
-            if off < 0 || off % input.interval != 0 {
+            let k = (off + input.interval / 2).div_euclid(input.interval);
+            if off < -input.snap || (off - k * input.interval).abs() > input.snap {
                 return Err(err(format!(
                     "series {} has a sample at {} ms, off the {} grid from the start",
                     series_text(name, &labels),
@@ -937,8 +964,16 @@ pub fn promtool_test(
                     format_duration(input.interval)
                 )));
             }
-            let k = usize::try_from(off / input.interval).unwrap_or(usize::MAX);
+            let k = usize::try_from(k).unwrap_or(usize::MAX);
             if let Some(slot) = points.get_mut(k) {
+                if slot.is_some() {
+                    return Err(err(format!(
+                        "series {} has two samples within {} ms of one grid point ({} ms)",
+                        series_text(name, &labels),
+                        input.snap,
+                        p.t
+                    )));
+                }
                 *slot = Some(p.v);
             }
         }
@@ -1270,6 +1305,7 @@ mod tests {
                 instances: vec![],
             }],
             prune_constant: false,
+            snap: 0,
         }
     }
 

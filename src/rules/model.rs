@@ -335,8 +335,8 @@ pub enum Across {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "String")]
 pub enum Persistence {
-    /// A fixed duration in milliseconds.
-    Duration(i64),
+    /// A fixed duration.
+    Duration(RuleDuration),
     /// One range window (`$window`), whatever it resolves to.
     Window,
 }
@@ -347,11 +347,9 @@ impl TryFrom<String> for Persistence {
         if s.trim() == "$window" {
             return Ok(Persistence::Window);
         }
-        crate::timefmt::parse_duration(&s)
+        RuleDuration::try_from(s)
             .map(Persistence::Duration)
-            .map_err(|_| {
-                format!("invalid `for` `{s}`: expected a duration such as 0s, 30s or 1m, or `$window`")
-            })
+            .map_err(|e| format!("{e}, or `$window`"))
     }
 }
 
@@ -359,7 +357,7 @@ impl Persistence {
     /// The duration in milliseconds for a resolved `$window` of `range`.
     pub fn millis(self, range: i64) -> i64 {
         match self {
-            Persistence::Duration(ms) => ms,
+            Persistence::Duration(RuleDuration(ms)) => ms,
             Persistence::Window => range,
         }
     }
@@ -367,7 +365,7 @@ impl Persistence {
     /// As written in a rule file.
     pub fn text(self) -> String {
         match self {
-            Persistence::Duration(ms) => crate::timefmt::format_duration(ms),
+            Persistence::Duration(RuleDuration(ms)) => crate::timefmt::format_duration(ms),
             Persistence::Window => "$window".into(),
         }
     }
@@ -687,7 +685,8 @@ pub struct EarlySigns {
     pub within: RuleDuration,
 }
 
-/// A duration written in a rule file (`30s`, `1m`), in milliseconds.
+/// A duration written in a rule file (`30s`, `1m`), in milliseconds: a
+/// signal's persistence, a leaf's `early_signs.within`, `quiet_after.for`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "String")]
 pub struct RuleDuration(pub i64);

@@ -7,10 +7,6 @@
 
 use std::collections::BTreeMap;
 
-/// How a warning ends when an axis is lit at the end of the window for less
-/// than its persistence: the data cannot say yet whether it will hold.
-pub const NOT_YET_CONFIRMED: &str = "not yet confirmed";
-
 use serde::{Deserialize, Serialize};
 
 use super::model::{Severity, Threshold, Unit};
@@ -535,6 +531,11 @@ pub struct AxisReport {
     /// instance of the role is the cause.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub says_why: bool,
+    /// Instances on which the axis is lit at the end of the window for less
+    /// than its persistence: not yet confirmed, so not lit, but a verdict
+    /// that may change within one window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<String>,
     /// One state per step of `window.steps`.
     pub timeline: Vec<StepState>,
     /// Signals that decide this leaf (conditions on its path).
@@ -835,6 +836,7 @@ impl Report {
                 instances: Vec::new(),
                 localisation: None,
                 says_why: false,
+                pending: Vec::new(),
                 timeline: vec![StepState::Unknown],
                 evidence: Vec::new(),
                 note: Some(format!("not checked: {reason}")),

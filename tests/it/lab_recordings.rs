@@ -329,6 +329,55 @@ fn the_echo_of_a_healed_partition_is_not_a_new_incident() {
     );
 }
 
+/// Diagnosed 15 s into a slow disk (100 ms on the leader m1, 5 s scrapes),
+/// the fsyncs are slow for less than their persistence: the verdict is not
+/// HEALTHY but INCONCLUSIVE, the axis says on which member it is pending
+/// (`axes[].pending`, for scripts) and the page says to look again. Five
+/// seconds later it is confirmed: etcd/disk on m1.
+#[test]
+fn a_fault_seen_for_less_than_its_persistence_is_not_yet_confirmed() {
+    let run = recordings()
+        .into_iter()
+        .find(|r| name(r) == "long-fsync-slow-leader-etcd3.4-1")
+        .expect("the long slow-disk leader");
+    let truth = Truth::read(&run.join(TRUTH_FILE)).unwrap();
+    let at = |s: i64| ((truth.injected_at_ms.unwrap() / 1000) + s).to_string();
+    let rec = run.join(RECORDING_DIR);
+    let run_at = |to: &str, json: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cptriage"));
+        c.arg("diagnose")
+            .arg("--dump")
+            .arg(&rec)
+            .args(["--to", to])
+            .env("COLUMNS", "200");
+        if json {
+            c.args(["-o", "json"]);
+        }
+        c.output().expect("run cptriage")
+    };
+    let out = run_at(&at(15), true);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON verdict");
+    assert_eq!(v["status"], "inconclusive", "{}", v["summary"]);
+    assert_eq!(out.status.code(), Some(3));
+    let pending: Vec<(&str, &Value)> = v["axes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["pending"].as_array().is_some_and(|p| !p.is_empty()))
+        .map(|a| (a["leaf"].as_str().unwrap(), &a["pending"]))
+        .collect();
+    assert_eq!(pending, [("etcd-disk", &serde_json::json!(["m1"]))]);
+    let page = String::from_utf8(run_at(&at(15), false).stdout).unwrap();
+    assert!(
+        page.contains("nothing is confirmed failing yet: etcd/disk is lit at the end of the window on m1 for less than its persistence; look again in one window"),
+        "{page}"
+    );
+    let v: Value = serde_json::from_slice(&run_at(&at(20), true).stdout).expect("JSON verdict");
+    assert_eq!(v["status"], "degraded");
+    assert_eq!(v["root_cause"]["leaf"], "etcd-disk");
+    assert_eq!(v["root_cause"]["instances"], serde_json::json!(["m1"]));
+}
+
 /// The axis report of `leaf` in a verdict.
 fn axis_of<'a>(v: &'a Value, leaf: &str) -> &'a Value {
     v["axes"]

@@ -344,6 +344,7 @@ fn generate_by(spec_path: &Path, rules: &RuleSet, by: Option<&str>) -> Generated
         role_labels: role_labels(),
         checks,
         prune_constant: true,
+        snap: 0,
     };
     let test_yaml =
         export::promtool_test(rules, &opts, &format!("{name}.rules.yaml"), &input).expect("promtool test");
@@ -608,4 +609,112 @@ fn export_by_cluster_alerts_name_the_faulty_cluster_only() {
     std::fs::write(dir.path().join(format!("{name}.rules.yaml")), &plain.rules_yaml).expect("write");
     let (ok, msg) = promtool(&[Path::new("test"), Path::new("rules"), &tp]);
     assert!(!ok, "without --by the alerts cannot name the cluster:\n{msg}");
+}
+
+/// The lab's recording of a follower cut off from its peers for 3 min
+/// (testdata/lab/long-partition-follower-etcd3.4-1), loaded as `diagnose
+/// --dump` reads it.
+fn partition_dataset(rules: &RuleSet) -> Dataset {
+    let rec = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/lab/long-partition-follower-etcd3.4-1/recording");
+    let arg = cptriage::source::capture::DumpArg {
+        name: None,
+        role: None,
+        path: rec,
+    };
+    cptriage::source::capture::load(&[arg], &Keep::Names(rules.referenced_metrics()))
+        .expect("load the recording")
+}
+
+/// A unit test of the rules exported from `rules` over `ds`, checking the
+/// etcd-network alert at `at` (an offset from the first step).
+fn network_alert_test(rules: &RuleSet, ds: &Dataset, at: i64, instances: &[&str], name: &str) -> Generated {
+    let report = engine::diagnose(rules, ds, &Options::default()).expect("diagnose");
+    let w = &report.window;
+    let mut opts = ExportOptions::new(
+        cptriage::eval::select::DEFAULT_APISERVER_SELECTOR,
+        cptriage::eval::select::DEFAULT_ETCD_SELECTOR,
+        cptriage::eval::select::DEFAULT_CONTROLLER_SELECTOR,
+    )
+    .expect("selectors");
+    opts.window = w.range;
+    // The echo lasts from 30-55 s after the heal to the end of the recording:
+    // the alerts fire as soon as their expression holds.
+    opts.for_ = 0;
+    let (bfrom, bto) = (
+        w.baseline.from.unwrap_or(w.from),
+        w.baseline.to.unwrap_or(w.from + (w.to - w.from) / 4),
+    );
+    opts.baseline_offset = (w.from + at - bto).max(0);
+    opts.baseline_window = (bto - bfrom + w.step).max(w.step);
+    let file = export::export(rules, &opts).expect("export");
+    let input = UnitTestInput {
+        name: name.to_string(),
+        data: ds,
+        start: w.from,
+        interval: w.step,
+        role_labels: role_labels(),
+        checks: vec![AlertCheck {
+            eval_time: at,
+            leaf: "etcd-network".into(),
+            instances: instances.iter().map(|s| s.to_string()).collect(),
+        }],
+        prune_constant: true,
+        // The lab's scrapes start up to a few hundred ms off their grid.
+        snap: w.step / 2 - 1,
+    };
+    Generated {
+        name: name.to_string(),
+        rules_yaml: file.to_yaml(name).expect("yaml"),
+        test_yaml: export::promtool_test(rules, &opts, &format!("{name}.rules.yaml"), &input)
+            .expect("promtool test"),
+    }
+}
+
+/// A signal's `quiet_after:` is exported: the peer round trips recorded
+/// after a cut heals carry the probes that waited through it (etcd smooths
+/// them and records them every 30 s), and the network alert does not fire
+/// on that echo. The same rules without `quiet_after:` do fire, on the
+/// member that was cut off, so the check would fail if the quiet were lost.
+#[test]
+fn exported_alerts_stay_quiet_on_the_echo_of_a_healed_partition() {
+    if !have_promtool() {
+        return;
+    }
+    let rules = RuleSet::default_rules().expect("shipped rules");
+    let quiet: Vec<&str> = rules
+        .signals
+        .iter()
+        .filter(|s| s.def.quiet_after.is_some())
+        .map(|s| s.def.id.as_str())
+        .collect();
+    assert!(
+        quiet.len() >= 3,
+        "the round-trip signals are quiet after a cut: {quiet:?}"
+    );
+    let mut loud = rules.clone();
+    for s in &mut loud.signals {
+        s.def.quiet_after = None;
+    }
+    let ds = partition_dataset(&rules);
+    // The cut ends at +360 s; the echo is recorded 30-55 s later and lasts
+    // to the end of the recording (+450 s).
+    let at = 440_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |g: Generated| {
+        std::fs::write(dir.path().join(format!("{}.rules.yaml", g.name)), &g.rules_yaml).expect("write");
+        let t = dir.path().join(format!("{}.test.yaml", g.name));
+        std::fs::write(&t, &g.test_yaml).expect("write");
+        promtool(&[Path::new("test"), Path::new("rules"), &t])
+    };
+    let (ok, msg) = run(network_alert_test(&rules, &ds, at, &[], "quiet"));
+    assert!(
+        ok,
+        "the network alert fires on the echo of the healed cut:\n{msg}"
+    );
+    let (ok, msg) = run(network_alert_test(&loud, &ds, at, &["m0"], "loud"));
+    assert!(
+        ok,
+        "without quiet_after the echo should fire the network alert on m0:\n{msg}"
+    );
 }

@@ -127,7 +127,7 @@ fn leaf_report(
     let note = (state == AxisState::NotChecked)
         .then(|| not_checked(rules, input, l, &own, gaps))
         .or_else(|| f.dated.get(&l).cloned());
-    leaf_warnings(rules, f, l, &own, lit, warnings);
+    let pending = leaf_warnings(rules, f, l, &own, lit, warnings);
     // Reference step for evidence: `at` if the episode lasts until then,
     // else its last lit step.
     let ref_i = match run {
@@ -189,6 +189,7 @@ fn leaf_report(
         instances: instances.into_iter().collect(),
         localisation,
         says_why,
+        pending,
         timeline: states.clone(),
         evidence,
         note,
@@ -248,17 +249,30 @@ fn not_checked(rules: &RuleSet, input: &AssessInput, l: usize, own: &[usize], ga
 }
 
 /// Warnings about a leaf's dating: lit at the end for less than its
-/// persistence, or lit from the window's first step.
-fn leaf_warnings(rules: &RuleSet, f: &Frame, l: usize, own: &[usize], lit: bool, warnings: &mut Vec<String>) {
+/// persistence (only while its path leaves it open), or lit from the
+/// window's first step. Returns the instances on which it is not yet
+/// confirmed.
+fn leaf_warnings(
+    rules: &RuleSet,
+    f: &Frame,
+    l: usize,
+    own: &[usize],
+    lit: bool,
+    warnings: &mut Vec<String>,
+) -> Vec<String> {
     let leaf = &rules.leaves[l];
     let name = axis_name(&leaf.axis, &leaf.sub_axis);
-    if !lit && !f.single && !leaf.fallback {
-        let pending: BTreeSet<&String> = own.iter().flat_map(|&k| f.judged[k].pending.keys()).collect();
+    let mut pending: Vec<String> = Vec::new();
+    // Only a leaf its path leaves open at the end: one whose questions
+    // already answer "no" there stays unlit however its own signals confirm.
+    let open = f.leaf_states[l].get(f.at) != Some(&StepState::Unlit);
+    if !lit && open && !f.single && !leaf.fallback {
+        let on: BTreeSet<&String> = own.iter().flat_map(|&k| f.judged[k].pending.keys()).collect();
+        pending = on.into_iter().cloned().collect();
         if !pending.is_empty() {
             warnings.push(format!(
-                "{name} is lit at the end of the window on {} for less than its persistence: {}",
-                pending.into_iter().cloned().collect::<Vec<_>>().join(", "),
-                crate::rules::report::NOT_YET_CONFIRMED
+                "{name} is lit at the end of the window on {} for less than its persistence: not yet confirmed",
+                pending.join(", ")
             ));
         }
     }
@@ -269,6 +283,7 @@ fn leaf_warnings(rules: &RuleSet, f: &Frame, l: usize, own: &[usize], lit: bool,
             ));
         }
     }
+    pending
 }
 
 /// Instances: those of the leaf's `cause_instances` signal, else those lit on
