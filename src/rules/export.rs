@@ -192,6 +192,38 @@ pub struct PromRule {
     pub annotations: BTreeMap<String, String>,
 }
 
+impl PromRule {
+    /// A recording rule.
+    fn record(name: String, expr: String, labels: BTreeMap<String, String>) -> PromRule {
+        PromRule {
+            record: Some(name),
+            alert: None,
+            expr,
+            for_: None,
+            labels,
+            annotations: BTreeMap::new(),
+        }
+    }
+}
+
+/// The names of an exported file's rules: each is claimed once.
+#[derive(Default)]
+struct Names(BTreeMap<String, String>);
+
+impl Names {
+    /// `name` for `what`, or a clash with the rule that claimed it first.
+    fn claim(&mut self, name: String, what: String) -> Result<String, ExportError> {
+        if let Some(prev) = self.0.insert(name.clone(), what.clone()) {
+            return Err(ExportError::NameClash {
+                a: prev,
+                b: what,
+                name,
+            });
+        }
+        Ok(name)
+    }
+}
+
 impl PromRuleFile {
     /// The file as YAML, with a header comment naming its origin.
     pub fn to_yaml(&self, header: &str) -> Result<String, ExportError> {
@@ -602,107 +634,19 @@ pub fn leaf_labels(leaf: &LeafDef) -> BTreeMap<String, String> {
 /// Exports a rule set as a Prometheus rule file.
 pub fn export(rules: &RuleSet, opts: &ExportOptions) -> Result<PromRuleFile, ExportError> {
     opts.check()?;
-    let mut names: BTreeMap<String, String> = BTreeMap::new();
-    let mut claim = |name: String, what: String| -> Result<String, ExportError> {
-        if let Some(prev) = names.insert(name.clone(), what.clone()) {
-            return Err(ExportError::NameClash {
-                a: prev,
-                b: what,
-                name,
-            });
-        }
-        Ok(name)
-    };
+    let mut names = Names::default();
     // The signals' rules keep the `--by` label already (`recording`).
-    let mut signals = Vec::new();
-    for s in &rules.signals {
-        let rec = recording(s, opts)?;
-        let labels = |digest: &str| {
-            BTreeMap::from([
-                (DIGEST_LABEL.to_string(), digest.to_string()),
-                (WINDOW_LABEL.to_string(), format_duration(opts.window)),
-            ])
-        };
-        signals.push(PromRule {
-            record: Some(claim(signal_record(&s.def.id), format!("signal {}", s.def.id))?),
-            alert: None,
-            labels: labels(&rec.values.1),
-            expr: rec.values.0,
-            for_: None,
-            annotations: BTreeMap::new(),
-        });
-        if let Some((expr, d)) = rec.observations {
-            signals.push(PromRule {
-                record: Some(claim(
-                    observations_record(&s.def.id),
-                    format!("observations of {}", s.def.id),
-                )?),
-                alert: None,
-                labels: labels(&d),
-                expr,
-                for_: None,
-                annotations: BTreeMap::new(),
-            });
-        }
-    }
+    let mut signals = signal_rules(rules, opts, &mut names)?;
     let mut out = Vec::new();
     for n in &rules.nodes {
-        out.push(PromRule {
-            record: Some(claim(node_record(&n.def.id), format!("node {}", n.def.id))?),
-            alert: None,
-            expr: node_expr(n, rules, opts)?,
-            for_: None,
-            labels: BTreeMap::new(),
-            annotations: BTreeMap::new(),
-        });
+        let name = names.claim(node_record(&n.def.id), format!("node {}", n.def.id))?;
+        out.push(PromRule::record(
+            name,
+            node_expr(n, rules, opts)?,
+            BTreeMap::new(),
+        ));
     }
-    let logic = &rules.logic;
-    // Ordinary leaves first: fallback leaves read them.
-    let order: Vec<usize> = (0..rules.leaves.len())
-        .filter(|&l| !rules.leaves[l].fallback)
-        .chain((0..rules.leaves.len()).filter(|&l| rules.leaves[l].fallback))
-        .collect();
-    for &l in &order {
-        let leaf = &rules.leaves[l];
-        let lg = &logic[l];
-        let Some((&deepest, upper)) = lg.required.split_last() else {
-            continue;
-        };
-        let mut e = node_record(&rules.nodes[deepest].def.id);
-        for &n in upper {
-            e.push_str(&format!(" and on () {}", node_record(&rules.nodes[n].def.id)));
-        }
-        if !lg.suppressed_by.is_empty() {
-            let others: Vec<String> = lg
-                .suppressed_by
-                .iter()
-                .map(|&o| leaf_record(&rules.leaves[o].id))
-                .collect();
-            e = format!("{e} unless on () ({})", others.join(" or "));
-        }
-        out.push(PromRule {
-            record: Some(claim(leaf_record(&leaf.id), format!("leaf {}", leaf.id))?),
-            alert: None,
-            expr: e,
-            for_: None,
-            labels: BTreeMap::new(),
-            annotations: BTreeMap::new(),
-        });
-    }
-    for &l in &order {
-        let leaf = &rules.leaves[l];
-        if logic[l].required.is_empty() {
-            continue;
-        }
-        out.push(PromRule {
-            record: None,
-            alert: Some(claim(alert_name(&leaf.id), format!("leaf {}", leaf.id))?),
-            expr: leaf_record(&leaf.id),
-            for_: (opts.for_ > 0).then(|| format_duration(opts.for_)),
-            labels: leaf_labels(leaf),
-            annotations: leaf_annotations(rules, l, &logic[l], opts, None),
-        });
-    }
+    out.extend(leaf_rules(rules, opts, &mut names)?);
     if let Some(by) = &opts.by {
         for r in &mut out {
             r.expr = keep_label(&r.expr, by).map_err(|message| {
@@ -720,6 +664,90 @@ pub fn export(rules: &RuleSet, opts: &ExportOptions) -> Result<PromRuleFile, Exp
             rules: signals,
         }],
     })
+}
+
+/// Each signal's recording rule (and its observations' where it has them),
+/// labelled with its digest and window.
+fn signal_rules(
+    rules: &RuleSet,
+    opts: &ExportOptions,
+    names: &mut Names,
+) -> Result<Vec<PromRule>, ExportError> {
+    let labels = |digest: &str| {
+        BTreeMap::from([
+            (DIGEST_LABEL.to_string(), digest.to_string()),
+            (WINDOW_LABEL.to_string(), format_duration(opts.window)),
+        ])
+    };
+    let mut out = Vec::new();
+    for s in &rules.signals {
+        let rec = recording(s, opts)?;
+        let name = names.claim(signal_record(&s.def.id), format!("signal {}", s.def.id))?;
+        out.push(PromRule::record(name, rec.values.0, labels(&rec.values.1)));
+        if let Some((expr, d)) = rec.observations {
+            let name = names.claim(
+                observations_record(&s.def.id),
+                format!("observations of {}", s.def.id),
+            )?;
+            out.push(PromRule::record(name, expr, labels(&d)));
+        }
+    }
+    Ok(out)
+}
+
+/// Each leaf's recording rule (its required questions, unless a leaf that
+/// suppresses it is lit), then each leaf's alert; ordinary leaves first:
+/// fallback leaves read them.
+fn leaf_rules(
+    rules: &RuleSet,
+    opts: &ExportOptions,
+    names: &mut Names,
+) -> Result<Vec<PromRule>, ExportError> {
+    let logic = &rules.logic;
+    let order: Vec<usize> = (0..rules.leaves.len())
+        .filter(|&l| !rules.leaves[l].fallback)
+        .chain((0..rules.leaves.len()).filter(|&l| rules.leaves[l].fallback))
+        .collect();
+    let mut out = Vec::new();
+    for &l in &order {
+        let lg = &logic[l];
+        let Some((&deepest, upper)) = lg.required.split_last() else {
+            continue;
+        };
+        let mut e = node_record(&rules.nodes[deepest].def.id);
+        for &n in upper {
+            e.push_str(&format!(" and on () {}", node_record(&rules.nodes[n].def.id)));
+        }
+        if !lg.suppressed_by.is_empty() {
+            let others: Vec<String> = lg
+                .suppressed_by
+                .iter()
+                .map(|&o| leaf_record(&rules.leaves[o].id))
+                .collect();
+            e = format!("{e} unless on () ({})", others.join(" or "));
+        }
+        let id = &rules.leaves[l].id;
+        out.push(PromRule::record(
+            names.claim(leaf_record(id), format!("leaf {id}"))?,
+            e,
+            BTreeMap::new(),
+        ));
+    }
+    for &l in &order {
+        let leaf = &rules.leaves[l];
+        if logic[l].required.is_empty() {
+            continue;
+        }
+        out.push(PromRule {
+            record: None,
+            alert: Some(names.claim(alert_name(&leaf.id), format!("leaf {}", leaf.id))?),
+            expr: leaf_record(&leaf.id),
+            for_: (opts.for_ > 0).then(|| format_duration(opts.for_)),
+            labels: leaf_labels(leaf),
+            annotations: leaf_annotations(rules, l, &logic[l], opts, None),
+        });
+    }
+    Ok(out)
 }
 
 // ───────────────────────────── promtool unit tests ─────────────────────────────
@@ -906,10 +934,6 @@ pub fn promtool_test(
     if input.interval <= 0 {
         return Err(err("the interval must be positive".into()));
     }
-    let roles: BTreeMap<&str, SignalRole> = [SignalRole::Apiserver, SignalRole::Etcd, SignalRole::Controller]
-        .into_iter()
-        .map(|r| (r.as_str(), r))
-        .collect();
     for (role, labels) in &input.role_labels {
         if !opts.selector(*role).matches(labels) {
             return Err(err(format!(
@@ -920,6 +944,32 @@ pub fn promtool_test(
             )));
         }
     }
+    let series = input_series(rules, opts, input).map_err(err)?;
+    let tests = alert_tests(rules, opts, input).map_err(err)?;
+    let file = UnitFile {
+        rule_files: vec![rule_file.to_string()],
+        evaluation_interval: format_duration(input.interval),
+        tests: vec![UnitTest {
+            name: input.name.clone(),
+            interval: format_duration(input.interval),
+            input_series: series,
+            alert_rule_test: tests,
+        }],
+    };
+    serde_yaml::to_string(&file).map_err(|e| ExportError::Yaml(e.to_string()))
+}
+
+/// The series of a unit test: those of the metrics the rules read, of a
+/// role they judge, labelled as the selectors expect, sorted.
+fn input_series(
+    rules: &RuleSet,
+    opts: &ExportOptions,
+    input: &UnitTestInput,
+) -> Result<Vec<InputSeries>, String> {
+    let roles: BTreeMap<&str, SignalRole> = [SignalRole::Apiserver, SignalRole::Etcd, SignalRole::Controller]
+        .into_iter()
+        .map(|r| (r.as_str(), r))
+        .collect();
     let wanted: BTreeSet<String> = rules
         .signals
         .iter()
@@ -952,50 +1002,65 @@ pub fn promtool_test(
         if let Some(extra) = input.role_labels.get(role) {
             labels.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
-        let mut points = vec![None; steps];
-        for p in s.points.iter() {
-            let off = p.t - input.start;
-            let k = (off + input.interval / 2).div_euclid(input.interval);
-            if off < -input.snap || (off - k * input.interval).abs() > input.snap {
-                return Err(err(format!(
-                    "series {} has a sample at {} ms, off the {} grid from the start",
-                    series_text(name, &labels),
-                    p.t,
-                    format_duration(input.interval)
-                )));
-            }
-            let k = usize::try_from(k).unwrap_or(usize::MAX);
-            if let Some(slot) = points.get_mut(k) {
-                if slot.is_some() {
-                    return Err(err(format!(
-                        "series {} has two samples within {} ms of one grid point ({} ms)",
-                        series_text(name, &labels),
-                        input.snap,
-                        p.t
-                    )));
-                }
-                *slot = Some(p.v);
-            }
+        let text = series_text(name, &labels);
+        let points = grid_points(s.points.iter().map(|p| (p.t, p.v)), steps, input)
+            .map_err(|e| format!("series {text} has {e}"))?;
+        if !points.is_empty() {
+            series.push(InputSeries {
+                series: text,
+                values: notation(&points),
+            });
         }
-        // Trailing gaps add nothing.
-        while points.last().is_some_and(Option::is_none) {
-            points.pop();
-        }
-        if points.is_empty() {
-            continue;
-        }
-        series.push(InputSeries {
-            series: series_text(name, &labels),
-            values: notation(&points),
-        });
     }
     series.sort_by(|a, b| a.series.cmp(&b.series));
-    let logic = &rules.logic;
+    Ok(series)
+}
+
+/// A series' samples on the test's grid (`None` where it has none), each
+/// within `input.snap` of its grid point; trailing gaps dropped.
+fn grid_points(
+    samples: impl Iterator<Item = (Millis, f64)>,
+    steps: usize,
+    input: &UnitTestInput,
+) -> Result<Vec<Option<f64>>, String> {
+    let mut points = vec![None; steps];
+    for (t, v) in samples {
+        let off = t - input.start;
+        let k = (off + input.interval / 2).div_euclid(input.interval);
+        if off < -input.snap || (off - k * input.interval).abs() > input.snap {
+            return Err(format!(
+                "a sample at {t} ms, off the {} grid from the start",
+                format_duration(input.interval)
+            ));
+        }
+        if let Some(slot) = points.get_mut(usize::try_from(k).unwrap_or(usize::MAX)) {
+            if slot.is_some() {
+                return Err(format!(
+                    "two samples within {} ms of one grid point ({t} ms)",
+                    input.snap
+                ));
+            }
+            *slot = Some(v);
+        }
+    }
+    while points.last().is_some_and(Option::is_none) {
+        points.pop();
+    }
+    Ok(points)
+}
+
+/// The alert checks of a unit test: each leaf's alert firing on the given
+/// instances (with the annotations the export writes), or not at all.
+fn alert_tests(
+    rules: &RuleSet,
+    opts: &ExportOptions,
+    input: &UnitTestInput,
+) -> Result<Vec<AlertTest>, String> {
     let mut tests = Vec::new();
     for c in &input.checks {
         let l = rules
             .leaf(&c.leaf)
-            .ok_or_else(|| err(format!("unknown leaf `{}`", c.leaf)))?;
+            .ok_or_else(|| format!("unknown leaf `{}`", c.leaf))?;
         let leaf = &rules.leaves[l];
         let mut insts = c.instances.clone();
         insts.sort();
@@ -1007,7 +1072,7 @@ pub fn promtool_test(
                 labels.insert("instance".into(), i.clone());
                 ExpAlert {
                     exp_labels: labels,
-                    exp_annotations: leaf_annotations(rules, l, &logic[l], opts, Some(i)),
+                    exp_annotations: leaf_annotations(rules, l, &rules.logic[l], opts, Some(i)),
                 }
             })
             .collect();
@@ -1017,17 +1082,7 @@ pub fn promtool_test(
             exp_alerts,
         });
     }
-    let file = UnitFile {
-        rule_files: vec![rule_file.to_string()],
-        evaluation_interval: format_duration(input.interval),
-        tests: vec![UnitTest {
-            name: input.name.clone(),
-            interval: format_duration(input.interval),
-            input_series: series,
-            alert_rule_test: tests,
-        }],
-    };
-    serde_yaml::to_string(&file).map_err(|e| ExportError::Yaml(e.to_string()))
+    Ok(tests)
 }
 
 /// Metric names some signal expression reads with an instant selector (outside

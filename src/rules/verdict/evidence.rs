@@ -3,7 +3,7 @@
 
 use super::judge::{median, Judged};
 use super::{BreakdownInput, SignalInput};
-use crate::rules::load::RuleSet;
+use crate::rules::load::{RuleSet, Signal};
 use crate::rules::model::{Direction, Threshold, Unit};
 use crate::rules::report::{Contributor, Evidence, InstanceValue, StepState};
 use crate::store::Millis;
@@ -81,12 +81,48 @@ pub(super) fn evidence(
         Some(StepState::Unlit) => Some(false),
         _ => None,
     };
-    // The localisation names the instances lit anywhere in the episode, so that
-    // it agrees with the axis's instance list.
-    let in_span: Vec<InstanceValue> = instances
+    let in_span = lit_in_span(&instances, j, shown.span);
+    let localisation = localise(def.unit, &def.threshold, &def.description, &in_span);
+    let notes = evidence_notes(sig, input, j, shown, steps);
+    let (contributors, contributors_note) = match (&input.breakdown, &sig.breakdown) {
+        (Some(b), Some(def)) => who(b, def.unit, ref_i, shown.baseline_steps),
+        _ => (Vec::new(), None),
+    };
+    Evidence {
+        contributors,
+        contributors_note,
+        signal: def.id.clone(),
+        description: def.description.clone(),
+        role: def.role.as_str().to_string(),
+        unit: def.unit,
+        availability: input.availability,
+        alternative: input.alternative,
+        expression: input.expression.clone(),
+        threshold: def.threshold.clone(),
+        threshold_text: def.threshold.text(def.unit),
+        value,
+        value_at: value.and(steps.get(ref_i).copied()),
+        baseline: worst_inst.and_then(|i| j.baseline.get(&i).copied()),
+        lit,
+        instances,
+        series,
+        instance_series: input.values.clone(),
+        instance_lit: j.lit.clone(),
+        threshold_lines: super::judge::threshold_lines(&def.threshold, &j.baseline),
+        localisation,
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
+        since_start: sig.since_start,
+        context: shown.context,
+    }
+}
+
+/// The instances with their state over the episode `span` (lit at any step
+/// of it), so that the localisation agrees with the axis's instance list.
+fn lit_in_span(instances: &[InstanceValue], j: &Judged, span: Option<(usize, usize)>) -> Vec<InstanceValue> {
+    instances
         .iter()
         .map(|iv| {
-            let lit_in_span = shown.span.and_then(|(a, b)| {
+            let lit_in_span = span.and_then(|(a, b)| {
                 let l = j.lit.get(&iv.instance)?;
                 let v: Vec<Option<bool>> = (a..=b).map(|i| l.get(i).copied().flatten()).collect();
                 if v.contains(&Some(true)) {
@@ -102,8 +138,19 @@ pub(super) fn evidence(
                 ..iv.clone()
             }
         })
-        .collect();
-    let localisation = localise(def.unit, &def.threshold, &def.description, &in_span);
+        .collect()
+}
+
+/// What the evidence says of how the signal was judged: its input's note,
+/// steps not judged, when a context signal was lit, an onset dated back,
+/// steps quieted, a peer-judged relative threshold, runs too short.
+fn evidence_notes(
+    sig: &Signal,
+    input: &SignalInput,
+    j: &Judged,
+    shown: &Shown,
+    steps: &[Millis],
+) -> Vec<String> {
     let mut notes: Vec<String> = input.note.iter().cloned().collect();
     for (reason, count) in input.skip_counts() {
         notes.push(format!("{count} step(s) not judged: {reason}"));
@@ -140,36 +187,7 @@ pub(super) fn evidence(
             crate::timefmt::format_lag(j.persistence)
         ));
     }
-    let (contributors, contributors_note) = match (&input.breakdown, &sig.breakdown) {
-        (Some(b), Some(def)) => who(b, def.unit, ref_i, shown.baseline_steps),
-        _ => (Vec::new(), None),
-    };
-    Evidence {
-        contributors,
-        contributors_note,
-        signal: def.id.clone(),
-        description: def.description.clone(),
-        role: def.role.as_str().to_string(),
-        unit: def.unit,
-        availability: input.availability,
-        alternative: input.alternative,
-        expression: input.expression.clone(),
-        threshold: def.threshold.clone(),
-        threshold_text: def.threshold.text(def.unit),
-        value,
-        value_at: value.and(steps.get(ref_i).copied()),
-        baseline: worst_inst.and_then(|i| j.baseline.get(&i).copied()),
-        lit,
-        instances,
-        series,
-        instance_series: input.values.clone(),
-        instance_lit: j.lit.clone(),
-        threshold_lines: super::judge::threshold_lines(&def.threshold, &j.baseline),
-        localisation,
-        note: (!notes.is_empty()).then(|| notes.join("; ")),
-        since_start: sig.since_start,
-        context: shown.context,
-    }
+    notes
 }
 
 /// "only etcd-2: 1.2 s; others ≤ 7 ms" when some but not all instances are lit;

@@ -86,6 +86,81 @@ fn nearness(e: &Evidence, v: f64, baseline: Option<f64>) -> Option<f64> {
     best
 }
 
+/// The other axes of the strong-consistency path (a P0/P1 leaf) whose leaves
+/// are all clear, each with its deciding signal nearest its threshold at
+/// `ref_i`: the nearest misses first, then in tree order.
+fn cleared_alternatives(
+    rules: &RuleSet,
+    axes: &[AxisReport],
+    ax: &AxisReport,
+    ref_i: Option<usize>,
+    steps: &[Millis],
+) -> Vec<Measure> {
+    let mut by_axis: BTreeMap<&str, Vec<&AxisReport>> = BTreeMap::new();
+    for a in axes.iter().filter(|a| a.axis != ax.axis) {
+        by_axis.entry(a.axis.as_str()).or_default().push(a);
+    }
+    let mut cleared: Vec<(f64, usize, Measure)> = Vec::new();
+    for (axis, leaves) in by_axis {
+        let strong = leaves.iter().any(|a| {
+            rules.leaf(&a.leaf).is_some_and(|i| {
+                !rules.leaves[i].fallback && matches!(rules.leaves[i].severity, Severity::P0 | Severity::P1)
+            })
+        });
+        if !strong || !leaves.iter().all(|a| a.state == AxisState::Clear) {
+            continue;
+        }
+        let order = axes.iter().position(|a| a.axis == axis).unwrap_or(usize::MAX);
+        if let Some((n, m)) = nearest_miss(axis, &leaves, ref_i, steps) {
+            cleared.push((n, order, m));
+        }
+    }
+    // The nearest misses first; then tree order.
+    cleared.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    cleared.into_iter().take(MAX_CLEARED).map(|(_, _, m)| m).collect()
+}
+
+/// A clear axis's evidence nearest its threshold at `ref_i` (by
+/// [`nearness`]), else its first measured one; signals lit there cleared
+/// nothing and are skipped.
+fn nearest_miss(
+    axis: &str,
+    leaves: &[&AxisReport],
+    ref_i: Option<usize>,
+    steps: &[Millis],
+) -> Option<(f64, Measure)> {
+    let mut best: Option<(f64, Measure)> = None;
+    let mut first: Option<Measure> = None;
+    for e in leaves.iter().flat_map(|a| a.evidence.iter()) {
+        if e.context || e.availability != Availability::Evaluated {
+            continue;
+        }
+        // A signal over its threshold cleared nothing: the axis is clear
+        // because another part of its question (`all:`) is not lit.
+        let lit_here = match ref_i {
+            Some(i) => e
+                .instance_lit
+                .values()
+                .any(|l| l.get(i).copied().flatten() == Some(true)),
+            None => e.lit == Some(true),
+        };
+        if lit_here {
+            continue;
+        }
+        let m = measure(axis, e, ref_i, steps);
+        let Some(v) = m.value else { continue };
+        if first.is_none() {
+            first = Some(m.clone());
+        }
+        if let Some(n) = nearness(e, v, m.baseline) {
+            if best.as_ref().is_none_or(|(b, _)| n > *b) {
+                best = Some((n, m));
+            }
+        }
+    }
+    best.or(first.map(|m| (f64::NEG_INFINITY, m)))
+}
+
 /// Fills in the root cause's falsifier; `root` indexes `axes`.
 pub(super) fn falsification(
     rules: &RuleSet,
@@ -117,58 +192,7 @@ pub(super) fn falsification(
     let ref_time = deciding.first().and_then(|m| m.at).or(ax.onset);
     let ref_i = ref_time.and_then(|t| steps.iter().position(|x| *x == t));
 
-    // Cleared: other axes of the strong-consistency path, all leaves clear.
-    let mut by_axis: BTreeMap<&str, Vec<&AxisReport>> = BTreeMap::new();
-    for a in axes.iter().filter(|a| a.axis != ax.axis) {
-        by_axis.entry(a.axis.as_str()).or_default().push(a);
-    }
-    let mut cleared: Vec<(f64, usize, Measure)> = Vec::new();
-    for (axis, leaves) in by_axis {
-        let strong = leaves.iter().any(|a| {
-            rules.leaf(&a.leaf).is_some_and(|i| {
-                !rules.leaves[i].fallback && matches!(rules.leaves[i].severity, Severity::P0 | Severity::P1)
-            })
-        });
-        if !strong || !leaves.iter().all(|a| a.state == AxisState::Clear) {
-            continue;
-        }
-        let order = axes.iter().position(|a| a.axis == axis).unwrap_or(usize::MAX);
-        let mut best: Option<(f64, Measure)> = None;
-        let mut first: Option<Measure> = None;
-        for e in leaves.iter().flat_map(|a| a.evidence.iter()) {
-            if e.context || e.availability != Availability::Evaluated {
-                continue;
-            }
-            // A signal over its threshold cleared nothing: the axis is clear
-            // because another part of its question (`all:`) is not lit.
-            let lit_here = match ref_i {
-                Some(i) => e
-                    .instance_lit
-                    .values()
-                    .any(|l| l.get(i).copied().flatten() == Some(true)),
-                None => e.lit == Some(true),
-            };
-            if lit_here {
-                continue;
-            }
-            let m = measure(axis, e, ref_i, steps);
-            let Some(v) = m.value else { continue };
-            if first.is_none() {
-                first = Some(m.clone());
-            }
-            if let Some(n) = nearness(e, v, m.baseline) {
-                if best.as_ref().is_none_or(|(b, _)| n > *b) {
-                    best = Some((n, m));
-                }
-            }
-        }
-        if let Some((n, m)) = best.or(first.map(|m| (f64::NEG_INFINITY, m))) {
-            cleared.push((n, order, m));
-        }
-    }
-    // The nearest misses first; then tree order.
-    cleared.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    let cleared: Vec<Measure> = cleared.into_iter().take(MAX_CLEARED).map(|(_, _, m)| m).collect();
+    let cleared = cleared_alternatives(rules, axes, ax, ref_i, steps);
 
     let when = ax
         .onset

@@ -599,6 +599,104 @@ struct ExecStatus {
     client_key_data: Option<String>,
 }
 
+/// Runs a plugin's command with a time limit, its output capped; its
+/// standard output, or why it failed (its standard error scrubbed of
+/// anything that looks like a secret).
+fn run_plugin(mut cmd: Command) -> Result<Vec<u8>, String> {
+    let mut child = cmd.spawn().map_err(|x| format!("cannot start: {x}"))?;
+    let out_pipe = child.stdout.take();
+    let err_pipe = child.stderr.take();
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        if let Some(p) = out_pipe {
+            let _ = p.take(EXEC_MAX_OUTPUT).read_to_end(&mut out);
+        }
+        out
+    });
+    let ereader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        if let Some(p) = err_pipe {
+            let _ = p.take(EXEC_MAX_OUTPUT).read_to_end(&mut out);
+        }
+        out
+    });
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if start.elapsed() > EXEC_TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("did not finish within {}s", EXEC_TIMEOUT.as_secs()));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(x) => return Err(format!("cannot wait for it: {x}")),
+        }
+    };
+    let stdout = reader.join().unwrap_or_default();
+    let stderr = ereader.join().unwrap_or_default();
+    if !status.success() {
+        // A plugin may print its token (or a key) on failure: keep only what
+        // does not look like one.
+        let msg = crate::secret::scrub(String::from_utf8_lossy(&stderr).trim()).into_owned();
+        let msg: String = msg.chars().take(300).collect();
+        return Err(format!(
+            "exited with {status}{}",
+            if msg.is_empty() {
+                String::new()
+            } else {
+                format!(": {msg}")
+            }
+        ));
+    }
+    Ok(stdout)
+}
+
+/// The credentials in an exec plugin's output (an `ExecCredential` of
+/// `api_version`): a token (with its expiry) or a client certificate and key.
+fn credentials(stdout: &[u8], api_version: &str) -> Result<Credentials, String> {
+    let cred: ExecCredential = serde_json::from_slice(stdout)
+        .map_err(|x| format!("output is not an ExecCredential: {}", strip_json_detail(&x)))?;
+    if cred.kind.as_deref() != Some("ExecCredential") {
+        return Err("output is not an ExecCredential (`kind` differs)".into());
+    }
+    if let Some(v) = &cred.api_version {
+        if v != api_version {
+            let shown = if crate::secret::is_plain_identifier(v) {
+                format!("`{v}`")
+            } else {
+                "(a value not shown)".to_string()
+            };
+            return Err(format!("output has apiVersion {shown}, expected `{api_version}`"));
+        }
+    }
+    let st = cred.status.ok_or_else(|| "output has no `status`".to_string())?;
+    let mut c = Credentials::default();
+    if let Some(t) = st.token.filter(|t| !t.is_empty()) {
+        c.token = Some(Secret::new(t.into_bytes()));
+    }
+    if let Some(ts) = st.expiration_timestamp.filter(|t| !t.is_empty()) {
+        let t = chrono::DateTime::parse_from_rfc3339(&ts)
+            .map_err(|_| "`expirationTimestamp` in its output is not an RFC 3339 time".to_string())?;
+        let secs = t.timestamp().max(0) as u64;
+        c.token_expiry = Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs));
+    }
+    match (st.client_certificate_data, st.client_key_data) {
+        (Some(cert), Some(key)) if !cert.is_empty() && !key.is_empty() => {
+            c.client_cert_pem = Some(cert.into_bytes());
+            c.client_key_pem = Some(Secret::new(key.into_bytes()));
+        }
+        (Some(_), None) | (None, Some(_)) => {
+            return Err("output has only one of `clientCertificateData` and `clientKeyData`".into())
+        }
+        _ => {}
+    }
+    if c.token.is_none() && c.client_cert_pem.is_none() {
+        return Err("output has neither a token nor a client certificate".into());
+    }
+    Ok(c)
+}
+
 /// Runs an exec credential plugin (`client.authentication.k8s.io/v1` or
 /// `v1beta1`), never interactively: its stdin is closed.
 fn run_exec(
@@ -652,100 +750,8 @@ fn run_exec(
     for v in e.env.clone().unwrap_or_default() {
         cmd.env(v.name, v.value);
     }
-    let mut child = cmd.spawn().map_err(|x| err(format!("cannot start: {x}")))?;
-    let out_pipe = child.stdout.take();
-    let err_pipe = child.stderr.take();
-    let reader = std::thread::spawn(move || {
-        let mut out = Vec::new();
-        if let Some(p) = out_pipe {
-            let _ = p.take(EXEC_MAX_OUTPUT).read_to_end(&mut out);
-        }
-        out
-    });
-    let ereader = std::thread::spawn(move || {
-        let mut out = Vec::new();
-        if let Some(p) = err_pipe {
-            let _ = p.take(EXEC_MAX_OUTPUT).read_to_end(&mut out);
-        }
-        out
-    });
-    let start = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) if start.elapsed() > EXEC_TIMEOUT => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(err(format!("did not finish within {}s", EXEC_TIMEOUT.as_secs())));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(x) => return Err(err(format!("cannot wait for it: {x}"))),
-        }
-    };
-    let stdout = reader.join().unwrap_or_default();
-    let stderr = ereader.join().unwrap_or_default();
-    if !status.success() {
-        // A plugin may print its token (or a key) on failure: keep only what
-        // does not look like one.
-        let msg = crate::secret::scrub(String::from_utf8_lossy(&stderr).trim()).into_owned();
-        let msg: String = msg.chars().take(300).collect();
-        return Err(err(format!(
-            "exited with {status}{}",
-            if msg.is_empty() {
-                String::new()
-            } else {
-                format!(": {msg}")
-            }
-        )));
-    }
-    let cred: ExecCredential = serde_json::from_slice(&stdout).map_err(|x| {
-        err(format!(
-            "output is not an ExecCredential: {}",
-            strip_json_detail(&x)
-        ))
-    })?;
-    if cred.kind.as_deref() != Some("ExecCredential") {
-        return Err(err("output is not an ExecCredential (`kind` differs)".into()));
-    }
-    if let Some(v) = &cred.api_version {
-        if v != &api_version {
-            let shown = if crate::secret::is_plain_identifier(v) {
-                format!("`{v}`")
-            } else {
-                "(a value not shown)".to_string()
-            };
-            return Err(err(format!(
-                "output has apiVersion {shown}, expected `{api_version}`"
-            )));
-        }
-    }
-    let st = cred.status.ok_or_else(|| err("output has no `status`".into()))?;
-    let mut c = Credentials::default();
-    if let Some(t) = st.token.filter(|t| !t.is_empty()) {
-        c.token = Some(Secret::new(t.into_bytes()));
-    }
-    if let Some(ts) = st.expiration_timestamp.filter(|t| !t.is_empty()) {
-        let t = chrono::DateTime::parse_from_rfc3339(&ts)
-            .map_err(|_| err("`expirationTimestamp` in its output is not an RFC 3339 time".into()))?;
-        let secs = t.timestamp().max(0) as u64;
-        c.token_expiry = Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs));
-    }
-    match (st.client_certificate_data, st.client_key_data) {
-        (Some(cert), Some(key)) if !cert.is_empty() && !key.is_empty() => {
-            c.client_cert_pem = Some(cert.into_bytes());
-            c.client_key_pem = Some(Secret::new(key.into_bytes()));
-        }
-        (Some(_), None) | (None, Some(_)) => {
-            return Err(err(
-                "output has only one of `clientCertificateData` and `clientKeyData`".into(),
-            ))
-        }
-        _ => {}
-    }
-    if c.token.is_none() && c.client_cert_pem.is_none() {
-        return Err(err("output has neither a token nor a client certificate".into()));
-    }
-    Ok(c)
+    let stdout = run_plugin(cmd).map_err(err)?;
+    credentials(&stdout, &api_version).map_err(err)
 }
 
 /// serde_json errors may quote input (a token); keep only the position.
