@@ -641,7 +641,8 @@ fn not_checked(r: &Report, p: &mut Page) {
 }
 
 /// The axes lit at the end of the window for less than their persistence,
-/// with their instances: "etcd/network on m0" (`None` when there are none).
+/// with their instances ("etcd/network is lit at the end of the window on m0
+/// for less than its persistence"; `None` when there are none).
 fn not_yet_confirmed(r: &Report) -> Option<String> {
     let parts: Vec<String> = r
         .axes

@@ -450,6 +450,63 @@ enum Source<'a> {
     File(Input),
 }
 
+impl FileData {
+    /// What a sample says of its snapshot: its latest timestamp, the
+    /// process start, the apiserver's or etcd's version, the node's name.
+    fn note(&mut self, s: &expfmt::SampleRef<'_>) {
+        if let Some(ts) = s.timestamp_ms {
+            self.max_ts = Some(self.max_ts.map_or(ts, |m: i64| m.max(ts)));
+        }
+        match s.name {
+            "process_start_time_seconds" => self.process_start = Some(s.value),
+            "kubernetes_build_info" => {
+                if let Some(v) =
+                    super::version_of(s.name, s.labels.iter().map(|l| (l.name, l.value.as_ref())))
+                {
+                    self.apiserver_version = Some(v.to_string());
+                }
+            }
+            "etcd_server_version" => {
+                if let Some(v) =
+                    super::version_of(s.name, s.labels.iter().map(|l| (l.name, l.value.as_ref())))
+                {
+                    self.etcd_version = Some(v.to_string());
+                }
+            }
+            super::nodemap::UNAME => {
+                if let Some(l) = s.labels.iter().find(|l| l.name == "nodename") {
+                    self.nodename = Some(l.value.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The parser's issues worth a warning: malformed lines, and those that
+    /// change values (NaN or negative counters, duplicate series, NaN bucket
+    /// bounds), the first [`MAX_ISSUES_PER_FILE`] of them.
+    fn note_issues(&mut self, issues: &[expfmt::Issue]) {
+        let errors: Vec<&expfmt::Issue> = issues
+            .iter()
+            .filter(|i| {
+                i.severity == Severity::Error
+                    || i.message.starts_with("counter `")
+                    || i.message.starts_with("duplicate series `")
+                    || i.message.starts_with("bucket `le=\"NaN\"`")
+            })
+            .collect();
+        for i in errors.iter().take(MAX_ISSUES_PER_FILE) {
+            self.issues.push(format!("line {}: {}", i.line, i.message));
+        }
+        if errors.len() > MAX_ISSUES_PER_FILE {
+            self.issues.push(format!(
+                "… and {} more malformed lines",
+                errors.len() - MAX_ISSUES_PER_FILE
+            ));
+        }
+    }
+}
+
 /// Parses one snapshot. Files are streamed through the parser (a 20 MB
 /// snapshot is never held whole); in-memory snapshots are parsed in place.
 fn parse_file(pf: &Planned, keep: &Keep, known: &SeriesKeys, max: u64) -> Result<FileData, SnapshotError> {
@@ -500,32 +557,7 @@ fn parse_file(pf: &Planned, keep: &Keep, known: &SeriesKeys, max: u64) -> Result
         if let Some(t) = s.timestamp_ms {
             p.ts.push((p.ends.len() - 1, t));
         }
-        if let Some(ts) = s.timestamp_ms {
-            data.max_ts = Some(data.max_ts.map_or(ts, |m: i64| m.max(ts)));
-        }
-        match s.name {
-            "process_start_time_seconds" => data.process_start = Some(s.value),
-            "kubernetes_build_info" => {
-                if let Some(v) =
-                    super::version_of(s.name, s.labels.iter().map(|l| (l.name, l.value.as_ref())))
-                {
-                    data.apiserver_version = Some(v.to_string());
-                }
-            }
-            "etcd_server_version" => {
-                if let Some(v) =
-                    super::version_of(s.name, s.labels.iter().map(|l| (l.name, l.value.as_ref())))
-                {
-                    data.etcd_version = Some(v.to_string());
-                }
-            }
-            super::nodemap::UNAME => {
-                if let Some(l) = s.labels.iter().find(|l| l.name == "nodename") {
-                    data.nodename = Some(l.value.to_string());
-                }
-            }
-            _ => {}
-        }
+        data.note(s);
     };
     let (report, total) = match &mut input {
         Source::Memory(b) => (
@@ -547,27 +579,7 @@ fn parse_file(pf: &Planned, keep: &Keep, known: &SeriesKeys, max: u64) -> Result
         }
     }
     data.families = report.families.iter().map(|(n, _)| n.clone()).collect();
-    // Malformed lines, and the warnings that change values: NaN or negative
-    // counters, duplicate series and NaN bucket bounds.
-    let errors: Vec<&expfmt::Issue> = report
-        .issues
-        .iter()
-        .filter(|i| {
-            i.severity == Severity::Error
-                || i.message.starts_with("counter `")
-                || i.message.starts_with("duplicate series `")
-                || i.message.starts_with("bucket `le=\"NaN\"`")
-        })
-        .collect();
-    for i in errors.iter().take(MAX_ISSUES_PER_FILE) {
-        data.issues.push(format!("line {}: {}", i.line, i.message));
-    }
-    if errors.len() > MAX_ISSUES_PER_FILE {
-        data.issues.push(format!(
-            "… and {} more malformed lines",
-            errors.len() - MAX_ISSUES_PER_FILE
-        ));
-    }
+    data.note_issues(&report.issues);
     if total == 0 {
         return Err(SnapshotError::Empty);
     }
@@ -798,20 +810,13 @@ pub(super) fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError
                         message: m.clone(),
                     });
                 }
-                let (time, ts) = match (pf.name_time, data.max_ts, data.mtime) {
-                    (Some(t), _, _) if pf.bytes.is_some() => (t, TimeSource::Scrape),
-                    (Some(t), _, _) => (t, TimeSource::FileName),
-                    (None, Some(t), _) => (t, TimeSource::SampleTimestamp),
-                    (None, None, Some(t)) => (t, TimeSource::Mtime),
-                    (None, None, None) => {
-                        warnings.push(SourceWarning {
-                            origin,
-                            message:
-                                "no time in the name, in the samples or in the file system; file skipped"
-                                    .into(),
-                        });
-                        return;
-                    }
+                let Some((time, ts)) = file_time(pf, &data) else {
+                    warnings.push(SourceWarning {
+                        origin,
+                        message: "no time in the name, in the samples or in the file system; file skipped"
+                            .into(),
+                    });
+                    return;
                 };
                 if pf.name_time.is_some() {
                     ingest(
@@ -845,40 +850,22 @@ pub(super) fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError
             &mut warnings,
         );
     }
-    // Failed scrapes recorded in a manifest end every series of that target, as a
-    // failed scrape does in Prometheus, and stay with the target as evidence.
-    // A target that never answered is kept too (with the role its manifest
-    // entry gives), so that the report names it.
-    let mut silent: Vec<Target> = Vec::new();
-    for (tname, mut times) in failures_by_target {
-        times.sort_unstable();
-        times.dedup();
-        if let Some(st) = states.get_mut(&tname) {
-            for &t in &times {
-                mark_stale(&mut store, st, t, Vec::new());
-            }
-            if let Some(target) = st.target.as_mut() {
-                target.failures = times;
-            }
-        } else {
-            let decl = plan.declared.get(&tname).cloned().unwrap_or_default();
-            let (role, reason) = decl
-                .role
-                .unwrap_or((Role::Unknown, "no snapshot to infer a role from".into()));
-            silent.push(Target {
-                name: tname,
-                role,
-                role_reason: reason,
-                version: decl.version,
-                time_source: TimeSource::Scrape,
-                snapshots: Vec::new(),
-                families: BTreeSet::new(),
-                failures: times,
-            });
-        }
-    }
+    let silent = apply_failures(&mut store, &mut states, failures_by_target, &plan.declared);
+    finish(store, states, silent, &plan.declared, keep, warnings)
+}
+
+/// The dataset from the ingested targets: restarts split, members mapped to
+/// their nodes, `up` written, targets that never answered kept.
+fn finish(
+    mut store: Store,
+    mut states: BTreeMap<String, TargetState>,
+    silent: Vec<Target>,
+    declared: &BTreeMap<String, Declared>,
+    keep: &Keep,
+    mut warnings: Vec<SourceWarning>,
+) -> Result<Dataset, DumpError> {
     split_alternating_processes(&mut store, &mut states, &mut warnings);
-    map_nodes(&mut store, &states, &plan.declared, &mut warnings);
+    map_nodes(&mut store, &states, declared, &mut warnings);
     if keep.wants(UP) {
         for t in states
             .values()
@@ -902,6 +889,59 @@ pub(super) fn run_plan(mut plan: Plan, keep: &Keep) -> Result<Dataset, DumpError
         audit: None,
         logs: None,
     })
+}
+
+/// A parsed file's time and where it comes from: the scrape's or the file
+/// name's, else its samples' latest timestamp, else its mtime.
+fn file_time(pf: &Planned, data: &FileData) -> Option<(Millis, TimeSource)> {
+    match (pf.name_time, data.max_ts, data.mtime) {
+        (Some(t), _, _) if pf.bytes.is_some() => Some((t, TimeSource::Scrape)),
+        (Some(t), _, _) => Some((t, TimeSource::FileName)),
+        (None, Some(t), _) => Some((t, TimeSource::SampleTimestamp)),
+        (None, None, Some(t)) => Some((t, TimeSource::Mtime)),
+        (None, None, None) => None,
+    }
+}
+
+/// Failed scrapes recorded in a manifest end every series of that target, as a
+/// failed scrape does in Prometheus, and stay with the target as evidence.
+/// A target that never answered is kept too (with the role its manifest
+/// entry gives), so that the report names it: returned.
+fn apply_failures(
+    store: &mut Store,
+    states: &mut BTreeMap<String, TargetState>,
+    failures_by_target: HashMap<String, Vec<Millis>>,
+    declared: &BTreeMap<String, Declared>,
+) -> Vec<Target> {
+    let mut silent: Vec<Target> = Vec::new();
+    for (tname, mut times) in failures_by_target {
+        times.sort_unstable();
+        times.dedup();
+        if let Some(st) = states.get_mut(&tname) {
+            for &t in &times {
+                mark_stale(store, st, t, Vec::new());
+            }
+            if let Some(target) = st.target.as_mut() {
+                target.failures = times;
+            }
+        } else {
+            let decl = declared.get(&tname).cloned().unwrap_or_default();
+            let (role, reason) = decl
+                .role
+                .unwrap_or((Role::Unknown, "no snapshot to infer a role from".into()));
+            silent.push(Target {
+                name: tname,
+                role,
+                role_reason: reason,
+                version: decl.version,
+                time_source: TimeSource::Scrape,
+                snapshots: Vec::new(),
+                families: BTreeSet::new(),
+                failures: times,
+            });
+        }
+    }
+    silent
 }
 
 /// Maps the etcd members to the node targets they run on ([`super::nodemap`]).
