@@ -295,10 +295,7 @@ fn a_delayed_path_is_dated_from_the_members_slow_reads_not_the_late_round_trips(
 /// dated from its start, and the round-trip evidence says what it left out.
 #[test]
 fn the_echo_of_a_healed_partition_is_not_a_new_incident() {
-    let run = recordings()
-        .into_iter()
-        .find(|r| name(r) == "long-partition-follower-etcd3.4-1")
-        .expect("the long partitioned follower");
+    let run = recording("long-partition-follower-etcd3.4-1");
     let truth = Truth::read(&run.join(TRUTH_FILE)).unwrap();
     let v = diagnose(&run);
     let rc = &v["root_cause"];
@@ -336,10 +333,7 @@ fn the_echo_of_a_healed_partition_is_not_a_new_incident() {
 /// seconds later it is confirmed: etcd/disk on m1.
 #[test]
 fn a_fault_seen_for_less_than_its_persistence_is_not_yet_confirmed() {
-    let run = recordings()
-        .into_iter()
-        .find(|r| name(r) == "long-fsync-slow-leader-etcd3.4-1")
-        .expect("the long slow-disk leader");
+    let run = recording("long-fsync-slow-leader-etcd3.4-1");
     let truth = Truth::read(&run.join(TRUTH_FILE)).unwrap();
     let at = |s: i64| ((truth.injected_at_ms.unwrap() / 1000) + s).to_string();
     let rec = run.join(RECORDING_DIR);
@@ -376,6 +370,14 @@ fn a_fault_seen_for_less_than_its_persistence_is_not_yet_confirmed() {
     assert_eq!(v["status"], "degraded");
     assert_eq!(v["root_cause"]["leaf"], "etcd-disk");
     assert_eq!(v["root_cause"]["instances"], serde_json::json!(["m1"]));
+}
+
+/// The committed run named `name`.
+fn recording(name_: &str) -> PathBuf {
+    recordings()
+        .into_iter()
+        .find(|r| name(r) == name_)
+        .unwrap_or_else(|| panic!("no recording {name_}"))
 }
 
 /// The axis report of `leaf` in a verdict.

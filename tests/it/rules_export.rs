@@ -269,6 +269,28 @@ struct Generated {
     test_yaml: String,
 }
 
+/// Export options for a test evaluated at `eval` (a time) over a verdict's
+/// window: the default selectors, the window's range, alerts firing after
+/// `for_`, and the baseline the engine used (the first quarter of the
+/// window) as seen from `eval`.
+fn export_options(w: &cptriage::rules::report::WindowInfo, eval: i64, for_: i64) -> ExportOptions {
+    let mut opts = ExportOptions::new(
+        cptriage::eval::select::DEFAULT_APISERVER_SELECTOR,
+        cptriage::eval::select::DEFAULT_ETCD_SELECTOR,
+        cptriage::eval::select::DEFAULT_CONTROLLER_SELECTOR,
+    )
+    .expect("selectors");
+    opts.window = w.range;
+    opts.for_ = for_;
+    let (bfrom, bto) = (
+        w.baseline.from.unwrap_or(w.from),
+        w.baseline.to.unwrap_or(w.from + (w.to - w.from) / 4),
+    );
+    opts.baseline_offset = (eval - bto).max(0);
+    opts.baseline_window = (bto - bfrom + w.step).max(w.step);
+    opts
+}
+
 /// Exports the rules and a unit test for one scenario.
 fn generate(spec_path: &Path, rules: &RuleSet) -> Generated {
     generate_by(spec_path, rules, None)
@@ -281,20 +303,7 @@ fn generate_by(spec_path: &Path, rules: &RuleSet, by: Option<&str>) -> Generated
     let report = engine::diagnose(rules, &ds, &Options::default()).expect("diagnose");
     let w = &report.window;
     let (from, to, step) = (w.from, w.to, w.step);
-    let mut opts = ExportOptions::new(
-        cptriage::eval::select::DEFAULT_APISERVER_SELECTOR,
-        cptriage::eval::select::DEFAULT_ETCD_SELECTOR,
-        cptriage::eval::select::DEFAULT_CONTROLLER_SELECTOR,
-    )
-    .expect("selectors");
-    opts.window = w.range;
-    opts.for_ = 60_000;
-    // The baseline the engine used (the first quarter of the window), as seen
-    // from the evaluation time.
-    let (bfrom, bto) = (
-        w.baseline.from.unwrap_or(from),
-        w.baseline.to.unwrap_or(from + (to - from) / 4),
-    );
+    let for_ = 60_000;
     let checks;
     let eval;
     match report.status {
@@ -302,7 +311,7 @@ fn generate_by(spec_path: &Path, rules: &RuleSet, by: Option<&str>) -> Generated
             let rc = report.verdict.root_cause.as_ref().expect("root cause");
             let onset = rc.onset.expect("onset");
             // Fires `for` after the leaf lights; two steps of margin.
-            eval = onset + opts.for_ + 2 * step;
+            eval = onset + for_ + 2 * step;
             assert!(
                 eval <= to,
                 "{name}: evaluation time after the end of the scenario"
@@ -329,8 +338,7 @@ fn generate_by(spec_path: &Path, rules: &RuleSet, by: Option<&str>) -> Generated
                 .collect();
         }
     }
-    opts.baseline_offset = (eval - bto).max(0);
-    opts.baseline_window = (bto - bfrom + step).max(step);
+    let mut opts = export_options(w, eval, for_);
     opts.by = by.map(str::to_string);
     let file = export::export(rules, &opts).expect("export");
     let rules_yaml = file
@@ -631,22 +639,9 @@ fn partition_dataset(rules: &RuleSet) -> Dataset {
 fn network_alert_test(rules: &RuleSet, ds: &Dataset, at: i64, instances: &[&str], name: &str) -> Generated {
     let report = engine::diagnose(rules, ds, &Options::default()).expect("diagnose");
     let w = &report.window;
-    let mut opts = ExportOptions::new(
-        cptriage::eval::select::DEFAULT_APISERVER_SELECTOR,
-        cptriage::eval::select::DEFAULT_ETCD_SELECTOR,
-        cptriage::eval::select::DEFAULT_CONTROLLER_SELECTOR,
-    )
-    .expect("selectors");
-    opts.window = w.range;
     // The echo lasts from 30-55 s after the heal to the end of the recording:
     // the alerts fire as soon as their expression holds.
-    opts.for_ = 0;
-    let (bfrom, bto) = (
-        w.baseline.from.unwrap_or(w.from),
-        w.baseline.to.unwrap_or(w.from + (w.to - w.from) / 4),
-    );
-    opts.baseline_offset = (w.from + at - bto).max(0);
-    opts.baseline_window = (bto - bfrom + w.step).max(w.step);
+    let opts = export_options(w, w.from + at, 0);
     let file = export::export(rules, &opts).expect("export");
     let input = UnitTestInput {
         name: name.to_string(),
